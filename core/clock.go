@@ -1,0 +1,29 @@
+package core
+
+import "time"
+
+// Clock reads the time as nanoseconds since the Unix epoch. Limiters read it
+// once per decision. It must be safe for concurrent use; it should not step
+// backwards, and if it does, no limiter hands out quota for the step.
+//
+// The default clock ([SystemClock]) is monotonic: it reads the wall clock once
+// at start-up and adds monotonic time elapsed since, so that it costs one
+// monotonic read per call and ignores wall-clock jumps. Tests use
+// coretest.Clock, which only moves when told to.
+type Clock interface {
+	Now() int64
+}
+
+// SystemClock is the default Clock: Unix nanoseconds, advanced by the
+// monotonic clock.
+var SystemClock Clock = systemClock{}
+
+type systemClock struct{}
+
+var (
+	startWall = time.Now()
+	startUnix = startWall.UnixNano()
+)
+
+// Now returns the Unix time in nanoseconds, advanced monotonically.
+func (systemClock) Now() int64 { return startUnix + int64(time.Since(startWall)) }
