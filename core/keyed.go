@@ -1,0 +1,306 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Keyed is the in-memory keyed limiter: one Limit applied to each key
+// separately, with per-key state in a bounded, sharded LRU table.
+//
+// Keys are hashed with a per-limiter seeded 64-bit hash and only the hash is
+// stored, so memory per key is fixed whatever the key's length (about 110
+// bytes). Two distinct keys share state only if their hashes collide: odds of
+// about n²/2⁶⁵ among n live keys (3·10⁻⁸ at a million).
+//
+// The table never holds more than its capacity. Keys whose quota is whole
+// again carry nothing and are dropped first; when every tracked key is still
+// live, the [FullPolicy] decides. A lock-free cache answers repeated denials
+// of a key without taking the shard's lock: a denial never changes state, so
+// the answer is the same the locked path would give.
+//
+// A Keyed is safe for concurrent use. Make one with [New].
+type Keyed struct {
+	limit   Limit
+	alg     algo
+	clock   Clock // nil: the system clock, read without an interface call
+	seed    maphash.Seed
+	shards  []shard
+	mask    uint64
+	maxCost int64
+	full    FullPolicy
+	cache   bool
+
+	overflowMu  sync.Mutex
+	overflow    state
+	overflowSet bool
+}
+
+// shard is one lock's worth of keys, padded so shards do not share cache
+// lines.
+type shard struct {
+	mu       sync.Mutex
+	lru      *simplelru.LRU[uint64, state]
+	capacity int
+	slots    []slot
+	slotMask uint64
+	_        [64]byte
+}
+
+// slot caches one denied key: its hash, its state, and the instant before
+// which no request of any cost can be admitted. Readers use it as a seqlock;
+// only the holder of the shard's lock writes it.
+type slot struct {
+	seq   atomic.Uint64
+	hash  atomic.Uint64
+	a, b  atomic.Int64
+	until atomic.Int64
+}
+
+var _ Limiter = (*Keyed)(nil)
+
+// New returns an in-memory keyed limiter enforcing l per key. It fails, with a
+// message saying what to fix, if l or an option is invalid.
+func New(l Limit, opts ...Option) (*Keyed, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	alg, err := newAlgo(o.algorithm, l)
+	if err != nil {
+		return nil, err
+	}
+	n := o.shards
+	for n > 1 && n > o.capacity {
+		n /= 2
+	}
+	k := &Keyed{
+		limit:   l,
+		alg:     alg,
+		clock:   o.clock,
+		seed:    maphash.MakeSeed(),
+		shards:  make([]shard, n),
+		mask:    uint64(n - 1),
+		maxCost: alg.maxCost(),
+		full:    o.full,
+		cache:   o.denyCache,
+	}
+	if k.clock == SystemClock {
+		k.clock = nil
+	}
+	per := o.capacity / n
+	slots := 16
+	for slots < per/8 && slots < 1024 {
+		slots *= 2
+	}
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.capacity = per
+		// The LRU's own bound is one above ours so that it never evicts
+		// by itself: this type decides what leaves.
+		s.lru, _ = simplelru.NewLRU[uint64, state](per+1, nil)
+		if k.cache {
+			s.slots = make([]slot, slots)
+			s.slotMask = uint64(slots - 1)
+		}
+	}
+	return k, nil
+}
+
+// MustNew is like New but panics on error. It is meant for package-level
+// limiters built from constant configuration.
+func MustNew(l Limit, opts ...Option) *Keyed {
+	k, err := New(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Limit returns the limit k enforces.
+func (k *Keyed) Limit() Limit { return k.limit }
+
+// Len returns how many keys k tracks now (keys decided against the overflow
+// state are not tracked).
+func (k *Keyed) Len() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		n += s.lru.Len()
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Capacity returns the most keys k can track at once.
+func (k *Keyed) Capacity() int { return k.shards[0].capacity * len(k.shards) }
+
+func (k *Keyed) now() int64 {
+	if k.clock == nil {
+		return startUnix + int64(time.Since(startWall))
+	}
+	return k.clock.Now()
+}
+
+func (k *Keyed) checkCost(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
+	}
+	if int64(cost) > k.maxCost {
+		return fmt.Errorf("%w: cost %d is more than %s can ever admit at once (%d)", ErrInvalidCost, cost, k.limit, k.maxCost)
+	}
+	return nil
+}
+
+// Allow decides whether key may spend cost units now and, if so, charges
+// them. The context is not used: an in-memory decision never blocks.
+func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error) {
+	if cost < 1 || int64(cost) > k.maxCost {
+		return Decision{}, k.checkCost(cost)
+	}
+	return k.decide(maphash.String(k.seed, key), k.now(), int64(cost)), nil
+}
+
+func (k *Keyed) decide(h uint64, now, cost int64) Decision {
+	d := Decision{Limit: k.limit}
+	sh := &k.shards[h&k.mask]
+	var sl *slot
+	if k.cache {
+		sl = &sh.slots[(h>>32)&sh.slotMask]
+		if st, ok := sl.load(h, now); ok && !k.alg.decide(&st, now, cost, &d) && !d.Allowed {
+			return d
+		}
+	}
+	sh.mu.Lock()
+	st, found := sh.lru.Peek(h)
+	if !found {
+		if !sh.makeRoom(k.alg, k.full, now) {
+			sh.mu.Unlock()
+			return k.decideOverflow(now, cost)
+		}
+		st = k.alg.fresh(now)
+	}
+	if k.alg.decide(&st, now, cost, &d) {
+		sh.lru.Add(h, st)
+		if sl != nil {
+			sl.forget(h)
+		}
+	} else {
+		if found {
+			sh.lru.Get(h) // a key being denied is in use: keep it recent
+		}
+		if sl != nil {
+			if until, ok := k.deniedUntil(st, now, cost, &d); ok {
+				sl.store(h, st, until)
+			}
+		}
+	}
+	sh.mu.Unlock()
+	return d
+}
+
+// deniedUntil returns the instant before which st admits no request at all,
+// given that it denied cost at now with decision d.
+func (k *Keyed) deniedUntil(st state, now, cost int64, d *Decision) (int64, bool) {
+	if cost == 1 {
+		return now + int64(d.RetryAfter), true
+	}
+	var one Decision
+	if k.alg.decide(&st, now, 1, &one) {
+		return 0, false
+	}
+	return now + int64(one.RetryAfter), true
+}
+
+// makeRoom drops whole-again keys from the old end of the shard and reports
+// whether a new key fits. With FullEvictLRU it always makes room. Checking a
+// couple of old keys on every insertion also sweeps idle keys out over time
+// without a background goroutine.
+func (s *shard) makeRoom(alg algo, full FullPolicy, now int64) bool {
+	for i := 0; i < 2; i++ {
+		_, old, ok := s.lru.GetOldest()
+		if !ok || !alg.idle(old, now) {
+			break
+		}
+		s.lru.RemoveOldest()
+	}
+	if s.lru.Len() < s.capacity {
+		return true
+	}
+	if full == FullEvictLRU {
+		s.lru.RemoveOldest()
+		return true
+	}
+	return false
+}
+
+func (k *Keyed) decideOverflow(now, cost int64) Decision {
+	d := Decision{Limit: k.limit}
+	k.overflowMu.Lock()
+	if !k.overflowSet {
+		k.overflow, k.overflowSet = k.alg.fresh(now), true
+	}
+	k.alg.decide(&k.overflow, now, cost, &d)
+	k.overflowMu.Unlock()
+	return d
+}
+
+// Refund gives back cost units charged to key, never beyond a whole quota.
+// A key that is no longer tracked has nothing to give back to.
+func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
+	if err := k.checkCost(cost); err != nil {
+		return err
+	}
+	h := maphash.String(k.seed, key)
+	now := k.now()
+	sh := &k.shards[h&k.mask]
+	sh.mu.Lock()
+	if st, ok := sh.lru.Peek(h); ok && k.alg.refund(&st, now, int64(cost)) {
+		sh.lru.Add(h, st)
+		if k.cache {
+			sh.slots[(h>>32)&sh.slotMask].forget(h)
+		}
+	}
+	sh.mu.Unlock()
+	return nil
+}
+
+func (s *slot) load(h uint64, now int64) (state, bool) {
+	seq := s.seq.Load()
+	if seq&1 != 0 || s.hash.Load() != h || now >= s.until.Load() {
+		return state{}, false
+	}
+	st := state{a: s.a.Load(), b: s.b.Load()}
+	return st, s.seq.Load() == seq
+}
+
+func (s *slot) store(h uint64, st state, until int64) {
+	s.seq.Add(1)
+	s.hash.Store(h)
+	s.a.Store(st.a)
+	s.b.Store(st.b)
+	s.until.Store(until)
+	s.seq.Add(1)
+}
+
+func (s *slot) forget(h uint64) {
+	if s.hash.Load() == h {
+		s.seq.Add(1)
+		s.until.Store(math.MinInt64)
+		s.seq.Add(1)
+	}
+}
