@@ -50,18 +50,27 @@ func (a Algorithm) String() string {
 // state is one key's state; its meaning belongs to the algorithm.
 type state struct{ a, b int64 }
 
+// verdict is a decision without its Limit, in nanoseconds. Algorithms pass
+// states and verdicts by value: a pointer passed through the interface would
+// escape to the heap on every call.
+type verdict struct {
+	allowed                bool
+	remaining              int64
+	retryAfter, resetAfter int64
+}
+
 // algo is an algorithm bound to one Limit. Its methods are pure functions of
 // their arguments, so the same state can be decided again lock-free.
 type algo interface {
 	// fresh is the state of a key never seen before, at now.
 	fresh(now int64) state
-	// decide charges cost at now if it fits. It fills d (all but Limit)
-	// and reports whether s changed; a denial never changes s.
-	decide(s *state, now, cost int64, d *Decision) (changed bool)
+	// decide charges cost at now if it fits and returns the new state. A
+	// denial returns s unchanged; an admission always changes it.
+	decide(s state, now, cost int64) (state, verdict)
 	// idle reports whether s is whole again at now and so carries nothing.
 	idle(s state, now int64) bool
 	// refund gives cost back to s at now, never beyond whole.
-	refund(s *state, now, cost int64) (changed bool)
+	refund(s state, now, cost int64) (state, bool)
 	// maxCost is the largest cost that can ever be admitted at once.
 	maxCost() int64
 }
@@ -96,32 +105,22 @@ type gcra struct {
 func (g *gcra) fresh(now int64) state { return state{a: now} }
 func (g *gcra) maxCost() int64        { return g.burst }
 
-func (g *gcra) decide(s *state, now, cost int64, d *Decision) bool {
+func (g *gcra) decide(s state, now, cost int64) (state, verdict) {
 	tat := max(s.a, now)
 	next := tat + cost*g.interval
 	if next-now <= g.span {
-		s.a = next
-		d.Allowed = true
-		d.Remaining = int((g.span - (next - now)) / g.interval)
-		d.ResetAfter = time.Duration(next - now)
-		d.RetryAfter = 0
-		return true
+		return state{a: next}, verdict{allowed: true, remaining: (g.span - (next - now)) / g.interval, resetAfter: next - now}
 	}
-	d.Allowed = false
-	d.Remaining = int(max(0, g.span-(tat-now)) / g.interval)
-	d.ResetAfter = time.Duration(tat - now)
-	d.RetryAfter = time.Duration(next - now - g.span)
-	return false
+	return s, verdict{remaining: max(0, g.span-(tat-now)) / g.interval, retryAfter: next - now - g.span, resetAfter: tat - now}
 }
 
 func (g *gcra) idle(s state, now int64) bool { return s.a <= now }
 
-func (g *gcra) refund(s *state, now, cost int64) bool {
+func (g *gcra) refund(s state, now, cost int64) (state, bool) {
 	if s.a <= now {
-		return false
+		return s, false
 	}
-	s.a = max(now, s.a-cost*g.interval)
-	return true
+	return state{a: max(now, s.a-cost*g.interval)}, true
 }
 
 // ---- token bucket ----
@@ -169,69 +168,62 @@ func (tb *tokenBucket) duration(tokens float64) time.Duration {
 	return time.Duration(d)
 }
 
-// waitFor is the shortest wait after now until s holds enough tokens that
-// want(tokens) is true, searched from the float estimate so that the answer
-// is exact in whole nanoseconds: want holds at the result and not one
-// nanosecond earlier.
-func (tb *tokenBucket) waitFor(s state, now int64, shortfall float64, want func(float64) bool) time.Duration {
-	if want(tb.tokensAt(s, now)) {
+// waitFor is the shortest wait after now until s holds enough tokens for n
+// to fit (whole: at least n tokens), searched from the float estimate so that
+// the answer is exact in whole nanoseconds: it holds at the result and not
+// one nanosecond earlier.
+func (tb *tokenBucket) waitFor(s state, now int64, n float64, whole bool) int64 {
+	ok := func(tokens float64) bool { return tokens >= n || !whole && tb.fits(tokens, n) }
+	tokens := tb.tokensAt(s, now)
+	if ok(tokens) {
 		return 0
 	}
 	// Refill counts from the last update, which a backwards clock step can
 	// leave ahead of now.
-	d := max(0, s.b-now) + int64(math.Ceil(shortfall/tb.rate*float64(time.Second)))
+	d := max(0, s.b-now) + int64(math.Ceil((n-tokens)/tb.rate*float64(time.Second)))
 	if d < 1 {
 		d = 1
 	}
 	if d > maxSpan {
 		return maxSpan
 	}
-	for i := 0; i < 64 && !want(tb.tokensAt(s, now+d)); i++ {
+	for i := 0; i < 64 && !ok(tb.tokensAt(s, now+d)); i++ {
 		d++
 	}
-	for i := 0; i < 64 && d > 1 && want(tb.tokensAt(s, now+d-1)); i++ {
+	for i := 0; i < 64 && d > 1 && ok(tb.tokensAt(s, now+d-1)); i++ {
 		d--
 	}
-	return time.Duration(d)
+	return d
 }
 
-func (tb *tokenBucket) decide(s *state, now, cost int64, d *Decision) bool {
-	tokens := tb.tokensAt(*s, now)
+func (tb *tokenBucket) decide(s state, now, cost int64) (state, verdict) {
+	tokens := tb.tokensAt(s, now)
 	n := float64(cost)
 	if tb.fits(tokens, n) {
 		left := tokens - n
-		s.a = int64(math.Float64bits(left))
-		s.b = max(s.b, now)
-		d.Allowed = true
-		d.Remaining = floorCount(left)
-		d.RetryAfter = 0
-		d.ResetAfter = tb.waitFor(*s, now, tb.burst-left, tb.whole)
-		return true
+		ns := state{a: int64(math.Float64bits(left)), b: max(s.b, now)}
+		return ns, verdict{allowed: true, remaining: floorCount(left), resetAfter: tb.waitFor(ns, now, tb.burst, true)}
 	}
-	d.Allowed = false
-	d.Remaining = floorCount(tokens)
-	d.RetryAfter = tb.waitFor(*s, now, n-tokens, func(t float64) bool { return tb.fits(t, n) })
-	d.ResetAfter = tb.waitFor(*s, now, tb.burst-tokens, tb.whole)
-	return false
+	return s, verdict{
+		remaining:  floorCount(tokens),
+		retryAfter: tb.waitFor(s, now, n, false),
+		resetAfter: tb.waitFor(s, now, tb.burst, true),
+	}
 }
-
-func (tb *tokenBucket) whole(tokens float64) bool { return tokens >= tb.burst }
 
 func (tb *tokenBucket) idle(s state, now int64) bool { return tb.tokensAt(s, now) >= tb.burst }
 
-func (tb *tokenBucket) refund(s *state, now, cost int64) bool {
-	tokens := min(tb.burst, tb.tokensAt(*s, now)+float64(cost))
-	s.a = int64(math.Float64bits(tokens))
-	s.b = max(s.b, now)
-	return true
+func (tb *tokenBucket) refund(s state, now, cost int64) (state, bool) {
+	tokens := min(tb.burst, tb.tokensAt(s, now)+float64(cost))
+	return state{a: int64(math.Float64bits(tokens)), b: max(s.b, now)}, true
 }
 
 // floorCount turns a token count into whole requests, never negative.
-func floorCount(tokens float64) int {
+func floorCount(tokens float64) int64 {
 	if tokens <= 0 {
 		return 0
 	}
-	return int(tokens)
+	return int64(tokens)
 }
 
 // ---- fixed window ----
@@ -263,22 +255,13 @@ func (fw *fixedWindow) current(s state, now int64) (start, count int64) {
 	return w, 0
 }
 
-func (fw *fixedWindow) decide(s *state, now, cost int64, d *Decision) bool {
-	w, count := fw.current(*s, now)
+func (fw *fixedWindow) decide(s state, now, cost int64) (state, verdict) {
+	w, count := fw.current(s, now)
 	end := w + fw.period
 	if count+cost <= fw.events {
-		s.a, s.b = w, count+cost
-		d.Allowed = true
-		d.Remaining = int(fw.events - s.b)
-		d.ResetAfter = time.Duration(end - now)
-		d.RetryAfter = 0
-		return true
+		return state{a: w, b: count + cost}, verdict{allowed: true, remaining: fw.events - count - cost, resetAfter: end - now}
 	}
-	d.Allowed = false
-	d.Remaining = int(fw.events - count)
-	d.ResetAfter = time.Duration(end - now)
-	d.RetryAfter = time.Duration(end - now)
-	return false
+	return s, verdict{remaining: fw.events - count, retryAfter: end - now, resetAfter: end - now}
 }
 
 func (fw *fixedWindow) idle(s state, now int64) bool {
@@ -286,12 +269,11 @@ func (fw *fixedWindow) idle(s state, now int64) bool {
 	return count == 0
 }
 
-func (fw *fixedWindow) refund(s *state, now, cost int64) bool {
-	if w, count := fw.current(*s, now); w == s.a && count > 0 {
-		s.b = max(0, count-cost)
-		return true
+func (fw *fixedWindow) refund(s state, now, cost int64) (state, bool) {
+	if w, count := fw.current(s, now); w == s.a && count > 0 {
+		return state{a: w, b: max(0, count-cost)}, true
 	}
-	return false
+	return s, false
 }
 
 // ---- sliding-window counter ----
@@ -347,21 +329,17 @@ func (sw *slidingWindow) longestLeft(room, count int64) int64 {
 	return int64(min(q, uint64(sw.period)))
 }
 
-func (sw *slidingWindow) decide(s *state, now, cost int64, d *Decision) bool {
-	w, prev, cur, at := sw.counts(*s, now)
+func (sw *slidingWindow) decide(s state, now, cost int64) (state, verdict) {
+	w, prev, cur, at := sw.counts(s, now)
 	left := w + sw.period - at
 	used := sw.weighted(prev, left) + cur
 	if used+cost <= sw.events {
-		cur += cost
-		s.a, s.b = w, prev<<32|cur
-		d.Allowed = true
-		d.Remaining = int(sw.events - used - cost)
-		d.RetryAfter = 0
-		d.ResetAfter = time.Duration(w + 2*sw.period - now)
-		return true
+		return state{a: w, b: prev<<32 | (cur + cost)}, verdict{
+			allowed:    true,
+			remaining:  sw.events - used - cost,
+			resetAfter: w + 2*sw.period - now,
+		}
 	}
-	d.Allowed = false
-	d.Remaining = int(max(0, sw.events-used))
 	var retryAt int64
 	if cur+cost <= sw.events {
 		// This window will do once the previous one weighs little enough.
@@ -370,16 +348,14 @@ func (sw *slidingWindow) decide(s *state, now, cost int64, d *Decision) bool {
 		// Only the next window, once this one's count has faded enough.
 		retryAt = w + 2*sw.period - sw.longestLeft(sw.events-cost, cur)
 	}
-	d.RetryAfter = time.Duration(retryAt - now)
+	v := verdict{remaining: max(0, sw.events-used), retryAfter: retryAt - now}
 	switch {
 	case cur > 0:
-		d.ResetAfter = time.Duration(w + 2*sw.period - now)
+		v.resetAfter = w + 2*sw.period - now
 	case prev > 0:
-		d.ResetAfter = time.Duration(w + sw.period - now)
-	default:
-		d.ResetAfter = 0
+		v.resetAfter = w + sw.period - now
 	}
-	return false
+	return s, v
 }
 
 func (sw *slidingWindow) idle(s state, now int64) bool {
@@ -387,16 +363,15 @@ func (sw *slidingWindow) idle(s state, now int64) bool {
 	return prev == 0 && cur == 0
 }
 
-func (sw *slidingWindow) refund(s *state, now, cost int64) bool {
-	w, prev, cur, _ := sw.counts(*s, now)
+func (sw *slidingWindow) refund(s state, now, cost int64) (state, bool) {
+	w, prev, cur, _ := sw.counts(s, now)
 	switch {
 	case cur > 0:
 		cur = max(0, cur-cost)
 	case prev > 0:
 		prev = max(0, prev-cost)
 	default:
-		return false
+		return s, false
 	}
-	s.a, s.b = w, prev<<32|cur
-	return true
+	return state{a: w, b: prev<<32 | cur}, true
 }

@@ -54,14 +54,15 @@ type shard struct {
 	_        [64]byte
 }
 
-// slot caches one denied key: its hash, its state, and the instant before
-// which no request of any cost can be admitted. Readers use it as a seqlock;
-// only the holder of the shard's lock writes it.
+// slot caches one denied key: its hash, its state, the instant before which
+// no request of any cost can be admitted, and the instant its quota is whole
+// again. Readers use it as a seqlock; only the holder of the shard's lock
+// writes it.
 type slot struct {
-	seq   atomic.Uint64
-	hash  atomic.Uint64
-	a, b  atomic.Int64
-	until atomic.Int64
+	seq            atomic.Uint64
+	hash           atomic.Uint64
+	a, b           atomic.Int64
+	until, resetAt atomic.Int64
 }
 
 var _ Limiter = (*Keyed)(nil)
@@ -176,13 +177,19 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 }
 
 func (k *Keyed) decide(h uint64, now, cost int64) Decision {
-	d := Decision{Limit: k.limit}
 	sh := &k.shards[h&k.mask]
 	var sl *slot
 	if k.cache {
 		sl = &sh.slots[(h>>32)&sh.slotMask]
-		if st, ok := sl.load(h, now); ok && !k.alg.decide(&st, now, cost, &d) && !d.Allowed {
-			return d
+		if st, until, resetAt, ok := sl.load(h, now); ok {
+			if cost == 1 {
+				// Until then nothing fits, so nothing is left; both
+				// waits end at fixed instants.
+				return Decision{Limit: k.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}
+			}
+			if _, v := k.alg.decide(st, now, cost); !v.allowed {
+				return k.decision(v)
+			}
 		}
 	}
 	sh.mu.Lock()
@@ -194,8 +201,9 @@ func (k *Keyed) decide(h uint64, now, cost int64) Decision {
 		}
 		st = k.alg.fresh(now)
 	}
-	if k.alg.decide(&st, now, cost, &d) {
-		sh.lru.Add(h, st)
+	ns, v := k.alg.decide(st, now, cost)
+	if v.allowed {
+		sh.lru.Add(h, ns)
 		if sl != nil {
 			sl.forget(h)
 		}
@@ -204,26 +212,35 @@ func (k *Keyed) decide(h uint64, now, cost int64) Decision {
 			sh.lru.Get(h) // a key being denied is in use: keep it recent
 		}
 		if sl != nil {
-			if until, ok := k.deniedUntil(st, now, cost, &d); ok {
-				sl.store(h, st, until)
+			if one, ok := k.deniedOne(st, now, cost, v); ok {
+				sl.store(h, st, now+one.retryAfter, now+one.resetAfter)
 			}
 		}
 	}
 	sh.mu.Unlock()
-	return d
+	return k.decision(v)
 }
 
-// deniedUntil returns the instant before which st admits no request at all,
-// given that it denied cost at now with decision d.
-func (k *Keyed) deniedUntil(st state, now, cost int64, d *Decision) (int64, bool) {
+func (k *Keyed) decision(v verdict) Decision {
+	return Decision{
+		Allowed:    v.allowed,
+		Limit:      k.limit,
+		Remaining:  int(v.remaining),
+		RetryAfter: time.Duration(v.retryAfter),
+		ResetAfter: time.Duration(v.resetAfter),
+	}
+}
+
+// deniedOne returns the verdict for cost 1 on st at now, if st denies it,
+// given that st denied cost with verdict v. Its waits end at instants that
+// do not move while st stands, which lets the deny cache answer later
+// requests without the algorithm.
+func (k *Keyed) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) {
 	if cost == 1 {
-		return now + int64(d.RetryAfter), true
+		return v, true
 	}
-	var one Decision
-	if k.alg.decide(&st, now, 1, &one) {
-		return 0, false
-	}
-	return now + int64(one.RetryAfter), true
+	_, one := k.alg.decide(st, now, 1)
+	return one, !one.allowed
 }
 
 // makeRoom drops whole-again keys from the old end of the shard and reports
@@ -249,14 +266,14 @@ func (s *shard) makeRoom(alg algo, full FullPolicy, now int64) bool {
 }
 
 func (k *Keyed) decideOverflow(now, cost int64) Decision {
-	d := Decision{Limit: k.limit}
 	k.overflowMu.Lock()
 	if !k.overflowSet {
 		k.overflow, k.overflowSet = k.alg.fresh(now), true
 	}
-	k.alg.decide(&k.overflow, now, cost, &d)
+	var v verdict
+	k.overflow, v = k.alg.decide(k.overflow, now, cost)
 	k.overflowMu.Unlock()
-	return d
+	return k.decision(v)
 }
 
 // Refund gives back cost units charged to key, never beyond a whole quota.
@@ -269,31 +286,39 @@ func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
 	now := k.now()
 	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()
-	if st, ok := sh.lru.Peek(h); ok && k.alg.refund(&st, now, int64(cost)) {
-		sh.lru.Add(h, st)
-		if k.cache {
-			sh.slots[(h>>32)&sh.slotMask].forget(h)
+	if st, ok := sh.lru.Peek(h); ok {
+		if st, ok = k.alg.refund(st, now, int64(cost)); ok {
+			sh.lru.Add(h, st)
+			if k.cache {
+				sh.slots[(h>>32)&sh.slotMask].forget(h)
+			}
 		}
 	}
 	sh.mu.Unlock()
 	return nil
 }
 
-func (s *slot) load(h uint64, now int64) (state, bool) {
+func (s *slot) load(h uint64, now int64) (st state, until, resetAt int64, ok bool) {
 	seq := s.seq.Load()
-	if seq&1 != 0 || s.hash.Load() != h || now >= s.until.Load() {
-		return state{}, false
+	if seq&1 != 0 || s.hash.Load() != h {
+		return state{}, 0, 0, false
 	}
-	st := state{a: s.a.Load(), b: s.b.Load()}
-	return st, s.seq.Load() == seq
+	until = s.until.Load()
+	if now >= until {
+		return state{}, 0, 0, false
+	}
+	st = state{a: s.a.Load(), b: s.b.Load()}
+	resetAt = s.resetAt.Load()
+	return st, until, resetAt, s.seq.Load() == seq
 }
 
-func (s *slot) store(h uint64, st state, until int64) {
+func (s *slot) store(h uint64, st state, until, resetAt int64) {
 	s.seq.Add(1)
 	s.hash.Store(h)
 	s.a.Store(st.a)
 	s.b.Store(st.b)
 	s.until.Store(until)
+	s.resetAt.Store(resetAt)
 	s.seq.Add(1)
 }
 

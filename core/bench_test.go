@@ -1,0 +1,208 @@
+package core_test
+
+import (
+	"context"
+	"math/rand"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// The benchmarks use the policy of ../shared/PEERS.md (100/s, burst 100, per
+// key) and the real clock, and compare with a floor: an unbounded sync.Map of
+// GCRA states updated with one CAS, reading the clock the same way.
+
+const (
+	zipfKeys  = 100_000
+	churnKeys = 1_000_000
+	churnCap  = 65_536
+)
+
+var benchLimit = core.PerSecond(100)
+
+// benchKeys returns n distinct keys, and fails the benchmark if they are not
+// (a benchmark whose keys collapse to one measures nothing).
+func benchKeys(b *testing.B, n int) []string {
+	keys := make([]string, n)
+	seen := make(map[string]struct{}, n)
+	for i := range keys {
+		keys[i] = "client-" + strconv.Itoa(i)
+		seen[keys[i]] = struct{}{}
+	}
+	if len(seen) != n {
+		b.Fatalf("%d distinct keys of %d", len(seen), n)
+	}
+	return keys
+}
+
+// zipfSeq is a fixed sequence of Zipf-distributed indexes into zipfKeys keys.
+var zipfSeq = sync.OnceValue(func() []uint32 {
+	r := rand.New(rand.NewSource(1))
+	z := rand.NewZipf(r, 1.1, 1, zipfKeys-1)
+	seq := make([]uint32, 1<<20)
+	for i := range seq {
+		seq[i] = uint32(z.Uint64())
+	}
+	return seq
+})
+
+type decider interface {
+	allow(key string) bool
+}
+
+type keyedDecider struct{ *core.Keyed }
+
+func (k keyedDecider) allow(key string) bool {
+	d, _ := k.Allow(context.Background(), key, 1)
+	return d.Allowed
+}
+
+// floor is the reference: sync.Map + one CAS on an int64 GCRA state,
+// unbounded, no Decision fields beyond admission.
+type floor struct {
+	m              sync.Map
+	interval, span int64
+	start          time.Time
+	startUnixNanos int64
+}
+
+func newFloor() *floor {
+	t := int64(benchLimit.Interval())
+	now := time.Now()
+	return &floor{interval: t, span: t * int64(benchLimit.EffectiveBurst()), start: now, startUnixNanos: now.UnixNano()}
+}
+
+func (f *floor) allow(key string) bool {
+	now := f.startUnixNanos + int64(time.Since(f.start))
+	v, ok := f.m.Load(key)
+	if !ok {
+		v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
+	}
+	p := v.(*atomic.Int64)
+	for {
+		tat := p.Load()
+		next := max(tat, now) + f.interval
+		if next-now > f.span {
+			return false
+		}
+		if p.CompareAndSwap(tat, next) {
+			return true
+		}
+	}
+}
+
+func deciders(b *testing.B, capacity int) map[string]func() decider {
+	mk := func(alg core.Algorithm) func() decider {
+		return func() decider {
+			k, err := core.New(benchLimit, core.WithAlgorithm(alg), core.WithCapacity(capacity))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return keyedDecider{k}
+		}
+	}
+	return map[string]func() decider{
+		"floor":          func() decider { return newFloor() },
+		"gcra":           mk(core.GCRA),
+		"token-bucket":   mk(core.TokenBucket),
+		"fixed-window":   mk(core.FixedWindow),
+		"sliding-window": mk(core.SlidingWindow),
+	}
+}
+
+var order = []string{"floor", "gcra", "token-bucket", "fixed-window", "sliding-window"}
+
+func BenchmarkHotSeq(b *testing.B) {
+	for _, name := range order {
+		b.Run(name, func(b *testing.B) {
+			d := deciders(b, core.DefaultCapacity)[name]()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.allow("hot")
+			}
+		})
+	}
+}
+
+func BenchmarkHotPar(b *testing.B) {
+	for _, name := range order {
+		b.Run(name, func(b *testing.B) {
+			d := deciders(b, core.DefaultCapacity)[name]()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					d.allow("hot")
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkZipfPar(b *testing.B) {
+	keys := benchKeys(b, zipfKeys)
+	seq := zipfSeq()
+	for _, name := range order {
+		b.Run(name, func(b *testing.B) {
+			d := deciders(b, 2*zipfKeys)[name]()
+			var worker atomic.Uint32
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(worker.Add(1)) * 7919
+				for pb.Next() {
+					d.allow(keys[seq[i&(len(seq)-1)]])
+					i++
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkChurnPar(b *testing.B) {
+	keys := benchKeys(b, churnKeys)
+	for _, name := range order {
+		b.Run(name, func(b *testing.B) {
+			d := deciders(b, churnCap)[name]()
+			var worker atomic.Uint32
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(worker.Add(1)) * 104_729
+				for pb.Next() {
+					d.allow(keys[i%churnKeys])
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMemoryPerKey reports the heap bytes per tracked key with 10⁶ keys
+// in a table sized for them (the key's 64-bit hash included).
+func BenchmarkMemoryPerKey(b *testing.B) {
+	keys := benchKeys(b, churnKeys)
+	for _, name := range []string{"floor", "gcra", "token-bucket"} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				d := deciders(b, churnKeys)[name]()
+				for _, k := range keys {
+					d.allow(k)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/churnKeys, "B/key")
+				runtime.KeepAlive(d)
+			}
+		})
+	}
+}
