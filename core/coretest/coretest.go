@@ -1,5 +1,3 @@
-// Package coretest holds helpers for testing code that uses floodgate: a
-// fake clock that moves only when told to.
 package coretest
 
 import (

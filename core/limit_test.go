@@ -1,0 +1,144 @@
+package core_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+func TestConstructors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		got, want core.Limit
+	}{
+		{core.PerSecond(5), core.Limit{Events: 5, Period: time.Second, Burst: 5}},
+		{core.PerMinute(5), core.Limit{Events: 5, Period: time.Minute, Burst: 5}},
+		{core.PerHour(5), core.Limit{Events: 5, Period: time.Hour, Burst: 5}},
+		{core.PerDay(5), core.Limit{Events: 5, Period: 24 * time.Hour, Burst: 5}},
+		{core.Every(250 * ms), core.Limit{Events: 1, Period: 250 * ms, Burst: 1}},
+		{core.PerSecond(5).WithBurst(2).WithName("api"), core.Limit{Events: 5, Period: time.Second, Burst: 2, Name: "api"}},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %+v, want %+v", c.got, c.want)
+		}
+		if err := c.got.Validate(); err != nil {
+			t.Errorf("%v: %v", c.got, err)
+		}
+	}
+	if got := (core.Limit{Events: 3, Period: time.Second}).Interval(); got != 333333334 {
+		t.Errorf("Interval of 3/s = %d, want 333333334 (rounded up)", got)
+	}
+	if got := (core.Limit{Events: 3, Period: time.Second}).EffectiveBurst(); got != 3 {
+		t.Errorf("EffectiveBurst with Burst 0 = %d, want Events", got)
+	}
+}
+
+func TestParseLimit(t *testing.T) {
+	t.Parallel()
+	ok := []struct {
+		in   string
+		want core.Limit
+	}{
+		{"100/s", core.PerSecond(100)},
+		{"5/min", core.PerMinute(5)},
+		{"150/h", core.PerHour(150)},
+		{"2/day", core.PerDay(2)},
+		{"2/DAYS", core.PerDay(2)},
+		{"1000/h burst=50", core.PerHour(1000).WithBurst(50)},
+		{"10/s name=login", core.PerSecond(10).WithName("login")},
+		{"  10/second   name=a.b:c-d_e  burst=3 ", core.PerSecond(10).WithBurst(3).WithName("a.b:c-d_e")},
+		{"30/10s", core.Limit{Events: 30, Period: 10 * time.Second, Burst: 30}},
+		{"1/1m30s", core.Limit{Events: 1, Period: 90 * time.Second, Burst: 1}},
+		{"7/500ms", core.Limit{Events: 7, Period: 500 * ms, Burst: 7}},
+		{"3/2min", core.Limit{Events: 3, Period: 2 * time.Minute, Burst: 3}},
+		{"3/minutes", core.PerMinute(3)},
+		{"1/ms", core.Limit{Events: 1, Period: ms, Burst: 1}},
+	}
+	for _, c := range ok {
+		got, err := core.ParseLimit(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	bad := []struct{ in, mention string }{
+		{"", "empty limit"},
+		{"   ", "empty limit"},
+		{"100", "no '/'"},
+		{"0/s", "events \"0\""},
+		{"-5/s", "events \"-5\""},
+		{"+5/s", "events \"+5\""},
+		{"1.5/s", "events \"1.5\""},
+		{"99999999999/s", "events \"99999999999\""},
+		{"5/", "period is empty"},
+		{"5/fortnight", "period \"fortnight\""},
+		{"5/0s", "period \"0s\""},
+		{"5/-1s", "period \"-1s\""},
+		{"5/s burst", "not key=value"},
+		{"5/s burst=0", "burst \"0\""},
+		{"5/s burst=x", "burst \"x\""},
+		{"5/s burst=1 burst=2", "given twice"},
+		{"5/s color=red", "unknown limit option \"color\""},
+		{"5/s name=", "name is empty"},
+		{"5/s name=a\"b", "limit name"},
+		{"5/s name=" + strings.Repeat("x", 65), "at most 64"},
+		{"1/d burst=2000000000", "lower the burst"},
+		{"5/99999999999h", "period"},
+	}
+	for _, c := range bad {
+		got, err := core.ParseLimit(c.in)
+		if err == nil {
+			t.Errorf("ParseLimit(%q) = %+v, want an error", c.in, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.mention) || !strings.HasPrefix(err.Error(), "core: ") {
+			t.Errorf("ParseLimit(%q) error %q should start with \"core: \" and mention %q", c.in, err, c.mention)
+		}
+	}
+}
+
+func TestLimitStringRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, l := range []core.Limit{
+		core.PerSecond(100), core.PerMinute(5).WithBurst(1), core.PerHour(3).WithName("x"),
+		core.PerDay(9), {Events: 4, Period: 1500 * ms}, {Events: 4, Period: 7 * time.Nanosecond, Burst: 2, Name: "n"},
+	} {
+		got, err := core.ParseLimit(l.String())
+		if err != nil {
+			t.Fatalf("ParseLimit(%q): %v", l.String(), err)
+		}
+		if !sameLimit(got, l) {
+			t.Errorf("round trip of %+v via %q gave %+v", l, l.String(), got)
+		}
+	}
+}
+
+func sameLimit(a, b core.Limit) bool {
+	return a.Events == b.Events && a.Period == b.Period && a.EffectiveBurst() == b.EffectiveBurst() && a.Name == b.Name
+}
+
+// FuzzParseLimit: the parser never panics; what it accepts is valid and
+// survives a round trip through String.
+func FuzzParseLimit(f *testing.F) {
+	for _, s := range []string{"100/s", "5/min burst=2", "10/s name=login", "30/10s", "1/1m30s", "0/s", "5/x", "", "1/d burst=99 name=a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := core.ParseLimit(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "core: ") {
+				t.Fatalf("error without package prefix: %v", err)
+			}
+			return
+		}
+		if err := l.Validate(); err != nil {
+			t.Fatalf("ParseLimit(%q) accepted an invalid limit %+v: %v", s, l, err)
+		}
+		again, err := core.ParseLimit(l.String())
+		if err != nil || !sameLimit(again, l) {
+			t.Fatalf("round trip of %q: %q -> %+v, %v", s, l.String(), again, err)
+		}
+	})
+}
