@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
 )
 
 // The benchmarks use the policy of ../shared/PEERS.md (100/s, burst 100, per
@@ -96,10 +97,10 @@ func (f *floor) allow(key string) bool {
 	}
 }
 
-func deciders(b *testing.B, capacity int) map[string]func() decider {
+func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func() decider {
 	mk := func(alg core.Algorithm) func() decider {
 		return func() decider {
-			k, err := core.New(benchLimit, core.WithAlgorithm(alg), core.WithCapacity(capacity))
+			k, err := core.New(benchLimit, append([]core.Option{core.WithAlgorithm(alg), core.WithCapacity(capacity)}, opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -194,13 +195,19 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				d := deciders(b, churnKeys)[name]()
+				// Twice the room, since keys do not spread evenly over the shards.
+				// A frozen clock keeps every key live, so none is swept
+				// out as whole again.
+				d := deciders(b, 2*churnKeys, core.WithClock(coretest.NewClock(t0)))[name]()
 				for _, k := range keys {
 					d.allow(k)
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/churnKeys, "B/key")
+				if k, ok := d.(keyedDecider); ok && k.Len() != churnKeys {
+					b.Fatalf("tracked %d keys, want %d", k.Len(), churnKeys)
+				}
 				runtime.KeepAlive(d)
 			}
 		})

@@ -103,8 +103,11 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 		k.clock = nil
 	}
 	per := o.capacity / n
-	slots := 16
-	for slots < per/8 && slots < 1024 {
+	// The deny cache needs room for the keys being hammered at one time,
+	// not for every key: a few percent of the table, at most 256 slots (12
+	// KiB) a shard.
+	slots := 8
+	for slots < per/64 && slots < 256 {
 		slots *= 2
 	}
 	for i := range k.shards {
