@@ -1,0 +1,155 @@
+package httpmw_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+)
+
+// The target: the middleware adds at most 325 ns per request
+// sequentially and 210 ns in parallel over a bare handler, with both header
+// styles. Compare the handler=bare and handler=limited rows of
+// BenchmarkOverhead (benchstat, -count=6).
+
+// nopWriter is a reusable ResponseWriter, so that the benchmarks measure
+// the middleware rather than httptest.ResponseRecorder's allocations.
+type nopWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *nopWriter) Header() http.Header         { return w.h }
+func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *nopWriter) WriteHeader(code int)        { w.code = code }
+
+// reset makes w ready for the next request, keeping the map's storage as a
+// server's fresh map would not: the middleware's own allocations stay
+// visible.
+func (w *nopWriter) reset() { clear(w.h); w.code = 0 }
+
+var bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+
+// nKeys distinct clients: enough that they spread over every shard and do
+// not all sit in one cache line.
+const nKeys = 1 << 10
+
+// requests returns nKeys requests from distinct peers, and fails the
+// benchmark if any two would share a key.
+func requests(b *testing.B) []*http.Request {
+	b.Helper()
+	reqs := make([]*http.Request, nKeys)
+	seen := make(map[string]bool, nKeys)
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/api/items", nil)
+		r.RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":4242"
+		key, _ := byAddr(r)
+		if seen[key] {
+			b.Fatalf("key %q repeats: the benchmark would not use %d keys", key, nKeys)
+		}
+		seen[key] = true
+		reqs[i] = r
+	}
+	if len(seen) != nKeys {
+		b.Fatalf("%d distinct keys, want %d", len(seen), nKeys)
+	}
+	return reqs
+}
+
+// BenchmarkOverhead measures a request through a bare handler and through
+// the middleware in front of it, on the system clock, cycling through
+// nKeys keys. The policy (1M/s per key) admits every request, so each one
+// gets the full set of headers; denied requests are measured by
+// BenchmarkDenied.
+func BenchmarkOverhead(b *testing.B) {
+	reqs := requests(b)
+	lim, err := core.New(core.PerSecond(1_000_000).WithName("bench"), core.WithCapacity(2*nKeys))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// A limiter that answers at once shows what this package adds on its
+	// own, apart from core's decision.
+	fixed := decide(core.Decision{Allowed: true, Limit: lim.Limit(), Remaining: 999_999, ResetAfter: time.Microsecond}, nil)
+	handlers := []struct {
+		name string
+		h    http.Handler
+	}{
+		{"bare", bare},
+		{"limited", httpmw.MustNew(lim, byAddr).Handler(bare)},
+		{"fixed-decision", httpmw.MustNew(fixed, byAddr).Handler(bare)},
+	}
+	for _, hh := range handlers {
+		h := hh.h
+		b.Run("handler="+hh.name+"/mode=seq", func(b *testing.B) {
+			w := &nopWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				w.reset()
+				h.ServeHTTP(w, reqs[i&(nKeys-1)])
+			}
+			if w.code != http.StatusOK {
+				b.Fatalf("status %d", w.code)
+			}
+		})
+		b.Run("handler="+hh.name+"/mode=par", func(b *testing.B) {
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &nopWriter{h: http.Header{}, code: http.StatusOK}
+				i := int(next.Add(nKeys / 7)) // each goroutine starts elsewhere
+				for pb.Next() {
+					w.reset()
+					h.ServeHTTP(w, reqs[i&(nKeys-1)])
+					i++
+				}
+				if w.code != http.StatusOK {
+					b.Errorf("status %d", w.code)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDenied measures requests the limiter refuses (a drained key on a
+// limit that does not refill during the run): headers, Retry-After and the
+// plain-text 429.
+func BenchmarkDenied(b *testing.B) {
+	reqs := requests(b)
+	lim, err := core.New(core.PerDay(1).WithName("bench"), core.WithCapacity(2*nKeys))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := httpmw.MustNew(lim, byAddr).Handler(bare)
+	w := &nopWriter{h: http.Header{}}
+	for _, r := range reqs {
+		w.reset()
+		h.ServeHTTP(w, r)
+	}
+	b.Run("mode=seq", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			w.reset()
+			h.ServeHTTP(w, reqs[i&(nKeys-1)])
+		}
+		if w.code != http.StatusTooManyRequests {
+			b.Fatalf("status %d", w.code)
+		}
+	})
+}
+
+// BenchmarkWriteHeaders measures header formatting alone.
+func BenchmarkWriteHeaders(b *testing.B) {
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr)
+	d := core.Decision{Allowed: true, Limit: core.PerMinute(100).WithName("bench"), Remaining: 42, ResetAfter: 17 * time.Second}
+	h := http.Header{}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(h)
+		l.WriteHeaders(h, d)
+	}
+}

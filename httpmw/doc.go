@@ -1,0 +1,48 @@
+// Package httpmw puts floodgate limiters in front of net/http handlers, and
+// holds the request logic the Gin and Echo adapters reuse, so that all of
+// them answer with the same bytes.
+//
+// A [Limiter] pairs a core.Limiter with a key function, which is required
+// so that every call site says what it limits by:
+//
+//	lim, err := core.New(core.PerSecond(5).WithName("api"))
+//	...
+//	mw, err := httpmw.Middleware(lim, keyfunc.ClientIP())
+//	...
+//	http.ListenAndServe(addr, mw(mux))
+//
+// For one endpoint with its own policy, use [Wrap] or
+// [Limiter.HandlerFunc].
+//
+// # What responses carry
+//
+// Every limited response, allowed or denied and whatever its status, carries
+// headers computed from the core.Decision only (never from the request): the
+// legacy X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, and
+// the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-10 ([WithHeaders] picks the style;
+// both by default). [Limiter.WriteHeaders] documents each value. They are
+// set before the next handler runs.
+//
+// A refused request gets 429 Too Many Requests with Retry-After (whole
+// seconds, at least 1, never earlier than the RateLimit t parameter) and a
+// plain-text body, or an RFC 9457 problem+json body with
+// [WithProblemDetails], or whatever a [WithDenyHandler] handler writes.
+//
+// When no decision can be made, the error handler answers: a failed key or
+// cost function is a 500 without the error's text, a cost that can never be
+// admitted a 400, and a store failure follows the [FailureMode]: refused
+// with 429 and Retry-After: 1 by default, or admitted with [FailOpen].
+// [Limiter.WriteError] explains each default.
+//
+// A shaping limiter can admit a request with a delay; the middleware holds
+// the request that long, and if the client goes away first it refunds the
+// units and answers through the error handler.
+//
+// # Cost
+//
+// The middleware adds about 200–300 ns and 2 allocations to a request (see
+// bench_test.go): the header values are formatted into one string, policy
+// text is formatted once per policy, and header keys go into the map in
+// canonical form without http.Header.Set.
+package httpmw

@@ -1,0 +1,196 @@
+package httpmw_test
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+)
+
+// refCeil is ceil(d) in seconds, computed differently from the package (in
+// unsigned arithmetic, which cannot overflow here), 0 for d <= 0.
+func refCeil(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((uint64(d) + uint64(time.Second) - 1) / uint64(time.Second))
+}
+
+// parseSFName reads a Structured Field String at the start of v and returns
+// it and the rest of v.
+func parseSFName(t *testing.T, v string) (string, string) {
+	t.Helper()
+	if !strings.HasPrefix(v, `"`) {
+		t.Fatalf("%q does not start with a String", v)
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\':
+			i++
+			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
+				t.Fatalf("%q: bad escape", v)
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			return b.String(), v[i+1:]
+		case c < 0x20 || c > 0x7e:
+			t.Fatalf("%q: byte %#x not allowed in a String", v, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	t.Fatalf("%q: unterminated String", v)
+	return "", ""
+}
+
+// params reads ";k=int" parameters.
+func params(t *testing.T, s string) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	for _, kv := range strings.Split(strings.TrimPrefix(s, ";"), ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || n < 0 {
+			t.Fatalf("parameter %q of %q is not a non-negative integer", kv, s)
+		}
+		m[k] = n
+	}
+	return m
+}
+
+func intHeader(t *testing.T, h http.Header, name string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(h.Get(name), 10, 64)
+	if err != nil || n < 0 {
+		t.Fatalf("%s: %q is not a non-negative integer", name, h.Get(name))
+	}
+	return n
+}
+
+// FuzzHeaders feeds arbitrary decisions, including ones no core limiter
+// makes (negative numbers, huge durations, names with control bytes), to
+// WriteHeaders and checks every value against the documented formulas.
+func FuzzHeaders(f *testing.F) {
+	f.Add(true, 100, int64(time.Minute), "api", 42, int64(17*time.Second), int64(0), uint8(0))
+	f.Add(false, 5, int64(time.Second), "", 0, int64(time.Second), int64(200*time.Millisecond), uint8(0))
+	f.Add(false, 1, int64(1), "a\"b\\c\r\nSet-Cookie: x", -3, int64(-1), int64(-5), uint8(1))
+	f.Add(false, -7, int64(math.MaxInt64), "ünïcode", math.MaxInt, int64(math.MaxInt64), int64(math.MaxInt64), uint8(2))
+	f.Add(true, math.MaxInt32, int64(1500*time.Millisecond), "x", 1, int64(time.Nanosecond), int64(0), uint8(3))
+	styles := []httpmw.HeaderStyle{httpmw.HeadersBoth, httpmw.HeadersLegacy, httpmw.HeadersIETF, httpmw.HeadersNone}
+	f.Fuzz(func(t *testing.T, allowed bool, events int, period int64, name string, remaining int, reset, retry int64, style uint8) {
+		st := styles[int(style)%len(styles)]
+		l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr, httpmw.WithHeaders(st))
+		d := core.Decision{
+			Allowed:    allowed,
+			Limit:      core.Limit{Events: events, Period: time.Duration(period), Name: name},
+			Remaining:  remaining,
+			ResetAfter: time.Duration(reset),
+			RetryAfter: time.Duration(retry),
+		}
+		h := http.Header{}
+		l.WriteHeaders(h, d)
+		for k, vs := range h {
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					t.Fatalf("%s: %q holds CR, LF or NUL", k, v)
+				}
+			}
+		}
+		wantRem := max(int64(remaining), 0)
+		wantT := refCeil(d.ResetAfter)
+		if !allowed {
+			wantT = refCeil(d.RetryAfter)
+		}
+		var ra int64
+		if allowed {
+			if h.Get("Retry-After") != "" {
+				t.Fatal("Retry-After on an allowed decision")
+			}
+		} else {
+			ra = intHeader(t, h, "Retry-After")
+			if ra < 1 || ra != max(refCeil(d.RetryAfter), 1) {
+				t.Fatalf("Retry-After %d for RetryAfter %v", ra, d.RetryAfter)
+			}
+		}
+		if st == httpmw.HeadersBoth || st == httpmw.HeadersLegacy {
+			if g := intHeader(t, h, "X-RateLimit-Limit"); g != max(int64(events), 0) {
+				t.Errorf("X-RateLimit-Limit %d, events %d", g, events)
+			}
+			if g := intHeader(t, h, "X-RateLimit-Remaining"); g != wantRem {
+				t.Errorf("X-RateLimit-Remaining %d, want %d", g, wantRem)
+			}
+			if g := intHeader(t, h, "X-RateLimit-Reset"); g != refCeil(d.ResetAfter) {
+				t.Errorf("X-RateLimit-Reset %d for %v", g, d.ResetAfter)
+			}
+		} else if h.Get("X-RateLimit-Limit") != "" {
+			t.Errorf("legacy headers in style %v", st)
+		}
+		if st == httpmw.HeadersBoth || st == httpmw.HeadersIETF {
+			pname, rest := parseSFName(t, h.Get("RateLimit-Policy"))
+			p := params(t, rest)
+			if p["q"] != max(int64(events), 0) || p["w"] != max(refCeil(d.Limit.Period), 1) || len(p) != 2 {
+				t.Errorf("RateLimit-Policy %q for %+v", h.Get("RateLimit-Policy"), d.Limit)
+			}
+			rname, rest := parseSFName(t, h.Get("RateLimit"))
+			r := params(t, rest)
+			if rname != pname || r["r"] != wantRem || r["t"] != wantT || len(r) != 2 {
+				t.Errorf("RateLimit %q for %+v", h.Get("RateLimit"), d)
+			}
+			if name == "" && pname != "default" {
+				t.Errorf("unnamed policy called %q", pname)
+			}
+			if !allowed && r["t"] > ra {
+				t.Errorf("t=%d after Retry-After %d", r["t"], ra)
+			}
+		} else if h.Get("RateLimit") != "" {
+			t.Errorf("IETF headers in style %v", st)
+		}
+	})
+}
+
+// TestPolicyNames checks how names reach RateLimit-Policy: valid core names
+// untouched, quotes and backslashes escaped, bytes a String cannot hold
+// replaced.
+func TestPolicyNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, want string }{
+		{"", `"default";q=1;w=1`},
+		{"api.v2:read_write-1", `"api.v2:read_write-1";q=1;w=1`},
+		{`a"b\c`, `"a\"b\\c";q=1;w=1`},
+		{"a\r\nb\x00ü", `"a__b___";q=1;w=1`},
+	}
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr)
+	for _, tt := range tests {
+		h := http.Header{}
+		l.WriteHeaders(h, core.Decision{Allowed: true, Limit: core.PerSecond(1).WithName(tt.name)})
+		if g := h.Get("RateLimit-Policy"); g != tt.want {
+			t.Errorf("name %q: %s, want %s", tt.name, g, tt.want)
+		}
+	}
+}
+
+// TestWindow checks w: whole seconds, rounded up, at least 1.
+func TestWindow(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		period time.Duration
+		w      string
+	}{
+		{time.Millisecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"},
+		{time.Minute, "60"}, {24 * time.Hour, "86400"},
+	}
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr, httpmw.WithHeaders(httpmw.HeadersIETF))
+	for _, tt := range tests {
+		h := http.Header{}
+		l.WriteHeaders(h, core.Decision{Allowed: true, Limit: core.Limit{Events: 3, Period: tt.period}})
+		if g, want := h.Get("RateLimit-Policy"), `"default";q=3;w=`+tt.w; g != want {
+			t.Errorf("period %v: %s, want %s", tt.period, g, want)
+		}
+	}
+}
