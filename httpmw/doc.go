@@ -7,7 +7,9 @@
 //
 //	lim, err := core.New(core.PerSecond(5).WithName("api"))
 //	...
-//	mw, err := httpmw.Middleware(lim, keyfunc.ClientIP())
+//	byIP, err := keyfunc.ClientIP() // the socket peer; see its options for proxies
+//	...
+//	mw, err := httpmw.Middleware(lim, byIP)
 //	...
 //	http.ListenAndServe(addr, mw(mux))
 //

@@ -9,15 +9,12 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
 )
 
-// apiKey keys requests by their X-Api-Key header.
-func apiKey(r *http.Request) (string, error) {
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k, nil
-	}
-	return "", fmt.Errorf("no X-Api-Key")
-}
+// apiKey keys requests by their X-Api-Key header; a request without one is
+// answered 500 by the default error handler.
+var apiKey = keyfunc.Header("X-Api-Key")
 
 // A limit of 3 requests a minute per API key: the fourth request is refused
 // with 429 and headers that say when to come back.

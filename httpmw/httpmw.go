@@ -9,12 +9,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/keyfunc"
 )
-
-// KeyFunc extracts the key a request is limited by (client IP, API key,
-// route…). An error, or an empty key, is answered by the error handler:
-// an unknown client is never "unlimited".
-type KeyFunc = func(*http.Request) (string, error)
 
 // Errors Check returns besides the core.Limiter's own ([core.ErrInvalidCost],
 // [core.ErrStore]). Each wraps the cause too, for logs; none is ever written
@@ -45,22 +41,25 @@ var errEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
 // A Limiter is safe for concurrent use. Make it with [New].
 type Limiter struct {
 	limiter  core.Limiter
-	key      KeyFunc
+	key      keyfunc.Func
 	o        options
 	policies policyCache
 }
 
 // New returns a Limiter that limits requests by key through lim. key is
-// required, so every call site says what it limits by. Options default to:
+// required, so every call site says what it limits by; package keyfunc has
+// the usual ones, and any func(*http.Request) (string, error) will do. A
+// key function's error, or an empty key, is answered by the error handler:
+// a request that cannot be keyed is never "unlimited". Options default to:
 // cost 1 per request, both header styles, plain-text 429 denials, the
 // default error answers described at [Limiter.WriteError], no skipped
 // requests, [FailClosed].
-func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
+func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
 	if lim == nil {
 		return nil, errors.New("httpmw: nil core.Limiter; make one with core.New")
 	}
 	if key == nil {
-		return nil, errors.New("httpmw: nil key function; pass one from keyfunc, e.g. keyfunc.ClientIP()")
+		return nil, errors.New("httpmw: nil key function; pass one from package keyfunc, such as keyfunc.MustClientIP()")
 	}
 	l := &Limiter{limiter: lim, key: key}
 	for _, opt := range opts {
@@ -83,7 +82,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 
 // MustNew is like [New] but panics on error. It is meant for package-level
 // variables and for set-up code whose arguments are constants.
-func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
+func MustNew(lim core.Limiter, key keyfunc.Func, opts ...Option) *Limiter {
 	l, err := New(lim, key, opts...)
 	if err != nil {
 		panic(err)
@@ -93,7 +92,7 @@ func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
 
 // Middleware returns net/http middleware that limits every request it wraps
 // by key through lim; see [New]. It suits routers' Use methods.
-func Middleware(lim core.Limiter, key KeyFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
+func Middleware(lim core.Limiter, key keyfunc.Func, opts ...Option) (func(http.Handler) http.Handler, error) {
 	l, err := New(lim, key, opts...)
 	if err != nil {
 		return nil, err
@@ -104,8 +103,8 @@ func Middleware(lim core.Limiter, key KeyFunc, opts ...Option) (func(http.Handle
 // Wrap protects one handler with its own limiter: requests reach h only when
 // lim admits them. See [New] for key and options.
 //
-//	login, err := httpmw.Wrap(loginLimiter, keyfunc.ClientIP(), loginHandler)
-func Wrap(lim core.Limiter, key KeyFunc, h http.Handler, opts ...Option) (http.Handler, error) {
+//	login, err := httpmw.Wrap(loginLimiter, keyfunc.MustClientIP(), loginHandler)
+func Wrap(lim core.Limiter, key keyfunc.Func, h http.Handler, opts ...Option) (http.Handler, error) {
 	l, err := New(lim, key, opts...)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
 )
 
 // t0 is where every fake clock starts: a whole hour, so that window
@@ -45,7 +46,7 @@ func newKeyed(t testing.TB, l core.Limit, opts ...core.Option) (*core.Keyed, *co
 	return k, clock
 }
 
-func mustMiddleware(t testing.TB, lim core.Limiter, key httpmw.KeyFunc, opts ...httpmw.Option) http.Handler {
+func mustMiddleware(t testing.TB, lim core.Limiter, key keyfunc.Func, opts ...httpmw.Option) http.Handler {
 	t.Helper()
 	mw, err := httpmw.Middleware(lim, key, opts...)
 	if err != nil {
@@ -236,7 +237,7 @@ func TestErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		lim    core.Limiter
-		key    httpmw.KeyFunc
+		key    keyfunc.Func
 		opts   []httpmw.Option
 		status int
 		retry  string
@@ -316,7 +317,7 @@ func TestErrorHandler(t *testing.T) {
 	tests := []struct {
 		name string
 		lim  core.Limiter
-		key  httpmw.KeyFunc
+		key  keyfunc.Func
 		cost httpmw.CostFunc
 		is   []error
 	}{
@@ -670,7 +671,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name string
 		lim  core.Limiter
-		key  httpmw.KeyFunc
+		key  keyfunc.Func
 		opts []httpmw.Option
 	}{
 		{"nil limiter", nil, byAddr, nil},

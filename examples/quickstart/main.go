@@ -1,0 +1,178 @@
+// Command quickstart shows floodgate limiting a real net/http server.
+//
+//	go run ./examples/quickstart           # run the demo and exit
+//	go run ./examples/quickstart -serve    # then keep serving, for curl -i
+//
+// It starts a server on a loopback port with the in-memory limiter (core.New)
+// and the httpmw middleware, keyed by client IP, under a policy of 5 requests
+// a second with a burst of 5 named "demo". It sends a burst of 8 requests,
+// prints what each got back, waits as long as Retry-After said and shows the
+// next request succeeding.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+func main() {
+	serve := flag.Bool("serve", false, "keep serving after the demo (Ctrl-C stops)")
+	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, config{addr: *addr, serve: *serve}); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+// config holds what tests replace: a fake clock and a sleep that moves it,
+// so that the output does not depend on how fast the machine is.
+type config struct {
+	addr  string
+	serve bool
+	clock core.Clock                // nil: the system clock
+	sleep func(time.Duration) error // nil: a real, interruptible sleep
+	burst int                       // requests in the burst; 0 means 8
+	ready func(addr string)         // called once listening, if set
+}
+
+// policy is the demo's limit: 5 a second, at most 5 at once.
+var policy = core.PerSecond(5).WithName("demo")
+
+func run(ctx context.Context, out io.Writer, cfg config) error {
+	opts := []core.Option{}
+	if cfg.clock != nil {
+		opts = append(opts, core.WithClock(cfg.clock))
+	}
+	lim, err := core.New(policy, opts...)
+	if err != nil {
+		return err
+	}
+	byIP, err := keyfunc.ClientIP()
+	if err != nil {
+		return err
+	}
+	mw, err := httpmw.Middleware(lim, byIP)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hello from behind floodgate")
+	})
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mw(mux), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/"
+
+	fmt.Fprintf(out, "floodgate quickstart: policy %q allows %d requests per %v (burst %d) per client IP\nserver at %s\n\n",
+		policy.Name, policy.Events, policy.Period, policy.EffectiveBurst(), url)
+	if err := demo(ctx, out, url, cfg); err != nil {
+		return err
+	}
+	if !cfg.serve {
+		return nil
+	}
+	fmt.Fprintf(out, "\nserving at %s until Ctrl-C; try:\n  curl -i %s\n", url, url)
+	select {
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	case err := <-served:
+		return err
+	}
+}
+
+// demo sends the burst, waits for Retry-After once, and sends one more.
+func demo(ctx context.Context, out io.Writer, url string, cfg config) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	const burst = 8
+	// Fixed widths rather than a tabwriter, so that the rows before and
+	// after the wait line up.
+	const format = "%3s  %-22s  %-21s  %-11s  %s\n"
+	fmt.Fprintf(out, format, "#", "status", "X-RateLimit-Remaining", "Retry-After", "RateLimit")
+	row := func(n int, resp *http.Response) {
+		retry := resp.Header.Get("Retry-After")
+		if retry == "" {
+			retry = "-"
+		}
+		fmt.Fprintf(out, format, strconv.Itoa(n), resp.Status, resp.Header.Get("X-RateLimit-Remaining"), retry, resp.Header.Get("RateLimit"))
+	}
+	var wait time.Duration
+	for n := 1; n <= burst; n++ {
+		resp, err := get(ctx, client, url)
+		if err != nil {
+			return err
+		}
+		row(n, resp)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && wait == 0 {
+			wait = time.Duration(s) * time.Second
+		}
+	}
+	if wait == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "     ... waiting %v, as Retry-After said ...\n", wait)
+	sleep := cfg.sleep
+	if sleep == nil {
+		sleep = func(d time.Duration) error { return sleepCtx(ctx, d) }
+	}
+	if err := sleep(wait); err != nil {
+		return err
+	}
+	resp, err := get(ctx, client, url)
+	if err != nil {
+		return err
+	}
+	row(burst+1, resp)
+	return nil
+}
+
+// get fetches url and reads the body, so that the connection is reused.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return errors.New("interrupted")
+	}
+}
