@@ -1,0 +1,58 @@
+package floodgate
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLightPackagesStayLight: a net/http user compiles only the standard
+// library, x/time/rate and golang-lru. core, keyfunc and httpmw must never
+// pull a web framework, gRPC or Redis client, directly or through another
+// package.
+func TestLightPackagesStayLight(t *testing.T) {
+	forbidden := []string{
+		"github.com/gin-gonic/",
+		"github.com/labstack/",
+		"google.golang.org/grpc",
+		"google.golang.org/genproto",
+		"github.com/grpc-ecosystem/",
+		"github.com/redis/",
+		"github.com/go-redis/",
+	}
+	allowedThirdParty := []string{
+		"github.com/floodgate/floodgate",
+		"golang.org/x/time",
+		"github.com/hashicorp/golang-lru/v2",
+	}
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %d packages: %q", pkg, len(deps), deps)
+		}
+		for _, dep := range deps {
+			for _, bad := range forbidden {
+				if strings.HasPrefix(dep, bad) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+			first, _, _ := strings.Cut(dep, "/")
+			if !strings.Contains(first, ".") {
+				continue // standard library
+			}
+			ok := false
+			for _, a := range allowedThirdParty {
+				if strings.HasPrefix(dep, a) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s depends on %s, which is not on the list a net/http user may compile", pkg, dep)
+			}
+		}
+	}
+}
