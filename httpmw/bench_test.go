@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
 )
 
 // The target: the middleware adds at most 325 ns per request
@@ -61,14 +62,18 @@ func requests(b *testing.B) []*http.Request {
 	return reqs
 }
 
+// benchLimit admits every request of the benchmarks, so each gets the full
+// set of headers, and never lets a key's quota become whole again: core drops
+// whole keys first, and re-inserting them on each visit would measure core's
+// insertion path rather than this package.
+var benchLimit = core.Limit{Events: 1000, Period: time.Second, Burst: 1 << 30, Name: "bench"}
+
 // BenchmarkOverhead measures a request through a bare handler and through
 // the middleware in front of it, on the system clock, cycling through
-// nKeys keys. The policy (1M/s per key) admits every request, so each one
-// gets the full set of headers; denied requests are measured by
-// BenchmarkDenied.
+// nKeys keys. Denied requests are measured by BenchmarkDenied.
 func BenchmarkOverhead(b *testing.B) {
 	reqs := requests(b)
-	lim, err := core.New(core.PerSecond(1_000_000).WithName("bench"), core.WithCapacity(2*nKeys))
+	lim, err := core.New(benchLimit, core.WithCapacity(2*nKeys))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,6 +87,9 @@ func BenchmarkOverhead(b *testing.B) {
 		{"bare", bare},
 		{"limited", httpmw.MustNew(lim, byAddr).Handler(bare)},
 		{"fixed-decision", httpmw.MustNew(fixed, byAddr).Handler(bare)},
+		// keyfunc.ClientIP parses and formats the peer address: the full
+		// cost of a typical set-up.
+		{"limited-clientip", httpmw.MustNew(lim, keyfunc.MustClientIP()).Handler(bare)},
 	}
 	for _, hh := range handlers {
 		h := hh.h

@@ -43,8 +43,11 @@
 //
 // # Cost
 //
-// The middleware adds about 200–300 ns and 2 allocations to a request (see
-// bench_test.go): the header values are formatted into one string, policy
-// text is formatted once per policy, and header keys go into the map in
-// canonical form without http.Header.Set.
+// Writing the headers allocates nothing on most requests: the policy's
+// constant text is formatted once per Limit, the per-request numbers are
+// formatted once into one buffer and sliced out, header keys go into the map
+// in canonical form without http.Header.Set, and the value slices and text
+// are carved from shared slabs (one allocation per ~60 requests; no two
+// responses share storage). bench_test.go measures the middleware against a
+// bare handler.
 package httpmw

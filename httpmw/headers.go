@@ -173,40 +173,50 @@ func (l *Limiter) WriteHeaders(h http.Header, d core.Decision) {
 }
 
 func writeHeaders(h http.Header, d core.Decision, p *policy, legacy, ietf bool) {
-	// Format every per-request number into one buffer, and take one string
-	// of it and the value slots from a slab (see slab.go): no allocation on
-	// most requests.
+	// Format the per-request numbers into one buffer, each once: the
+	// RateLimit value "name";r=R;t=T holds Remaining, and T is also Reset
+	// when allowed and Retry-After when denied, so those values are
+	// substrings of it. The text and the value slots then come from a slab
+	// (see slab.go): no allocation on most requests.
 	var arr [192]byte
 	b := arr[:0]
 	remaining := nonNeg(int64(d.Remaining))
-	var remEnd, resetEnd, rlStart, rlEnd int
-	if legacy {
-		b = strconv.AppendInt(b, remaining, 10)
-		remEnd = len(b)
-		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
-		resetEnd = len(b)
-	}
+	var rem, reset, rl, retry span
 	if ietf {
-		rlStart = len(b)
 		b = append(b, p.prefix...)
+		rem.i = len(b)
 		b = strconv.AppendInt(b, remaining, 10)
+		rem.j = len(b)
 		b = append(b, ";t="...)
+		t := span{i: len(b)}
 		b = strconv.AppendInt(b, resetSeconds(d), 10)
-		rlEnd = len(b)
-	}
-	retryStart := len(b)
-	if !d.Allowed {
-		b = strconv.AppendInt(b, retryAfterSeconds(d), 10)
+		t.j = len(b)
+		rl = span{0, len(b)}
+		switch {
+		case d.Allowed:
+			reset = t // t is ceil(ResetAfter)
+		case d.RetryAfter > 0:
+			retry = t // t is ceil(RetryAfter) >= 1
+		}
 	}
 	n := 0
 	if legacy {
 		n += 3
+		if !rem.set() {
+			b, rem = appendInt(b, remaining)
+		}
+		if !reset.set() {
+			b, reset = appendInt(b, ceilSeconds(d.ResetAfter))
+		}
 	}
 	if ietf {
 		n += 2
 	}
 	if !d.Allowed {
 		n++
+		if !retry.set() {
+			b, retry = appendInt(b, retryAfterSeconds(d))
+		}
 	}
 	vals, s := take(n, b)
 	n = 0
@@ -217,16 +227,32 @@ func writeHeaders(h http.Header, d core.Decision, p *policy, legacy, ietf bool) 
 	}
 	if legacy {
 		put(hdrLimit, p.limitVal)
-		put(hdrRemaining, s[:remEnd])
-		put(hdrReset, s[remEnd:resetEnd])
+		put(hdrRemaining, s[rem.i:rem.j])
+		put(hdrReset, s[reset.i:reset.j])
 	}
 	if ietf {
 		put(hdrPolicy, p.policy)
-		put(hdrRateLimit, s[rlStart:rlEnd])
+		put(hdrRateLimit, s[rl.i:rl.j])
 	}
 	if !d.Allowed {
-		put(hdrRetryAfter, s[retryStart:])
+		put(hdrRetryAfter, s[retry.i:retry.j])
 	}
+}
+
+// span is where one value sits in the formatted text.
+type span struct{ i, j int }
+
+// set reports whether the span holds a value: every value is at least one
+// byte long.
+func (s span) set() bool { return s.j > s.i }
+
+// appendInt appends n to b and says where. It takes and returns the slice
+// rather than a pointer to it, which would move the caller's stack buffer to
+// the heap.
+func appendInt(b []byte, n int64) ([]byte, span) {
+	i := len(b)
+	b = strconv.AppendInt(b, n, 10)
+	return b, span{i, len(b)}
 }
 
 // ProblemType is the RFC 9457 problem type URI of a [WithProblemDetails]
