@@ -34,9 +34,11 @@ var errEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
 //
 // [Limiter.Handler] is the net/http middleware and [Limiter.Admit] does the
 // whole job for one request, so the Gin and Echo adapters are a few lines
-// each. The steps are also callable one by one ([Limiter.Check],
-// [Limiter.WriteHeaders], [Limiter.WriteDenied], [Limiter.Wait],
-// [Limiter.WriteError]) for adapters that answer refusals their own way.
+// each. [Limiter.Decide] does it all but the answer, and the steps are also
+// callable one by one ([Limiter.Check], [Limiter.WriteHeaders],
+// [Limiter.WriteDenied], [Limiter.Wait], [Limiter.WriteError],
+// [Limiter.WriteErrorHeaders]) for adapters that answer refusals their own
+// way.
 //
 // A Limiter is safe for concurrent use. Make it with [New].
 type Limiter struct {
@@ -140,30 +142,51 @@ func (l *Limiter) HandlerFunc(next func(http.ResponseWriter, *http.Request)) htt
 //	if !l.Admit(w, r) { return }   // Gin: c.Abort()
 //	next.ServeHTTP(w, r)           // Gin: c.Next()
 func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
+	ok, d, err := l.Decide(w.Header(), r)
+	switch {
+	case ok:
+		return true
+	case err != nil:
+		l.WriteError(w, r, err)
+	default:
+		l.WriteDenied(w, r, d)
+	}
+	return false
+}
+
+// Decide is [Limiter.Admit] without the answer, for adapters that render
+// refusals their own way (echomw can return them as *echo.HTTPError). It
+// runs [Limiter.Check], admits a store failure under [FailOpen], holds a
+// shaped request until its turn, and sets the rate-limit headers on h.
+//
+// ok reports whether the request may proceed; d is then its decision (the
+// zero Decision when skipped or failed open). Otherwise, either err is nil
+// and d denied the request: Retry-After and the rate-limit headers are set
+// on h, and the answer is [Limiter.WriteDenied]'s to give; or err says why
+// no decision was made, h is untouched, and the answer is
+// [Limiter.WriteError]'s (see also [Limiter.WriteErrorHeaders]).
+func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
 	res, err := l.Check(r)
 	if err != nil {
 		if l.FailsOpen(err) {
-			return true
+			return true, core.Decision{}, nil
 		}
-		l.WriteError(w, r, err)
-		return false
+		return false, core.Decision{}, err
 	}
 	if res.Skipped {
-		return true
+		return true, core.Decision{}, nil
 	}
 	if !res.Decision.Allowed {
-		l.WriteHeaders(w.Header(), res.Decision)
-		l.WriteDenied(w, r, res.Decision)
-		return false
+		l.WriteHeaders(h, res.Decision)
+		return false, res.Decision, nil
 	}
 	if res.Decision.Delay > 0 {
 		if err := l.Wait(r.Context(), res); err != nil {
-			l.WriteError(w, r, err)
-			return false
+			return false, core.Decision{}, err
 		}
 	}
-	l.WriteHeaders(w.Header(), res.Decision)
-	return true
+	l.WriteHeaders(h, res.Decision)
+	return true, res.Decision, nil
 }
 
 // Result is what [Limiter.Check] concluded for one request. Key and Cost are
@@ -291,21 +314,39 @@ func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 		l.o.onError(w, r, err)
 		return
 	}
+	status := l.WriteErrorHeaders(w.Header(), err)
+	body := bodyInternal
+	switch status {
+	case http.StatusBadRequest:
+		body = bodyBadRequest
+	case http.StatusTooManyRequests:
+		body = bodyTooMany
+	case http.StatusServiceUnavailable:
+		body = bodyUnavailable
+	}
+	writeBody(w, status, "text/plain; charset=utf-8", body)
+}
+
+// WriteErrorHeaders returns the status of [Limiter.WriteError]'s default
+// answer to err and sets on h the headers that answer carries besides its
+// body (Retry-After: 1 for a store failure). Adapters that render errors
+// their own way call it, so that they answer with the same status and
+// headers.
+func (l *Limiter) WriteErrorHeaders(h http.Header, err error) (status int) {
 	switch {
 	case errors.Is(err, ErrKey):
-		writeBody(w, http.StatusInternalServerError, "text/plain; charset=utf-8", bodyInternal)
+		return http.StatusInternalServerError
 	case errors.Is(err, core.ErrInvalidCost):
-		writeBody(w, http.StatusBadRequest, "text/plain; charset=utf-8", bodyBadRequest)
+		return http.StatusBadRequest
 	case errors.Is(err, ErrCost):
-		writeBody(w, http.StatusInternalServerError, "text/plain; charset=utf-8", bodyInternal)
+		return http.StatusInternalServerError
 	case errors.Is(err, core.ErrStore):
-		w.Header()[hdrRetryAfter] = []string{"1"}
-		writeBody(w, http.StatusTooManyRequests, "text/plain; charset=utf-8", bodyTooMany)
+		h[hdrRetryAfter] = []string{"1"}
+		return http.StatusTooManyRequests
 	case errors.Is(err, ErrWaitCanceled):
-		writeBody(w, http.StatusServiceUnavailable, "text/plain; charset=utf-8", bodyUnavailable)
-	default:
-		writeBody(w, http.StatusInternalServerError, "text/plain; charset=utf-8", bodyInternal)
+		return http.StatusServiceUnavailable
 	}
+	return http.StatusInternalServerError
 }
 
 // writeBody writes a complete fixed response, as http.Error does, but with

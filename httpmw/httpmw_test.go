@@ -763,3 +763,67 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("admitted %d, want 50", admitted)
 	}
 }
+
+// TestDecide checks Admit's answer-less half, which adapters that render
+// refusals their own way call: what it reports, and that it sets headers
+// only for a decision.
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	allowed := core.Decision{Allowed: true, Limit: demo, Remaining: 5, ResetAfter: 10 * time.Second}
+	denied := core.Decision{Limit: demo, ResetAfter: time.Minute, RetryAfter: 10 * time.Second}
+	storeErr := &core.StoreError{Op: "allow", Err: secret}
+	tests := []struct {
+		name    string
+		lim     core.Limiter
+		opts    []httpmw.Option
+		ok      bool
+		d       core.Decision
+		err     error
+		headers string
+	}{
+		{"allowed", decide(allowed, nil), nil, true, allowed, nil, want(6, 5, 10, `"demo";q=6;w=60`, `"demo";r=5;t=10`, 0)},
+		{"denied", decide(denied, nil), nil, false, denied, nil, want(6, 0, 60, `"demo";q=6;w=60`, `"demo";r=0;t=10`, 10)},
+		{"skipped", decide(denied, nil), []httpmw.Option{httpmw.WithSkip(func(*http.Request) bool { return true })}, true, core.Decision{}, nil, ""},
+		{"store error", decide(core.Decision{}, storeErr), nil, false, core.Decision{}, core.ErrStore, ""},
+		{"store error, fail open", decide(core.Decision{}, storeErr), []httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}, true, core.Decision{}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			ok, d, err := httpmw.MustNew(tt.lim, byAddr, tt.opts...).Decide(h, httptest.NewRequest(http.MethodGet, "/", nil))
+			if ok != tt.ok || d != tt.d || !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
+				t.Errorf("got %v, %+v, %v; want %v, %+v, %v", ok, d, err, tt.ok, tt.d, tt.err)
+			}
+			if g := got(h); g != tt.headers {
+				t.Errorf("headers:\n%swant:\n%s", g, tt.headers)
+			}
+		})
+	}
+}
+
+// TestWriteErrorHeaders checks the status and headers of each default error
+// answer, for adapters that render errors their own way.
+func TestWriteErrorHeaders(t *testing.T) {
+	t.Parallel()
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr)
+	tests := []struct {
+		err    error
+		status int
+		retry  string
+	}{
+		{fmt.Errorf("%w: %w", httpmw.ErrKey, secret), 500, ""},
+		{fmt.Errorf("%w: %w", httpmw.ErrCost, core.ErrInvalidCost), 400, ""},
+		{core.ErrInvalidCost, 400, ""},
+		{fmt.Errorf("%w: %w", httpmw.ErrCost, secret), 500, ""},
+		{&core.StoreError{Op: "allow", Err: secret}, 429, "1"},
+		{httpmw.ErrWaitCanceled, 503, ""},
+		{secret, 500, ""},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		if s := l.WriteErrorHeaders(h, tt.err); s != tt.status || h.Get("Retry-After") != tt.retry || len(h) > 1 {
+			t.Errorf("%v: %d %v; want %d, Retry-After %q", tt.err, s, h, tt.status, tt.retry)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+// Command echo shows floodgate limiting an Echo application: a limit for
+// every route, and a stricter one of its own on POST /login whose refusals
+// Echo's error handler renders.
+//
+//	go run ./examples/echo          # send a few requests, print the answers, exit
+//	go run ./examples/echo -serve   # then keep serving, for curl -i
+//
+// It serves on a loopback port and, as a client, calls GET /hello once and
+// POST /login four times: the fourth login within a minute is refused with
+// 429 and headers that say when to try again.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/echomw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+// newServer limits every route to 10 requests a second per client IP, and
+// POST /login to 3 a minute per client IP on top of that.
+func newServer() *echo.Echo {
+	// The socket peer is the client. Behind a proxy, say which:
+	// keyfunc.MustClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8")).
+	byIP := keyfunc.MustClientIP()
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Server.ReadHeaderTimeout = 5 * time.Second
+	// Refusals answered by the middleware: the bytes net/http's httpmw writes.
+	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP))
+	e.GET("/hello", func(c echo.Context) error { return c.String(http.StatusOK, "hello\n") })
+	// Refusals returned to Echo as *echo.HTTPError, rendered by its error
+	// handler like the application's other errors (here Echo's default, JSON).
+	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "welcome\n") },
+		echomw.MustNewWithConfig(echomw.Config{
+			Limiter:    core.MustNew(core.PerMinute(3).WithName("login")),
+			KeyFunc:    byIP,
+			HTTPErrors: true,
+		}))
+	return e
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
+	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, *addr, *serve); err != nil {
+		fmt.Fprintln(os.Stderr, "examples/echo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, addr string, serve bool) error {
+	e := newServer()
+	var err error
+	if e.Listener, err = net.Listen("tcp", addr); err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- e.Start("") }()
+	defer e.Close()
+	base := "http://" + e.Listener.Addr().String()
+	fmt.Fprintf(out, "Echo behind floodgate at %s\n\n", base)
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	send := func(method, path string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		fmt.Fprintf(out, "%s %s: %s, RateLimit %s, body %q\n", method, path, resp.Status, resp.Header.Get("RateLimit"), body)
+		return resp, err
+	}
+	if _, err := send(http.MethodGet, "/hello"); err != nil {
+		return err
+	}
+	var last *http.Response
+	for range 4 {
+		if last, err = send(http.MethodPost, "/login"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "\nThe refusal's headers:")
+	for _, k := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+		fmt.Fprintf(out, "  %s: %s\n", k, last.Header.Get(k))
+	}
+
+	if !serve {
+		return nil
+	}
+	fmt.Fprintf(out, "\nserving until Ctrl-C; try: curl -i -X POST %s/login\n", base)
+	select {
+	case <-ctx.Done():
+		return e.Shutdown(context.Background())
+	case err := <-served:
+		return err
+	}
+}

@@ -1,0 +1,114 @@
+// Command gin shows floodgate limiting a Gin application: a limit for every
+// route, and a stricter one of its own on POST /login.
+//
+//	go run ./examples/gin          # send a few requests, print the answers, exit
+//	go run ./examples/gin -serve   # then keep serving, for curl -i
+//
+// It serves on a loopback port and, as a client, calls GET /hello once and
+// POST /login four times: the fourth login within a minute is refused with
+// 429 and headers that say when to try again.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+// router limits every route to 10 requests a second per client IP, and
+// POST /login to 3 a minute per client IP on top of that.
+func router() *gin.Engine {
+	// The socket peer is the client. Behind a proxy, say which:
+	// keyfunc.MustClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8")).
+	byIP := keyfunc.MustClientIP()
+
+	r := gin.New()
+	r.Use(gin.Recovery(), ginmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP))
+	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
+	r.POST("/login", ginmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login")), byIP),
+		func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
+	return r
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
+	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C")
+	flag.Parse()
+	if err := run(os.Stdout, *addr, *serve); err != nil {
+		fmt.Fprintln(os.Stderr, "examples/gin:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out io.Writer, addr string, serve bool) error {
+	gin.SetMode(gin.ReleaseMode)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: router(), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "Gin behind floodgate at %s\n\n", base)
+
+	if err := demo(out, base); err != nil {
+		return err
+	}
+	if !serve {
+		return nil
+	}
+	fmt.Fprintf(out, "\nserving until Ctrl-C; try: curl -i -X POST %s/login\n", base)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		return srv.Shutdown(context.Background())
+	case err := <-served:
+		return err
+	}
+}
+
+// demo calls GET /hello once and POST /login four times, and prints what
+// came back: the headers of every answer, and in full the refusal's.
+func demo(out io.Writer, base string) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, call := range []string{"GET /hello", "POST /login", "POST /login", "POST /login", "POST /login"} {
+		method, path, _ := strings.Cut(call, " ")
+		req, err := http.NewRequest(method, base+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%-11s -> %-21s RateLimit: %s\n", call, resp.Status, resp.Header.Get("RateLimit"))
+		if resp.StatusCode == http.StatusTooManyRequests {
+			for _, k := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+				fmt.Fprintf(out, "    %s: %s\n", k, resp.Header.Get(k))
+			}
+			fmt.Fprintf(out, "    body: %q\n", body)
+		}
+	}
+	return nil
+}
