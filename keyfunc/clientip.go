@@ -78,18 +78,63 @@ func newClientIP(opts []Option) (*clientIP, error) {
 // ClientIP returns an error, starting with "keyfunc: ", for invalid
 // options.
 func ClientIP(opts ...Option) (Func, error) {
+	res, err := NewIPResolver(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.c.trusted) == 0 {
+		// No proxy is trusted, so no header is read: skip the lookup.
+		return func(r *http.Request) (string, error) {
+			return res.Resolve(r.RemoteAddr, nil)
+		}, nil
+	}
+	return func(r *http.Request) (string, error) {
+		return res.Resolve(r.RemoteAddr, r.Header[res.c.header])
+	}, nil
+}
+
+// IPResolver is ClientIP's address logic apart from *http.Request, for
+// transports that carry the peer address and the proxy header some other way,
+// such as gRPC (the peer from the connection, the header from metadata).
+// It applies the same options, in the same way, with the same errors.
+//
+// An IPResolver is safe for concurrent use. Make one with NewIPResolver.
+type IPResolver struct {
+	c *clientIP
+}
+
+// NewIPResolver returns an IPResolver configured by opts, which mean what
+// they mean for ClientIP. It returns an error, starting with "keyfunc: ",
+// for invalid options.
+func NewIPResolver(opts ...Option) (*IPResolver, error) {
 	c, err := newClientIP(opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(c.trusted) == 0 {
-		return func(r *http.Request) (string, error) {
-			return c.peerKey(r.RemoteAddr)
-		}, nil
+	return &IPResolver{c: c}, nil
+}
+
+// Resolve returns the key of the client behind peerAddr, exactly as ClientIP
+// does for a request with RemoteAddr peerAddr and the configured proxy header
+// holding headerValues, one value per header line in the order received.
+// peerAddr is "ip:port", "[ipv6]:port" or a bare address. headerValues is
+// ignored unless peerAddr is a trusted proxy.
+func (r *IPResolver) Resolve(peerAddr string, headerValues []string) (string, error) {
+	if len(r.c.trusted) == 0 {
+		return r.c.peerKey(peerAddr)
 	}
-	return func(r *http.Request) (string, error) {
-		return c.key(r.RemoteAddr, r.Header[c.header])
-	}, nil
+	return r.c.key(peerAddr, headerValues)
+}
+
+// Header returns the name of the proxy header Resolve reads, in canonical
+// form ("X-Forwarded-For"), or "" when no proxy is trusted and so no header
+// is ever read. Transports with lower-case field names, such as gRPC
+// metadata, look it up lower-cased.
+func (r *IPResolver) Header() string {
+	if len(r.c.trusted) == 0 {
+		return ""
+	}
+	return r.c.header
 }
 
 // MustClientIP is like ClientIP but panics on invalid options, for

@@ -27,6 +27,11 @@
 // host typically owns a whole /64 and could otherwise rotate through
 // addresses to escape its limit.
 //
+// IPResolver applies the same rules to a peer address and header values
+// that come from elsewhere than an *http.Request: package grpcmw feeds it a
+// gRPC peer and its x-forwarded-for metadata. JoinParts is Join's encoding
+// for the same reason.
+//
 // # Cost
 //
 // Key functions run on every request. ClientIP with default options

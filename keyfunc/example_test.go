@@ -80,3 +80,20 @@ func ExampleHeader() {
 	fmt.Println(errors.Is(err, keyfunc.ErrNoKey))
 	// Output: true
 }
+
+// An IPResolver applies ClientIP's rules to a peer address and header values
+// that do not come from an *http.Request, such as a gRPC peer and its
+// x-forwarded-for metadata.
+func ExampleIPResolver() {
+	res, err := keyfunc.NewIPResolver(keyfunc.WithTrustedProxies("10.0.0.0/8"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Header())
+	fmt.Println(res.Resolve("10.0.0.1:34567", []string{"6.6.6.6, 203.0.113.7"}))
+	fmt.Println(res.Resolve("198.51.100.9:34567", []string{"6.6.6.6"}))
+	// Output:
+	// X-Forwarded-For
+	// 203.0.113.7 <nil>
+	// 198.51.100.9 <nil>
+}

@@ -162,7 +162,6 @@ func Join(fns ...Func) Func {
 		if len(fns) > len(small) {
 			parts = make([]string, 0, len(fns))
 		}
-		n := 0
 		for i, fn := range fns {
 			k, err := fn(r)
 			if err != nil {
@@ -172,18 +171,30 @@ func Join(fns ...Func) Func {
 				return "", fmt.Errorf("%w: Join: key function %d returned an empty key", ErrNoKey, i)
 			}
 			parts = append(parts, k)
-			n += len(k) + decimalLen(len(k)) + 1
 		}
-		var b strings.Builder
-		b.Grow(n)
-		var num [20]byte
-		for _, p := range parts {
-			b.Write(strconv.AppendInt(num[:0], int64(len(p)), 10))
-			b.WriteByte(':')
-			b.WriteString(p)
-		}
-		return b.String(), nil
+		return JoinParts(parts...), nil
 	}
+}
+
+// JoinParts writes parts in the encoding Join uses: each part as its length
+// in decimal, a colon, and the part itself, so JoinParts("a:b", "c") and
+// JoinParts("a", "b:c") differ. Adapters for other transports use it so that
+// their joined keys are built the same way. It does not reject empty parts
+// (encoded "0:"); key functions should, as Join does.
+func JoinParts(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + decimalLen(len(p)) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	var num [20]byte
+	for _, p := range parts {
+		b.Write(strconv.AppendInt(num[:0], int64(len(p)), 10))
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func decimalLen(n int) int {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Option configures ClientIP.
+// Option configures ClientIP and NewIPResolver.
 type Option func(*options)
 
 // headerKind selects the grammar of the proxy header; it follows from the

@@ -1,0 +1,83 @@
+// Package grpcmw puts floodgate limiters in front of gRPC methods: unary and
+// stream server interceptors, key functions for gRPC calls, a bridge to
+// go-grpc-middleware v2's ratelimit package, and client interceptors that
+// wait and retry when a server asks them to.
+//
+// A Limiter pairs a core.Limiter with a key function, which is required so
+// that every call site says what it limits by:
+//
+//	lim, err := core.New(core.PerSecond(100).WithName("api"))
+//	...
+//	l, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP(),
+//		grpcmw.WithMethodLimiter("/auth.Auth/Login", loginLimiter),
+//		grpcmw.WithExempt("/grpc.health.v1.Health/Check"),
+//	)
+//	...
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(l.UnaryServerInterceptor()),
+//		grpc.ChainStreamInterceptor(l.StreamServerInterceptor()),
+//	)
+//
+// # What calls get
+//
+// Every limited call, admitted or refused, carries the rate-limit fields in
+// its response header metadata, with the values httpmw writes in HTTP
+// headers for the same core.Decision (it formats them): x-ratelimit-limit,
+// x-ratelimit-remaining, x-ratelimit-reset, ratelimit-policy and ratelimit
+// (WithHeaders picks the style), and on a refusal retry-after.
+//
+// A refused call ends with codes.ResourceExhausted, the fixed message
+// MessageDenied, and three details:
+//
+//   - google.rpc.RetryInfo: retry_delay is the Decision's exact RetryAfter
+//     (never 0), the wait after which the same call can succeed. HTTP's
+//     Retry-After is the same delay rounded up to whole seconds.
+//   - google.rpc.QuotaFailure: one violation whose subject is the policy's
+//     name ("default" when unnamed) and whose description is the policy
+//     ("100 per 1m0s"). The key, which can be the client's address or API
+//     key, is never sent back.
+//   - google.rpc.ErrorInfo: reason ReasonRateLimited, domain Domain, and
+//     metadata policy, limit and remaining. The reason tells a rate-limit
+//     refusal from the other causes of ResourceExhausted, such as a message
+//     over the size limit.
+//
+// Its trailer carries grpc-retry-pushback-ms, the delay in milliseconds
+// rounded up, which grpc-go's own retry policy honours.
+//
+// # When no decision can be made
+//
+// A key function failure is codes.Internal with MessageKey, never the
+// error's text; a cost the limit can never admit is codes.InvalidArgument
+// (the call must change, so it must not be retried); a store failure
+// follows the FailureMode: refused with ResourceExhausted, a one-second
+// RetryInfo and ErrorInfo reason ReasonUnavailable by default, admitted
+// under FailOpen. An ErrorHook hears of every such call.
+//
+// # Streams
+//
+// A stream is checked once, when it opens. WithMeterMessages also charges
+// every message the client sends on it, so that one admitted stream cannot
+// carry unlimited traffic.
+//
+// # Shaping
+//
+// A core.Limiter that shapes traffic admits a call with a delay; the
+// interceptor holds the call that long, and if its context ends first it
+// refunds the units and ends the call with the context's status.
+//
+// # Clients
+//
+// UnaryClientInterceptor and StreamClientInterceptor retry a call refused
+// with a retry delay: they wait the server's delay plus capped exponential
+// backoff with full jitter, never past the call's deadline, up to
+// WithMaxAttempts tries. RetryDelay reads the delay from a status error for
+// callers that retry by hand.
+//
+// # go-grpc-middleware
+//
+// A *Limiter is a go-grpc-middleware v2 ratelimit.Limiter (its Limit
+// method), for interceptor chains already built on that package. Their
+// interceptor replaces the status this package returns with one of its
+// own, whose message holds the method and the error's text: the details
+// above are lost. This package's interceptors keep them.
+package grpcmw

@@ -1,0 +1,115 @@
+package grpcmw_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/grpcmw"
+)
+
+// A server limits each API key to one call a minute; the second call is
+// refused with ResourceExhausted, and its details say when to come back and
+// which policy was exhausted. (The fake clock makes the numbers exact.)
+func Example() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	lim := core.MustNew(core.PerMinute(1).WithName("api"), core.WithClock(clock))
+	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"))
+
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(limiter.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(limiter.StreamServerInterceptor()),
+	)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	cc, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		panic(err)
+	}
+	defer cc.Close()
+	client := healthpb.NewHealthClient(cc)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", "team-a")
+
+	resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+	fmt.Println(resp.GetStatus(), err)
+
+	var header metadata.MD
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+	st := status.Convert(err)
+	fmt.Println(st.Code(), st.Message())
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.RetryInfo:
+			fmt.Println("retry in", d.RetryDelay.AsDuration())
+		case *errdetails.QuotaFailure:
+			fmt.Printf("quota %q: %s\n", d.Violations[0].Subject, d.Violations[0].Description)
+		case *errdetails.ErrorInfo:
+			fmt.Println(d.Reason, d.Domain)
+		}
+	}
+	fmt.Println("retry-after:", header.Get("retry-after"), "ratelimit:", header.Get("ratelimit"))
+	// Output:
+	// SERVING <nil>
+	// ResourceExhausted rate limit exceeded
+	// retry in 1m0s
+	// quota "api": 1 per 1m0s
+	// RATE_LIMITED floodgate
+	// retry-after: [60] ratelimit: ["api";r=0;t=60]
+}
+
+// A client that waits out refusals: it retries a call refused with a retry
+// delay, waiting the delay plus jitter, at most three times in all and never
+// past the call's deadline.
+func ExampleUnaryClientInterceptor() {
+	retry, err := grpcmw.UnaryClientInterceptor(grpcmw.WithMaxAttempts(3))
+	if err != nil {
+		panic(err)
+	}
+	cc, err := grpc.NewClient("dns:///api.example:443",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(retry))
+	if err != nil {
+		panic(err)
+	}
+	defer cc.Close()
+	// Calls on cc now wait out rate-limit refusals.
+}
+
+// Per-method policies: a strict limit on login, health checks exempt, and
+// everything else under the default limit, all by client IP.
+func ExampleNew() {
+	def := core.MustNew(core.PerSecond(100).WithName("api"))
+	login := core.MustNew(core.PerMinute(5).WithName("login"))
+	limiter, err := grpcmw.New(def, grpcmw.MustKeyByPeerIP(),
+		grpcmw.WithMethodLimiter("/auth.v1.Auth/Login", login),
+		grpcmw.WithExempt("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"),
+		grpcmw.WithMeterMessages(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(limiter.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(limiter.StreamServerInterceptor()),
+	)
+	defer srv.Stop()
+	fmt.Println("ready")
+	// Output: ready
+}
