@@ -59,6 +59,11 @@ func (c *policyCache) get(l core.Limit) *policy {
 		old := c.list.Load()
 		var next []*policy
 		if old != nil {
+			for _, q := range *old {
+				if q.limit == l {
+					return q // another goroutine added it meanwhile
+				}
+			}
 			if len(*old) >= maxPolicies {
 				return p // full: format per request rather than grow
 			}

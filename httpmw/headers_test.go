@@ -210,3 +210,29 @@ func TestWriteHeadersAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSharedStorage checks that no two responses share a value slot, so
+// that code editing one response's header in place cannot touch another's.
+func TestNoSharedStorage(t *testing.T) {
+	t.Parallel()
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr)
+	seen := map[*string]bool{}
+	var hs []http.Header
+	for i := 0; i < 500; i++ {
+		h := http.Header{}
+		l.WriteHeaders(h, core.Decision{Allowed: i%3 != 0, Limit: demo, Remaining: i % 7, ResetAfter: time.Duration(i) * time.Second, RetryAfter: time.Second})
+		for k, vs := range h {
+			if seen[&vs[0]] {
+				t.Fatalf("response %d: %s shares its slot with an earlier response", i, k)
+			}
+			seen[&vs[0]] = true
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs[1:] {
+		h["X-Ratelimit-Remaining"][0] = "edited"
+	}
+	if g := hs[0].Get("X-RateLimit-Remaining"); g != "0" {
+		t.Errorf("first response's Remaining is %q after editing the others", g)
+	}
+}
