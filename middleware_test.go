@@ -1,0 +1,535 @@
+package floodgate_test
+
+// The cross-adapter conformance suite, in uber-go/ratelimit's runTest style:
+// one table of scenarios, run against every adapter (net/http, Gin, Echo and
+// gRPC), each built fresh per scenario from one configuration, on a fake clock.
+// Every step states the exact answer, and all four adapters must give it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/labstack/echo/v4"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/echomw"
+	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+func init() { gin.SetMode(gin.TestMode) }
+
+// The configuration every target is built from, per API key:
+//   - global limits the default route: HTTP GET / and gRPC Health/Check;
+//   - login replaces it on HTTP GET /login and gRPC Health/List;
+//   - HTTP GET /health (skipped) and gRPC Health/Watch (exempt) are never limited;
+//   - a call costs its X-Cost header (x-cost metadata), 1 without one.
+var (
+	global = core.PerMinute(3).WithName("global")
+	login  = core.PerMinute(1).WithName("login")
+)
+
+// config is what scenarios vary.
+type config struct {
+	down bool               // global's store fails with storeErr (login's works)
+	mode httpmw.FailureMode // for both limiters; grpcmw.FailureMode is the same type
+}
+
+var storeErr = &core.StoreError{Op: "allow", Err: errors.New("redis: connection refused")}
+
+// leaks are pieces of internal error text that no answer may carry.
+var leaks = []string{"redis", "refused", "keyfunc", "no key", "not a number", "invalid cost", "core:"}
+
+type request struct {
+	route string // "/", "/login" or "/health"
+	key   string // the API key; "" sends none
+	cost  string // the cost; "" sends none
+}
+
+// response is an answer normalized across transports.
+type response struct {
+	status int               // HTTP status; gRPC codes mapped by httpStatus
+	fields map[string]string // rate-limit fields present, by lower-case name
+	delay  time.Duration     // gRPC RetryInfo's delay (0 without one); not compared for HTTP
+	text   string            // everything else the client sees, checked for leaks only
+}
+
+type step struct {
+	advance time.Duration // the clock moves this much before the request
+	request
+	want response
+}
+
+var fieldNames = []string{"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-policy", "ratelimit", "retry-after"}
+
+// pass is an admitted answer under l: r left, the quota whole in reset seconds.
+func pass(l core.Limit, r, reset int) response {
+	return response{status: 200, fields: fields(l, r, reset, reset)}
+}
+
+// deny is a refusal under l: r left, whole in reset seconds, Retry-After
+// and t retryAfter seconds, and a RetryInfo (and Decision.RetryAfter) of delay.
+func deny(l core.Limit, r, reset, retryAfter int, delay time.Duration) response {
+	f := fields(l, r, reset, retryAfter)
+	f["retry-after"] = strconv.Itoa(retryAfter)
+	return response{status: 429, fields: f, delay: delay}
+}
+
+// fields are the rate-limit fields of a per-minute policy (w=60).
+func fields(l core.Limit, r, reset, t int) map[string]string {
+	return map[string]string{
+		"x-ratelimit-limit":     strconv.Itoa(l.Events),
+		"x-ratelimit-remaining": strconv.Itoa(r),
+		"x-ratelimit-reset":     strconv.Itoa(reset),
+		"ratelimit-policy":      fmt.Sprintf("%q;q=%d;w=60", l.Name, l.Events),
+		"ratelimit":             fmt.Sprintf("%q;r=%d;t=%d", l.Name, r, t),
+	}
+}
+
+// bare is an answer without rate-limit fields.
+func bare(status int) response { return response{status: status, fields: map[string]string{}} }
+
+// unavailable is the fail-closed answer to a store failure.
+var unavailable = response{status: 429, fields: map[string]string{"retry-after": "1"}, delay: time.Second}
+
+func get(route, key string) request        { return request{route: route, key: key} }
+func costs(key, cost string) request       { return request{route: "/", key: key, cost: cost} }
+func at(d time.Duration, s step) step      { s.advance = d; return s }
+func expect(r request, want response) step { return step{request: r, want: want} }
+
+// burst is alice spending the global quota on GET /.
+var burst = []step{
+	expect(get("/", "alice"), pass(global, 2, 20)),
+	expect(get("/", "alice"), pass(global, 1, 40)),
+	expect(get("/", "alice"), pass(global, 0, 60)),
+}
+
+func then(steps ...step) []step { return append(append([]step(nil), burst...), steps...) }
+
+var scenarios = []struct {
+	name  string
+	cfg   config
+	steps []step
+}{
+	{"burst then deny, fields on both", config{}, then(
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)), // a denial charges nothing
+	)},
+	{"retry exactly after RetryAfter", config{}, then(
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),
+		at(20*time.Second, expect(get("/", "alice"), pass(global, 0, 60))),
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),
+		at(20*time.Second-time.Nanosecond, expect(get("/", "alice"), deny(global, 0, 41, 1, time.Nanosecond))),
+		at(time.Nanosecond, expect(get("/", "alice"), pass(global, 0, 60))),
+	)},
+	{"Retry-After rounds up, never 0", config{}, then(
+		at(5*time.Second, expect(get("/", "alice"), deny(global, 0, 55, 15, 15*time.Second))),
+		at(14500*time.Millisecond, expect(get("/", "alice"), deny(global, 0, 41, 1, 500*time.Millisecond))),
+		at(500*time.Millisecond, expect(get("/", "alice"), pass(global, 0, 60))),
+	)},
+	{"keys are independent", config{}, then(
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),
+		expect(get("/", "bob"), pass(global, 2, 20)),
+		expect(get("/", "bob"), pass(global, 1, 40)),
+		expect(get("/", "bob"), pass(global, 0, 60)),
+		expect(get("/", "bob"), deny(global, 0, 60, 20, 20*time.Second)),
+		at(10*time.Second, expect(get("/", "alice"), deny(global, 0, 50, 10, 10*time.Second))),
+	)},
+	{"per-route override", config{}, []step{
+		expect(get("/login", "alice"), pass(login, 0, 60)),
+		expect(get("/login", "alice"), deny(login, 0, 60, 60, time.Minute)),
+		expect(get("/login", "bob"), pass(login, 0, 60)),
+		expect(get("/", "alice"), pass(global, 2, 20)), // login spent none of global
+		expect(get("/", "alice"), pass(global, 1, 40)),
+		expect(get("/", "alice"), pass(global, 0, 60)),
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),
+		at(30*time.Second, expect(get("/login", "alice"), deny(login, 0, 30, 30, 30*time.Second))),
+		at(30*time.Second, expect(get("/login", "alice"), pass(login, 0, 60))),
+	}},
+	{"cost above 1", config{}, []step{
+		expect(costs("alice", "2"), pass(global, 1, 40)),
+		expect(costs("alice", "2"), deny(global, 1, 40, 20, 20*time.Second)),
+		expect(costs("alice", "1"), pass(global, 0, 60)),
+		at(40*time.Second, expect(costs("alice", "2"), pass(global, 0, 60))),
+		expect(costs("alice", "2"), deny(global, 0, 60, 40, 40*time.Second)),
+		at(40*time.Second, expect(costs("alice", "2"), pass(global, 0, 60))),
+	}},
+	{"invalid cost charges nothing", config{}, []step{
+		expect(costs("alice", "4"), bare(400)), // more than the burst: never admissible
+		expect(costs("alice", "0"), bare(400)),
+		expect(costs("alice", "x"), bare(400)), // the cost function's own ErrInvalidCost
+		expect(request{route: "/login", key: "alice", cost: "2"}, bare(400)),
+		expect(costs("alice", "3"), pass(global, 0, 60)),
+		expect(costs("alice", "4"), bare(400)), // still 400, not 429: waiting would not help
+		expect(get("/login", "alice"), pass(login, 0, 60)),
+	}},
+	{"key function error", config{}, []step{
+		expect(get("/", ""), bare(500)),
+		expect(get("/login", ""), bare(500)),
+		expect(get("/", "alice"), pass(global, 2, 20)),
+	}},
+	{"store down, fail closed", config{down: true, mode: httpmw.FailClosed}, []step{
+		expect(get("/", "alice"), unavailable),
+		expect(get("/", "alice"), unavailable),
+		expect(get("/", ""), bare(500)), // the key is needed before the store is asked
+		expect(costs("alice", "x"), bare(400)),
+		expect(get("/login", "alice"), pass(login, 0, 60)), // login's store works
+		expect(get("/health", "alice"), bare(200)),
+	}},
+	{"store down, fail open", config{down: true, mode: httpmw.FailOpen}, []step{
+		expect(get("/", "alice"), bare(200)),
+		expect(get("/", "alice"), bare(200)),
+		expect(get("/", "alice"), bare(200)),
+		expect(get("/", "alice"), bare(200)),
+		expect(get("/", ""), bare(500)), // key failures are never admitted
+		expect(get("/login", "alice"), pass(login, 0, 60)),
+	}},
+	{"skipped route is never limited", config{}, then(
+		expect(get("/health", "alice"), bare(200)),
+		expect(get("/health", "alice"), bare(200)),
+		expect(get("/health", ""), bare(200)),                                 // skipped before the key function
+		expect(request{route: "/health", key: "alice", cost: "x"}, bare(200)), // and the cost function
+		expect(get("/", "alice"), deny(global, 0, 60, 20, 20*time.Second)),    // health charged nothing
+		at(20*time.Second, expect(get("/", "alice"), pass(global, 0, 60))),
+	)},
+}
+
+// target is one adapter: build serves the configuration from limiters a.
+type target struct {
+	name  string
+	grpc  bool // its answers carry RetryInfo
+	build func(t *testing.T, a app) client
+}
+
+type app struct {
+	global, login core.Limiter
+	mode          httpmw.FailureMode
+}
+
+type client interface {
+	do(t *testing.T, r request) response
+}
+
+var targets = []target{
+	{name: "net/http", build: buildHTTP},
+	{name: "gin", build: buildGin},
+	{name: "echo", build: buildEcho},
+	{name: "grpc", grpc: true, build: buildGRPC},
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			got := make([][]response, len(targets))
+			t.Cleanup(func() { sameAcrossTargets(t, sc.steps, got) })
+			for i, tg := range targets {
+				t.Run(tg.name, func(t *testing.T) {
+					t.Parallel()
+					got[i] = run(t, sc.cfg, sc.steps, tg)
+				})
+			}
+		})
+	}
+}
+
+func run(t *testing.T, cfg config, steps []step, tg target) []response {
+	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	s := &spy{}
+	// GCRA decides in integer nanoseconds, so every RetryAfter in the table
+	// is exact; the token bucket's float arithmetic can end a wait 1ns short.
+	newLimiter := func(l core.Limit) core.Limiter {
+		return s.wrap(core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
+	}
+	a := app{global: failing{}, login: newLimiter(login), mode: cfg.mode}
+	if !cfg.down {
+		a.global = newLimiter(global)
+	}
+	c := tg.build(t, a)
+	var out []response
+	for i, st := range steps {
+		clock.Advance(st.advance)
+		got := c.do(t, st.request)
+		out = append(out, got)
+		what := fmt.Sprintf("step %d (%+v)", i+1, st.request)
+		if got.status != st.want.status || !reflect.DeepEqual(got.fields, st.want.fields) {
+			t.Errorf("%s:\n got %d %v\nwant %d %v", what, got.status, got.fields, st.want.status, st.want.fields)
+		}
+		if tg.grpc && got.delay != st.want.delay {
+			t.Errorf("%s: RetryInfo delay %v, want %v", what, got.delay, st.want.delay)
+		}
+		if d, ok := s.take(); ok && !d.Allowed && d.RetryAfter != st.want.delay {
+			t.Errorf("%s: Decision.RetryAfter %v, want %v", what, d.RetryAfter, st.want.delay)
+		}
+		text := strings.ToLower(got.text)
+		for _, leak := range append(slices.Clip(leaks), st.key) {
+			if leak != "" && strings.Contains(text, leak) {
+				t.Errorf("%s: answer carries %q: %q", what, leak, got.text)
+			}
+		}
+	}
+	return out
+}
+
+// sameAcrossTargets checks that every target answered what the first one
+// did: status and fields everywhere, and for HTTP also the same text.
+func sameAcrossTargets(t *testing.T, steps []step, got [][]response) {
+	for i := 1; i < len(targets); i++ {
+		if len(got[i]) != len(steps) || len(got[0]) != len(steps) {
+			continue // a target stopped early; it failed already
+		}
+		for j := range steps {
+			a, b := got[0][j], got[i][j]
+			sameText := targets[i].grpc || a.text == b.text
+			if a.status != b.status || !reflect.DeepEqual(a.fields, b.fields) || !sameText {
+				t.Errorf("step %d: %s answered %d %v %q, %s answered %d %v %q", j+1,
+					targets[0].name, a.status, a.fields, a.text, targets[i].name, b.status, b.fields, b.text)
+			}
+		}
+	}
+}
+
+// spy records the latest Decision of the limiters it wraps, so that a
+// denial's RetryInfo is checked against the Decision it was written from.
+type spy struct {
+	mu   sync.Mutex
+	last *core.Decision
+}
+
+type spied struct {
+	core.Limiter
+	s *spy
+}
+
+func (s *spy) wrap(l core.Limiter) core.Limiter { return spied{l, s} }
+
+func (l spied) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	d, err := l.Limiter.Allow(ctx, key, cost)
+	if err == nil {
+		l.s.mu.Lock()
+		l.s.last = &d
+		l.s.mu.Unlock()
+	}
+	return d, err
+}
+
+func (s *spy) take() (core.Decision, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.last
+	s.last = nil
+	if d == nil {
+		return core.Decision{}, false
+	}
+	return *d, true
+}
+
+// failing is a core.Limiter whose store is down.
+type failing struct{}
+
+func (failing) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{}, storeErr
+}
+func (failing) Refund(context.Context, string, int) error { return storeErr }
+
+func parseCost(v string) (int, error) {
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("cost %q is not a number: %w", v, core.ErrInvalidCost)
+	}
+	return n, nil
+}
+
+// HTTP targets: the global limiter is installed on every route and skips
+// /health (exempt) and /login (which has its own).
+
+var apiKey = keyfunc.Header("X-Api-Key")
+
+func httpOpts(a app) []httpmw.Option {
+	return []httpmw.Option{
+		httpmw.WithCost(func(r *http.Request) (int, error) { return parseCost(r.Header.Get("X-Cost")) }),
+		httpmw.WithFailureMode(a.mode),
+	}
+}
+
+func skipGlobal(r *http.Request) bool { return r.URL.Path == "/health" || r.URL.Path == "/login" }
+
+var hello = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8") // so no recorder sniffs it
+	_, _ = io.WriteString(w, "hello")
+})
+
+func buildHTTP(_ *testing.T, a app) client {
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", hello)
+	mux.Handle("GET /health", hello)
+	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, httpOpts(a)...).Handler(hello))
+	return httpClient{httpmw.MustNew(a.global, apiKey, append(httpOpts(a), httpmw.WithSkip(skipGlobal))...).Handler(mux)}
+}
+
+func buildGin(_ *testing.T, a app) client {
+	e := gin.New()
+	e.Use(ginmw.MustNew(a.global, apiKey, append(httpOpts(a), httpmw.WithSkip(skipGlobal))...))
+	e.GET("/", gin.WrapH(hello))
+	e.GET("/health", gin.WrapH(hello))
+	e.GET("/login", ginmw.MustNew(a.login, apiKey, httpOpts(a)...), gin.WrapH(hello))
+	return httpClient{e}
+}
+
+func buildEcho(_ *testing.T, a app) client {
+	e := echo.New()
+	e.Use(echomw.MustNewWithConfig(echomw.Config{
+		Skipper: func(c echo.Context) bool { return skipGlobal(c.Request()) },
+		Limiter: a.global, KeyFunc: apiKey, Options: httpOpts(a),
+	}))
+	e.GET("/", echo.WrapHandler(hello))
+	e.GET("/health", echo.WrapHandler(hello))
+	e.GET("/login", echo.WrapHandler(hello), echomw.MustNew(a.login, apiKey, httpOpts(a)...))
+	return httpClient{e}
+}
+
+type httpClient struct{ h http.Handler }
+
+func (c httpClient) do(_ *testing.T, req request) response {
+	r := httptest.NewRequest(http.MethodGet, req.route, nil)
+	if req.key != "" {
+		r.Header.Set("X-Api-Key", req.key)
+	}
+	if req.cost != "" {
+		r.Header.Set("X-Cost", req.cost)
+	}
+	w := httptest.NewRecorder()
+	c.h.ServeHTTP(w, r)
+	res := response{status: w.Code, fields: map[string]string{}, text: w.Body.String()}
+	for _, name := range fieldNames {
+		if v := w.Header().Values(name); len(v) > 0 {
+			res.fields[name] = strings.Join(v, ", ")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Header())) {
+		res.text += "\n" + name + ": " + strings.Join(w.Header()[name], ", ")
+	}
+	return res
+}
+
+// The gRPC target: Health/Check is the default route, List has the login
+// limiter and Watch (a server stream) is exempt.
+
+const (
+	mList  = "/grpc.health.v1.Health/List"
+	mWatch = "/grpc.health.v1.Health/Watch"
+)
+
+func buildGRPC(t *testing.T, a app) client {
+	l := grpcmw.MustNew(a.global, grpcmw.KeyByMetadata("x-api-key"),
+		grpcmw.WithMethodLimiter(mList, a.login),
+		grpcmw.WithExempt(mWatch),
+		grpcmw.WithCost(func(ctx context.Context, _ string) (int, error) {
+			return parseCost(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-cost"), ""))
+		}),
+		grpcmw.WithFailureMode(a.mode),
+	)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(l.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(l.StreamServerInterceptor()))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(lis) }()
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close(); srv.Stop(); <-done })
+	return grpcClient{healthpb.NewHealthClient(cc)}
+}
+
+type grpcClient struct{ c healthpb.HealthClient }
+
+func (c grpcClient) do(t *testing.T, req request) response {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if req.key != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-api-key", req.key)
+	}
+	if req.cost != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-cost", req.cost)
+	}
+	var header, trailer metadata.MD
+	var err error
+	switch req.route {
+	case "/":
+		_, err = c.c.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	case "/login":
+		_, err = c.c.List(ctx, &healthpb.HealthListRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	case "/health":
+		var st grpc.ServerStreamingClient[healthpb.HealthCheckResponse]
+		if st, err = c.c.Watch(ctx, &healthpb.HealthCheckRequest{}); err == nil {
+			_, err = st.Recv()
+			header, _ = st.Header()
+		}
+	default:
+		t.Fatalf("no gRPC method for route %q", req.route)
+	}
+	s := status.Convert(err)
+	res := response{status: httpStatus(s.Code()), fields: map[string]string{}, text: s.Message() + fmt.Sprint(s.Details()...)}
+	for _, name := range fieldNames {
+		if v := header.Get(name); len(v) > 0 {
+			res.fields[name] = strings.Join(v, ", ")
+		}
+	}
+	res.text += fmt.Sprint(header, trailer)
+	if d, ok := grpcmw.RetryDelay(err); ok {
+		res.delay = d
+		ms := strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+		if got := trailer.Get(grpcmw.PushbackKey); len(got) != 1 || got[0] != ms {
+			t.Errorf("%+v: trailer %s = %q, want [%s]", req, grpcmw.PushbackKey, got, ms)
+		}
+	}
+	return res
+}
+
+// httpStatus maps a gRPC code to the HTTP status the other adapters answer
+// for the same case; an unexpected code becomes 1000+code and mismatches.
+func httpStatus(c codes.Code) int {
+	switch c {
+	case codes.OK:
+		return 200
+	case codes.InvalidArgument:
+		return 400
+	case codes.ResourceExhausted:
+		return 429
+	case codes.Internal:
+		return 500
+	}
+	return 1000 + int(c)
+}
