@@ -169,13 +169,16 @@ func (tb *tokenBucket) duration(tokens float64) time.Duration {
 }
 
 // waitFor is the shortest wait after now until s holds enough tokens for n
-// to fit (whole: at least n tokens), searched from the float estimate so that
-// the answer is exact in whole nanoseconds: it holds at the result and not
-// one nanosecond earlier.
-func (tb *tokenBucket) waitFor(s state, now int64, n float64, whole bool) int64 {
-	ok := func(tokens float64) bool { return tokens >= n || !whole && tb.fits(tokens, n) }
+// to fit, searched from the float estimate so that the answer is exact in
+// whole nanoseconds: n fits at the result and not one nanosecond earlier.
+//
+// "Fits" is x/time/rate's test, which admits once the wait for the shortfall
+// truncates to 0 ns, up to a nanosecond before the ideal instant. ResetAfter
+// uses the same test for a whole burst, so that it never lands a nanosecond
+// past the whole second a client would expect.
+func (tb *tokenBucket) waitFor(s state, now int64, n float64) int64 {
 	tokens := tb.tokensAt(s, now)
-	if ok(tokens) {
+	if tb.fits(tokens, n) {
 		return 0
 	}
 	// Refill counts from the last update, which a backwards clock step can
@@ -187,13 +190,24 @@ func (tb *tokenBucket) waitFor(s state, now int64, n float64, whole bool) int64 
 	if d > maxSpan {
 		return maxSpan
 	}
-	for i := 0; i < 64 && !ok(tb.tokensAt(s, now+d)); i++ {
+	for i := 0; i < 64 && !tb.fits(tb.tokensAt(s, now+d), n); i++ {
 		d++
 	}
-	for i := 0; i < 64 && d > 1 && ok(tb.tokensAt(s, now+d-1)); i++ {
+	for i := 0; i < 64 && d > 1 && tb.fits(tb.tokensAt(s, now+d-1), n); i++ {
 		d--
 	}
 	return d
+}
+
+// remaining is how many cost-1 requests fit, one after another, in tokens:
+// the whole tokens, plus one when the fraction left is close enough to a
+// token for x/time/rate's test to admit it.
+func (tb *tokenBucket) remaining(tokens float64) int64 {
+	n := floorCount(tokens)
+	if float64(n) < tb.burst && tb.fits(tokens, float64(n+1)) {
+		n++
+	}
+	return n
 }
 
 func (tb *tokenBucket) decide(s state, now, cost int64) (state, verdict) {
@@ -202,16 +216,18 @@ func (tb *tokenBucket) decide(s state, now, cost int64) (state, verdict) {
 	if tb.fits(tokens, n) {
 		left := tokens - n
 		ns := state{a: int64(math.Float64bits(left)), b: max(s.b, now)}
-		return ns, verdict{allowed: true, remaining: floorCount(left), resetAfter: tb.waitFor(ns, now, tb.burst, true)}
+		return ns, verdict{allowed: true, remaining: tb.remaining(left), resetAfter: tb.waitFor(ns, now, tb.burst)}
 	}
 	return s, verdict{
-		remaining:  floorCount(tokens),
-		retryAfter: tb.waitFor(s, now, n, false),
-		resetAfter: tb.waitFor(s, now, tb.burst, true),
+		remaining:  tb.remaining(tokens),
+		retryAfter: tb.waitFor(s, now, n),
+		resetAfter: tb.waitFor(s, now, tb.burst),
 	}
 }
 
-func (tb *tokenBucket) idle(s state, now int64) bool { return tb.tokensAt(s, now) >= tb.burst }
+// idle reports whether a request of a whole burst would fit: the key is as
+// good as new.
+func (tb *tokenBucket) idle(s state, now int64) bool { return tb.fits(tb.tokensAt(s, now), tb.burst) }
 
 func (tb *tokenBucket) refund(s state, now, cost int64) (state, bool) {
 	tokens := min(tb.burst, tb.tokensAt(s, now)+float64(cost))

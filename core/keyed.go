@@ -247,16 +247,20 @@ func (k *Keyed) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) 
 }
 
 // makeRoom drops whole-again keys from the old end of the shard and reports
-// whether a new key fits. With FullEvictLRU it always makes room. Checking a
-// couple of old keys on every insertion also sweeps idle keys out over time
-// without a background goroutine.
+// whether a new key fits. With FullEvictLRU it always makes room. Once the
+// shard is half full, each insertion checks a couple of its oldest keys, so
+// idle keys are swept out over time without a background goroutine; below
+// that, idle keys stay (they cost only memory the bound allows) so that a
+// small set of keys does not churn in and out of the table.
 func (s *shard) makeRoom(alg algo, full FullPolicy, now int64) bool {
-	for i := 0; i < 2; i++ {
-		_, old, ok := s.lru.GetOldest()
-		if !ok || !alg.idle(old, now) {
-			break
+	if s.lru.Len() >= s.capacity/2 {
+		for i := 0; i < 2; i++ {
+			_, old, ok := s.lru.GetOldest()
+			if !ok || !alg.idle(old, now) {
+				break
+			}
+			s.lru.RemoveOldest()
 		}
-		s.lru.RemoveOldest()
 	}
 	if s.lru.Len() < s.capacity {
 		return true
