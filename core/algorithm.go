@@ -78,10 +78,8 @@ type algo interface {
 func newAlgo(a Algorithm, l Limit) (algo, error) {
 	switch a {
 	case TokenBucket:
-		return &tokenBucket{
-			rate:  float64(l.Events) / l.Period.Seconds(),
-			burst: float64(l.EffectiveBurst()),
-		}, nil
+		rate := float64(l.Events) / l.Period.Seconds()
+		return &tokenBucket{rate: rate, burst: float64(l.EffectiveBurst()), slack: 2 * rate / float64(time.Second)}, nil
 	case GCRA:
 		t := int64(l.Interval())
 		return &gcra{interval: t, span: t * int64(l.EffectiveBurst()), burst: int64(l.EffectiveBurst())}, nil
@@ -130,6 +128,7 @@ func (g *gcra) refund(s state, now, cost int64) (state, bool) {
 type tokenBucket struct {
 	rate  float64 // events per second, as rate.Limit
 	burst float64
+	slack float64 // tokens refilled in 2 ns
 }
 
 func (tb *tokenBucket) fresh(now int64) state {
@@ -156,7 +155,15 @@ func (tb *tokenBucket) tokensAt(s state, now int64) float64 {
 // left is non-negative, or the wait for the shortfall rounds to zero.
 func (tb *tokenBucket) fits(tokens, n float64) bool {
 	left := tokens - n
-	return left >= 0 || tb.duration(-left) <= 0
+	if left >= 0 {
+		return true
+	}
+	if -left > tb.slack {
+		// More than two nanoseconds of refill short: the wait cannot
+		// truncate to zero, so skip computing it.
+		return false
+	}
+	return tb.duration(-left) <= 0
 }
 
 // duration is x/time/rate's durationFromTokens (truncating).
@@ -183,7 +190,9 @@ func (tb *tokenBucket) waitFor(s state, now int64, n float64) int64 {
 	}
 	// Refill counts from the last update, which a backwards clock step can
 	// leave ahead of now.
-	d := max(0, s.b-now) + int64(math.Ceil((n-tokens)/tb.rate*float64(time.Second)))
+	// The truncated estimate is usually the answer: one check that n fits
+	// then, one that it does not a nanosecond earlier.
+	d := max(0, s.b-now) + int64((n-tokens)/tb.rate*float64(time.Second))
 	if d < 1 {
 		d = 1
 	}
