@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -71,3 +72,20 @@ func (e *StoreError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrStore) true for every StoreError.
 func (e *StoreError) Is(target error) bool { return target == ErrStore }
+
+// Errors every adapter hands to its error handler besides a Limiter's own
+// (ErrInvalidCost, ErrStore). Each is wrapped together with its cause, for
+// logs; adapters never send the text to the client.
+var (
+	// ErrKey: the key function failed or returned an empty key.
+	ErrKey = errors.New("core: key function failed")
+	// ErrEmptyKey: the key function returned "". An empty key is never
+	// "unlimited"; it is an error like any other key failure.
+	ErrEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
+	// ErrCost: the cost function failed. When its error also wraps
+	// ErrInvalidCost, the request is at fault rather than the server.
+	ErrCost = errors.New("core: cost function failed")
+	// ErrWaitCanceled: a shaped request's context ended while it waited for
+	// its turn; its units were refunded.
+	ErrWaitCanceled = errors.New("core: request ended while waiting for its turn")
+)

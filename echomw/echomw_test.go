@@ -295,7 +295,7 @@ func TestHTTPErrorsCustomHandler(t *testing.T) {
 	if w.Code != 500 || w.Body.String() != "custom: Internal Server Error" {
 		t.Errorf("key error: got %d %q", w.Code, w.Body.String())
 	}
-	if len(causes) != 2 || causes[0] != echomw.ErrDenied || !errors.Is(causes[1], httpmw.ErrKey) || !strings.Contains(causes[1].Error(), "secret") {
+	if len(causes) != 2 || causes[0] != echomw.ErrDenied || !errors.Is(causes[1], core.ErrKey) || !strings.Contains(causes[1].Error(), "secret") {
 		t.Errorf("causes %v", causes)
 	}
 }

@@ -25,22 +25,6 @@ import (
 	"github.com/floodgate/floodgate/httpmw"
 )
 
-// Errors handed to the ErrorHook besides the core.Limiter's own
-// (core.ErrInvalidCost, core.ErrStore). Each wraps the cause too, for logs;
-// none is ever sent to the client.
-var (
-	// ErrKey: the key function failed or returned an empty key.
-	ErrKey = errors.New("grpcmw: key function failed")
-	// ErrCost: the cost function failed. When its error also wraps
-	// core.ErrInvalidCost, the call is at fault rather than the server.
-	ErrCost = errors.New("grpcmw: cost function failed")
-	// ErrWaitCanceled: a shaped call's context ended while it waited for its
-	// turn; its units were refunded.
-	ErrWaitCanceled = errors.New("grpcmw: call ended while waiting for its turn")
-)
-
-var errEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
-
 // Status messages. They are fixed: never an error's text, which can hold
 // internal details (addresses, store names, the client's own metadata).
 const (
@@ -347,16 +331,16 @@ func (l *Limiter) check(ctx context.Context, fullMethod string) (call, error) {
 	}
 	key, err := l.key(ctx, fullMethod)
 	if err != nil {
-		return call{}, fmt.Errorf("%w: %w", ErrKey, err)
+		return call{}, fmt.Errorf("%w: %w", core.ErrKey, err)
 	}
 	if key == "" {
-		return call{}, errEmptyKey
+		return call{}, core.ErrEmptyKey
 	}
 	if cost == 0 {
 		cost = 1
 		if l.o.cost != nil {
 			if cost, err = l.o.cost(ctx, fullMethod); err != nil {
-				return call{}, fmt.Errorf("%w: %w", ErrCost, err)
+				return call{}, fmt.Errorf("%w: %w", core.ErrCost, err)
 			}
 		}
 	}
@@ -391,7 +375,7 @@ func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, c call,
 	if c.d.Delay > 0 {
 		err := c.r.hdr.Wait(ctx, httpmw.Result{Decision: c.d, Key: c.key, Cost: c.cost})
 		if err != nil {
-			return l.answerError(ctx, fullMethod, s, fmt.Errorf("%w: %w", ErrWaitCanceled, err))
+			return l.answerError(ctx, fullMethod, s, fmt.Errorf("%w: %w", core.ErrWaitCanceled, err))
 		}
 	}
 	if headers {
@@ -419,13 +403,13 @@ func (l *Limiter) answerError(ctx context.Context, fullMethod string, s sink, er
 		l.o.hook(ctx, fullMethod, err)
 	}
 	switch {
-	case errors.Is(err, ErrKey):
+	case errors.Is(err, core.ErrKey):
 		return statusKey
 	case errors.Is(err, core.ErrInvalidCost):
 		return statusInvalidCost
-	case errors.Is(err, ErrCost):
+	case errors.Is(err, core.ErrCost):
 		return statusCost
-	case errors.Is(err, ErrWaitCanceled):
+	case errors.Is(err, core.ErrWaitCanceled):
 		return status.FromContextError(ctx.Err()).Err()
 	case errors.Is(err, core.ErrStore):
 		if l.o.failure == FailOpen {

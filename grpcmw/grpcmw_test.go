@@ -451,7 +451,7 @@ func TestCost(t *testing.T) {
 				return 0, core.ErrInvalidCost
 			})},
 			wantCodes:  []codes.Code{codes.InvalidArgument},
-			wantHookIs: []error{grpcmw.ErrCost, core.ErrInvalidCost},
+			wantHookIs: []error{core.ErrCost, core.ErrInvalidCost},
 			wantMsg:    grpcmw.MessageInvalidCost,
 		},
 		{
@@ -460,7 +460,7 @@ func TestCost(t *testing.T) {
 				return 0, errors.New("secret pricing table unreachable")
 			})},
 			wantCodes:  []codes.Code{codes.Internal},
-			wantHookIs: []error{grpcmw.ErrCost},
+			wantHookIs: []error{core.ErrCost},
 			wantMsg:    grpcmw.MessageCost,
 		},
 	}
@@ -535,7 +535,7 @@ func TestKeyFunctionError(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !errors.Is(hooked, grpcmw.ErrKey) || !errors.Is(hooked, keyfunc.ErrNoKey) {
+	if !errors.Is(hooked, core.ErrKey) || !errors.Is(hooked, keyfunc.ErrNoKey) {
 		t.Errorf("hook got %v, want ErrKey wrapping keyfunc.ErrNoKey", hooked)
 	}
 
@@ -781,7 +781,7 @@ func TestShaping(t *testing.T) {
 		if !reflect.DeepEqual(sh.refs, []string{"k"}) {
 			t.Errorf("refunds = %q, want [k]", sh.refs)
 		}
-		if !errors.Is(hooked, grpcmw.ErrWaitCanceled) || !errors.Is(hooked, context.Canceled) {
+		if !errors.Is(hooked, core.ErrWaitCanceled) || !errors.Is(hooked, context.Canceled) {
 			t.Errorf("hook got %v", hooked)
 		}
 		if len(ft.header) != 0 {

@@ -24,7 +24,7 @@ type SkipFunc func(ctx context.Context, fullMethod string) bool
 
 // ErrorHook is told about every call for which no decision could be made,
 // whatever the call is then answered: tell the cases apart with errors.Is
-// (ErrKey, ErrCost, core.ErrInvalidCost, core.ErrStore, ErrWaitCanceled).
+// (core.ErrKey, core.ErrCost, core.ErrInvalidCost, core.ErrStore, core.ErrWaitCanceled).
 // It is for logs and metrics; the error's text may hold internal details and
 // is never sent to the client.
 type ErrorHook func(ctx context.Context, fullMethod string, err error)

@@ -12,22 +12,6 @@ import (
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
-// Errors Check returns besides the core.Limiter's own ([core.ErrInvalidCost],
-// [core.ErrStore]). Each wraps the cause too, for logs; none is ever written
-// to the client.
-var (
-	// ErrKey: the key function failed or returned an empty key.
-	ErrKey = errors.New("httpmw: key function failed")
-	// ErrCost: the cost function failed. When its error also wraps
-	// core.ErrInvalidCost, the request is at fault rather than the server.
-	ErrCost = errors.New("httpmw: cost function failed")
-	// ErrWaitCanceled: a shaped request's context ended while it waited for
-	// its turn; its units were refunded.
-	ErrWaitCanceled = errors.New("httpmw: request ended while waiting for its turn")
-)
-
-var errEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
-
 // Limiter puts a core.Limiter in front of HTTP handlers: it extracts a key
 // and a cost from each request, asks the core.Limiter, writes the rate-limit
 // headers and answers refusals and errors.
@@ -212,15 +196,15 @@ func (l *Limiter) Check(r *http.Request) (Result, error) {
 	}
 	key, err := l.key(r)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrKey, err)
+		return Result{}, fmt.Errorf("%w: %w", core.ErrKey, err)
 	}
 	if key == "" {
-		return Result{}, errEmptyKey
+		return Result{}, core.ErrEmptyKey
 	}
 	cost := 1
 	if l.o.cost != nil {
 		if cost, err = l.o.cost(r); err != nil {
-			return Result{Key: key}, fmt.Errorf("%w: %w", ErrCost, err)
+			return Result{Key: key}, fmt.Errorf("%w: %w", core.ErrCost, err)
 		}
 	}
 	d, err := l.limiter.Allow(r.Context(), key, cost)
@@ -234,12 +218,12 @@ func (l *Limiter) Check(r *http.Request) (Result, error) {
 // admitted anyway: a store failure under [FailOpen]. Adapters that do not
 // use [Limiter.Admit] call it before [Limiter.WriteError].
 func (l *Limiter) FailsOpen(err error) bool {
-	return l.o.failure == FailOpen && errors.Is(err, core.ErrStore) && !errors.Is(err, ErrKey) && !errors.Is(err, ErrCost)
+	return l.o.failure == FailOpen && errors.Is(err, core.ErrStore) && !errors.Is(err, core.ErrKey) && !errors.Is(err, core.ErrCost)
 }
 
 // Wait holds a shaped request (res.Decision.Delay > 0) until its turn, and
 // returns at once otherwise. If ctx ends first it refunds the reserved units
-// and returns an error wrapping [ErrWaitCanceled] and the context's cause;
+// and returns an error wrapping [core.ErrWaitCanceled] and the context's cause;
 // a failed refund is joined to it.
 func (l *Limiter) Wait(ctx context.Context, res Result) error {
 	if res.Decision.Delay <= 0 {
@@ -254,7 +238,7 @@ func (l *Limiter) Wait(ctx context.Context, res Result) error {
 		// The request's context is done, so refund under one that is not,
 		// or a store that honours contexts would refuse the refund.
 		rerr := l.limiter.Refund(context.WithoutCancel(ctx), res.Key, res.Cost)
-		return errors.Join(fmt.Errorf("%w: %w", ErrWaitCanceled, context.Cause(ctx)), rerr)
+		return errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr)
 	}
 }
 
@@ -290,7 +274,7 @@ func (l *Limiter) WriteDenied(w http.ResponseWriter, r *http.Request, d core.Dec
 // WriteError answers a request for which no decision could be made: the
 // error handler if one is set, otherwise, by the first kind err matches:
 //
-//   - [ErrKey]: 500 "Internal Server Error". The key function failing is a
+//   - [core.ErrKey]: 500 "Internal Server Error". The key function failing is a
 //     server bug or misconfiguration (say, an untrusted proxy header setup),
 //     and its text can hold internals, so it is not shown.
 //   - [core.ErrInvalidCost]: 400. The cost comes from the request (its size,
@@ -299,14 +283,14 @@ func (l *Limiter) WriteDenied(w http.ResponseWriter, r *http.Request, d core.Dec
 //     cannot work, and a 5xx would invite retries. 400 says "change the
 //     request". A cost function that returns 0 or less for a request is a
 //     bug that this answer surfaces quickly in tests.
-//   - [ErrCost]: 500, as for the key function.
+//   - [core.ErrCost]: 500, as for the key function.
 //   - [core.ErrStore] (only reached under [FailClosed]): 429 with
 //     Retry-After: 1 and the plain-text 429 body, but no rate-limit headers,
 //     since no quota was read. Not 503: the server is up, it only cannot
 //     account for the request, and clients and SDKs back off on 429 +
 //     Retry-After while many retry a 503 at once and load balancers count
 //     it against the instance's health.
-//   - [ErrWaitCanceled]: 503 "Service Unavailable"; the client has usually
+//   - [core.ErrWaitCanceled]: 503 "Service Unavailable"; the client has usually
 //     gone already.
 //   - anything else: 500.
 func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) {
@@ -334,16 +318,16 @@ func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 // headers.
 func (l *Limiter) WriteErrorHeaders(h http.Header, err error) (status int) {
 	switch {
-	case errors.Is(err, ErrKey):
+	case errors.Is(err, core.ErrKey):
 		return http.StatusInternalServerError
 	case errors.Is(err, core.ErrInvalidCost):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrCost):
+	case errors.Is(err, core.ErrCost):
 		return http.StatusInternalServerError
 	case errors.Is(err, core.ErrStore):
 		h[hdrRetryAfter] = []string{"1"}
 		return http.StatusTooManyRequests
-	case errors.Is(err, ErrWaitCanceled):
+	case errors.Is(err, core.ErrWaitCanceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

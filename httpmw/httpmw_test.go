@@ -321,9 +321,9 @@ func TestErrorHandler(t *testing.T) {
 		cost httpmw.CostFunc
 		is   []error
 	}{
-		{"key", decide(core.Decision{}, nil), func(*http.Request) (string, error) { return "", secret }, nil, []error{httpmw.ErrKey, secret}},
-		{"empty key", decide(core.Decision{}, nil), func(*http.Request) (string, error) { return "", nil }, nil, []error{httpmw.ErrKey}},
-		{"cost", decide(core.Decision{}, nil), byAddr, func(*http.Request) (int, error) { return 0, secret }, []error{httpmw.ErrCost, secret}},
+		{"key", decide(core.Decision{}, nil), func(*http.Request) (string, error) { return "", secret }, nil, []error{core.ErrKey, secret}},
+		{"empty key", decide(core.Decision{}, nil), func(*http.Request) (string, error) { return "", nil }, nil, []error{core.ErrKey}},
+		{"cost", decide(core.Decision{}, nil), byAddr, func(*http.Request) (int, error) { return 0, secret }, []error{core.ErrCost, secret}},
 		{"store", decide(core.Decision{}, &core.StoreError{Op: "allow", Err: secret}), byAddr, nil, []error{core.ErrStore, secret}},
 		{"invalid cost", decide(core.Decision{}, fmt.Errorf("%w: cost 0", core.ErrInvalidCost)), byAddr, nil, []error{core.ErrInvalidCost}},
 	}
@@ -589,7 +589,7 @@ func TestShaping(t *testing.T) {
 		if w.Code != 503 || w.Header().Get("X-Handler") != "" {
 			t.Fatalf("status %d, handler %q", w.Code, w.Header().Get("X-Handler"))
 		}
-		if !errors.Is(seen, httpmw.ErrWaitCanceled) || !errors.Is(seen, context.Canceled) {
+		if !errors.Is(seen, core.ErrWaitCanceled) || !errors.Is(seen, context.Canceled) {
 			t.Errorf("error %v, want ErrWaitCanceled and context.Canceled", seen)
 		}
 		lim.mu.Lock()
@@ -812,12 +812,12 @@ func TestWriteErrorHeaders(t *testing.T) {
 		status int
 		retry  string
 	}{
-		{fmt.Errorf("%w: %w", httpmw.ErrKey, secret), 500, ""},
-		{fmt.Errorf("%w: %w", httpmw.ErrCost, core.ErrInvalidCost), 400, ""},
+		{fmt.Errorf("%w: %w", core.ErrKey, secret), 500, ""},
+		{fmt.Errorf("%w: %w", core.ErrCost, core.ErrInvalidCost), 400, ""},
 		{core.ErrInvalidCost, 400, ""},
-		{fmt.Errorf("%w: %w", httpmw.ErrCost, secret), 500, ""},
+		{fmt.Errorf("%w: %w", core.ErrCost, secret), 500, ""},
 		{&core.StoreError{Op: "allow", Err: secret}, 429, "1"},
-		{httpmw.ErrWaitCanceled, 503, ""},
+		{core.ErrWaitCanceled, 503, ""},
 		{secret, 500, ""},
 	}
 	for _, tt := range tests {

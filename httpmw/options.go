@@ -36,8 +36,8 @@ type DenyHandler func(w http.ResponseWriter, r *http.Request, d core.Decision)
 // ErrorHandler answers a request for which no decision could be made: the
 // key or cost function failed, the cost is invalid, the store failed (under
 // [FailClosed]), or the request ended while it waited its turn. Tell the
-// cases apart with errors.Is: [ErrKey], [ErrCost], [core.ErrInvalidCost],
-// [core.ErrStore], [ErrWaitCanceled]. Never write err's text to the client:
+// cases apart with errors.Is: [core.ErrKey], [core.ErrCost], [core.ErrInvalidCost],
+// [core.ErrStore], [core.ErrWaitCanceled]. Never write err's text to the client:
 // it can carry internal details.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
