@@ -107,7 +107,7 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	// not for every key: a few percent of the table, at most 256 slots (12
 	// KiB) a shard.
 	slots := 8
-	for slots < per/64 && slots < 256 {
+	for slots < per/16 && slots < 256 {
 		slots *= 2
 	}
 	for i := range k.shards {
