@@ -176,22 +176,29 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 	if cost < 1 || int64(cost) > k.maxCost {
 		return Decision{}, k.checkCost(cost)
 	}
-	return k.decide(maphash.String(k.seed, key), k.now(), int64(cost)), nil
+	h := maphash.String(k.seed, key)
+	now := k.now()
+	sh := &k.shards[h&k.mask]
+	if k.cache && cost == 1 {
+		// The common repeat denial, answered here so that the Decision is
+		// built straight into the result: until the cached instant nothing
+		// fits, so nothing is left, and both waits end at fixed instants.
+		if until, resetAt, ok := sh.slots[(h>>32)&sh.slotMask].loadWaits(h, now); ok {
+			return Decision{Limit: k.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
+		}
+	}
+	return k.decide(sh, h, now, int64(cost)), nil
 }
 
-func (k *Keyed) decide(h uint64, now, cost int64) Decision {
-	sh := &k.shards[h&k.mask]
+func (k *Keyed) decide(sh *shard, h uint64, now, cost int64) Decision {
 	var sl *slot
 	if k.cache {
 		sl = &sh.slots[(h>>32)&sh.slotMask]
-		if st, until, resetAt, ok := sl.load(h, now); ok {
-			if cost == 1 {
-				// Until then nothing fits, so nothing is left; both
-				// waits end at fixed instants.
-				return Decision{Limit: k.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}
-			}
-			if _, v := k.alg.decide(st, now, cost); !v.allowed {
-				return k.decision(v)
+		if cost > 1 {
+			if st, ok := sl.load(h, now); ok {
+				if _, v := k.alg.decide(st, now, cost); !v.allowed {
+					return k.decision(v)
+				}
 			}
 		}
 	}
@@ -305,18 +312,25 @@ func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
 	return nil
 }
 
-func (s *slot) load(h uint64, now int64) (st state, until, resetAt int64, ok bool) {
+// loadWaits returns the cached instants for key hash h if they still hold
+// at now.
+func (s *slot) loadWaits(h uint64, now int64) (until, resetAt int64, ok bool) {
 	seq := s.seq.Load()
 	if seq&1 != 0 || s.hash.Load() != h {
-		return state{}, 0, 0, false
+		return 0, 0, false
 	}
-	until = s.until.Load()
-	if now >= until {
-		return state{}, 0, 0, false
+	until, resetAt = s.until.Load(), s.resetAt.Load()
+	return until, resetAt, now < until && s.seq.Load() == seq
+}
+
+// load returns the cached state for key hash h if it still holds at now.
+func (s *slot) load(h uint64, now int64) (st state, ok bool) {
+	seq := s.seq.Load()
+	if seq&1 != 0 || s.hash.Load() != h || now >= s.until.Load() {
+		return state{}, false
 	}
 	st = state{a: s.a.Load(), b: s.b.Load()}
-	resetAt = s.resetAt.Load()
-	return st, until, resetAt, s.seq.Load() == seq
+	return st, s.seq.Load() == seq
 }
 
 func (s *slot) store(h uint64, st state, until, resetAt int64) {
