@@ -16,7 +16,8 @@
 //
 // Every algorithm keeps 16 bytes of state per key; the table holding them is
 // bounded (see [WithCapacity] and [FullPolicy]), so memory never grows past
-// what you configure, about 110 bytes per tracked key.
+// what you configure, about 120 bytes per tracked key (measured by
+// BenchmarkMemoryPerKey).
 //
 // Every check returns a [Decision]: whether it was allowed, the deciding
 // Limit, what Remains, when a retry of the same cost succeeds (RetryAfter,

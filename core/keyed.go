@@ -16,7 +16,7 @@ import (
 // separately, with per-key state in a bounded, sharded LRU table.
 //
 // Keys are hashed with a per-limiter seeded 64-bit hash and only the hash is
-// stored, so memory per key is fixed whatever the key's length (about 110
+// stored, so memory per key is fixed whatever the key's length (about 120
 // bytes). Two distinct keys share state only if their hashes collide: odds of
 // about n²/2⁶⁵ among n live keys (3·10⁻⁸ at a million).
 //
