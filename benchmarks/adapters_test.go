@@ -22,6 +22,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/benchwork"
 )
 
 // The policy every implementation is configured to: 100 a second, burst 100,
@@ -80,39 +81,14 @@ var impls = []impl{
 	{"tollbooth", newTollbooth},
 }
 
-// floor is the reference of core/bench_test.go: sync.Map + one CAS on an
-// int64 GCRA state, unbounded, nothing computed beyond admission.
-type floor struct {
-	m              sync.Map
-	interval, span int64
-	start          time.Time
-	startUnixNanos int64
-}
+// floor is benchwork.Floor, the reference core/bench_test.go reports
+// ratios to: sync.Map + one CAS on an int64 GCRA state, unbounded, nothing
+// computed beyond admission.
+type floor struct{ *benchwork.Floor }
 
-func newFloor() *floor {
-	t := int64(policy.Interval())
-	now := time.Now()
-	return &floor{interval: t, span: t * int64(policy.EffectiveBurst()), start: now, startUnixNanos: now.UnixNano()}
-}
+func newFloor() floor { return floor{benchwork.NewFloor(policy)} }
 
-func (f *floor) allow(key string) bool {
-	now := f.startUnixNanos + int64(time.Since(f.start))
-	v, ok := f.m.Load(key)
-	if !ok {
-		v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
-	}
-	p := v.(*atomic.Int64)
-	for {
-		tat := p.Load()
-		next := max(tat, now) + f.interval
-		if next-now > f.span {
-			return false
-		}
-		if p.CompareAndSwap(tat, next) {
-			return true
-		}
-	}
-}
+func (f floor) allow(key string) bool { return f.Allow(key) }
 
 // floodgate is core.Keyed with the given algorithm.
 type floodgate struct {

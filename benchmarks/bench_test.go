@@ -1,15 +1,14 @@
 package benchmarks
 
 import (
-	"math/rand"
 	"net/http"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/benchwork"
 )
 
 // The workloads of core/bench_test.go, for every implementation at once.
@@ -36,25 +35,11 @@ func keys(tb testing.TB, n int) []string {
 	return ks
 }
 
-var allKeys = sync.OnceValue(func() []string {
-	ks := make([]string, churnKeys)
-	for i := range ks {
-		ks[i] = "client-" + strconv.Itoa(i)
-	}
-	return ks
-})
+var allKeys = sync.OnceValue(func() []string { return benchwork.Keys(churnKeys) })
 
-// zipfSeq is a fixed sequence of Zipf-distributed indexes into zipfKeys keys,
-// the same as core/bench_test.go's.
-var zipfSeq = sync.OnceValue(func() []uint32 {
-	r := rand.New(rand.NewSource(1))
-	z := rand.NewZipf(r, 1.1, 1, zipfKeys-1)
-	seq := make([]uint32, 1<<20)
-	for i := range seq {
-		seq[i] = uint32(z.Uint64())
-	}
-	return seq
-})
+// zipfSeq is benchwork's fixed Zipf sequence over zipfKeys keys, the one
+// core/bench_test.go runs too.
+func zipfSeq() []uint32 { return benchwork.Zipf(zipfKeys) }
 
 func reportErrors(b *testing.B, d decider) {
 	if e, ok := d.(errCounter); ok {

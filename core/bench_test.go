@@ -2,21 +2,20 @@ package core_test
 
 import (
 	"context"
-	"math/rand"
 	"runtime"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/benchwork"
 )
 
 // The benchmarks use the policy of ../shared/PEERS.md (100/s, burst 100, per
-// key) and the real clock, and compare with a floor: an unbounded sync.Map of
-// GCRA states updated with one CAS, reading the clock the same way.
+// key) and the real clock, and compare with benchwork.Floor: an unbounded
+// sync.Map of GCRA states updated with one CAS, reading the clock the same
+// way. The workloads are benchwork's, shared with the peer comparison in
+// ../benchmarks.
 
 const (
 	zipfKeys  = 100_000
@@ -29,28 +28,16 @@ var benchLimit = core.PerSecond(100)
 // benchKeys returns n distinct keys, and fails the benchmark if they are not
 // (a benchmark whose keys collapse to one measures nothing).
 func benchKeys(b *testing.B, n int) []string {
-	keys := make([]string, n)
+	keys := benchwork.Keys(n)
 	seen := make(map[string]struct{}, n)
-	for i := range keys {
-		keys[i] = "client-" + strconv.Itoa(i)
-		seen[keys[i]] = struct{}{}
+	for _, k := range keys {
+		seen[k] = struct{}{}
 	}
 	if len(seen) != n {
 		b.Fatalf("%d distinct keys of %d", len(seen), n)
 	}
 	return keys
 }
-
-// zipfSeq is a fixed sequence of Zipf-distributed indexes into zipfKeys keys.
-var zipfSeq = sync.OnceValue(func() []uint32 {
-	r := rand.New(rand.NewSource(1))
-	z := rand.NewZipf(r, 1.1, 1, zipfKeys-1)
-	seq := make([]uint32, 1<<20)
-	for i := range seq {
-		seq[i] = uint32(z.Uint64())
-	}
-	return seq
-})
 
 type decider interface {
 	allow(key string) bool
@@ -63,39 +50,10 @@ func (k keyedDecider) allow(key string) bool {
 	return d.Allowed
 }
 
-// floor is the reference: sync.Map + one CAS on an int64 GCRA state,
-// unbounded, no Decision fields beyond admission.
-type floor struct {
-	m              sync.Map
-	interval, span int64
-	start          time.Time
-	startUnixNanos int64
-}
+// floorDecider is benchwork.Floor behind the decider interface.
+type floorDecider struct{ *benchwork.Floor }
 
-func newFloor() *floor {
-	t := int64(benchLimit.Interval())
-	now := time.Now()
-	return &floor{interval: t, span: t * int64(benchLimit.EffectiveBurst()), start: now, startUnixNanos: now.UnixNano()}
-}
-
-func (f *floor) allow(key string) bool {
-	now := f.startUnixNanos + int64(time.Since(f.start))
-	v, ok := f.m.Load(key)
-	if !ok {
-		v, _ = f.m.LoadOrStore(key, new(atomic.Int64))
-	}
-	p := v.(*atomic.Int64)
-	for {
-		tat := p.Load()
-		next := max(tat, now) + f.interval
-		if next-now > f.span {
-			return false
-		}
-		if p.CompareAndSwap(tat, next) {
-			return true
-		}
-	}
-}
+func (f floorDecider) allow(key string) bool { return f.Allow(key) }
 
 func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func() decider {
 	mk := func(alg core.Algorithm) func() decider {
@@ -108,7 +66,7 @@ func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func()
 		}
 	}
 	return map[string]func() decider{
-		"floor":          func() decider { return newFloor() },
+		"floor":          func() decider { return floorDecider{benchwork.NewFloor(benchLimit)} },
 		"gcra":           mk(core.GCRA),
 		"token-bucket":   mk(core.TokenBucket),
 		"fixed-window":   mk(core.FixedWindow),
@@ -148,7 +106,7 @@ func BenchmarkHotPar(b *testing.B) {
 
 func BenchmarkZipfPar(b *testing.B) {
 	keys := benchKeys(b, zipfKeys)
-	seq := zipfSeq()
+	seq := benchwork.Zipf(zipfKeys)
 	for _, name := range order {
 		b.Run(name, func(b *testing.B) {
 			d := deciders(b, 2*zipfKeys)[name]()
