@@ -22,6 +22,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/benchwork"
 )
 
@@ -202,7 +203,7 @@ func newHTTPRate(testing.TB, setup) decider {
 	return &httpRate{
 		rl: httprate.NewRateLimiter(events, period, httprate.WithResponseHeaders(httprate.ResponseHeaders{})),
 		r:  httptest.NewRequest(http.MethodGet, "/", nil),
-		w:  &nopWriter{h: http.Header{}},
+		w:  httpmwtest.NewWriter(),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/benchwork"
 )
 
@@ -142,18 +143,18 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Run(mw.name, func(b *testing.B) {
 			b.Run("seq", func(b *testing.B) {
 				h := mw.new(b, httpEvents, httpBurst)
-				w := &nopWriter{h: http.Header{}}
+				w := httpmwtest.NewWriter()
 				bad := 0
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
-					w.reset()
+					w.Reset()
 					h.ServeHTTP(w, reqs[i&(nClients-1)])
-					if w.code != http.StatusOK {
+					if w.Code != http.StatusOK {
 						bad++
 					}
 				}
 				if bad > 0 {
-					b.Errorf("%d of %d responses were not 200 (last %d)", bad, b.N, w.code)
+					b.Errorf("%d of %d responses were not 200 (last %d)", bad, b.N, w.Code)
 				}
 			})
 			b.Run("par", func(b *testing.B) {
@@ -161,12 +162,12 @@ func BenchmarkHTTP(b *testing.B) {
 				var next, bad atomic.Int64
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
-					w := &nopWriter{h: http.Header{}}
+					w := httpmwtest.NewWriter()
 					i := int(next.Add(nClients / 7)) // each goroutine starts elsewhere
 					for pb.Next() {
-						w.reset()
+						w.Reset()
 						h.ServeHTTP(w, reqs[i&(nClients-1)])
-						if w.code != http.StatusOK {
+						if w.Code != http.StatusOK {
 							bad.Add(1)
 						}
 						i++

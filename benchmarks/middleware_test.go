@@ -22,22 +22,6 @@ import (
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
-// nopWriter is a reusable ResponseWriter, as in httpmw/bench_test.go, so that
-// the benchmarks measure the middleware rather than a recorder's allocations.
-type nopWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *nopWriter) Header() http.Header         { return w.h }
-func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *nopWriter) WriteHeader(code int)        { w.code = code }
-
-// reset makes w ready for the next request, keeping the map's storage as a
-// server's fresh map would not: the middleware's own allocations stay
-// visible.
-func (w *nopWriter) reset() { clear(w.h); w.code = 0 }
-
 var bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 
 // nClients distinct client addresses, from the benchmarking range

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 )
 
 // burstAt counts how many of tries calls admit at (almost) one instant: it
@@ -99,11 +100,11 @@ func TestMiddlewarePolicy(t *testing.T) {
 	for _, mw := range middlewares[1:] {
 		t.Run(mw.name, func(t *testing.T) {
 			h := mw.new(t, events, burst)
-			w := &nopWriter{h: http.Header{}}
+			w := httpmwtest.NewWriter()
 			serve := func(r *http.Request) int {
-				w.reset()
+				w.Reset()
 				h.ServeHTTP(w, r)
-				return w.code
+				return w.Code
 			}
 			n := burstAt(t, burst+50, func(key string) bool {
 				r := reqs[0].Clone(reqs[0].Context())
@@ -131,8 +132,8 @@ func TestMiddlewarePolicy(t *testing.T) {
 					if code := serve(r); code != http.StatusOK {
 						t.Fatalf("request %d: status %d", i, code)
 					}
-					if !hasRateLimitHeader(w.h) {
-						t.Fatalf("request %d: no rate-limit header in %v", i, w.h)
+					if !hasRateLimitHeader(w.Header()) {
+						t.Fatalf("request %d: no rate-limit header in %v", i, w.Header())
 					}
 				}
 			}
@@ -159,7 +160,7 @@ func TestMiddlewareBenchPolicyLasts(t *testing.T) {
 		t.Skip("sleeps for a period")
 	}
 	reqs := requests(t)[:8]
-	w := &nopWriter{h: http.Header{}}
+	w := httpmwtest.NewWriter()
 	handlers := make([]http.Handler, len(middlewares))
 	for round := range 2 {
 		if round > 0 {
@@ -170,10 +171,10 @@ func TestMiddlewareBenchPolicyLasts(t *testing.T) {
 				handlers[i] = mw.new(t, httpEvents, httpBurst)
 			}
 			for j, r := range reqs {
-				w.reset()
+				w.Reset()
 				handlers[i].ServeHTTP(w, r)
-				if w.code != http.StatusOK {
-					t.Errorf("%s: round %d, request %d: status %d", mw.name, round, j, w.code)
+				if w.Code != http.StatusOK {
+					t.Errorf("%s: round %d, request %d: status %d", mw.name, round, j, w.Code)
 					break
 				}
 			}

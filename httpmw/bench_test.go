@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -17,22 +18,6 @@ import (
 // sequentially and 210 ns in parallel over a bare handler, with both header
 // styles. Compare the handler=bare and handler=limited rows of
 // BenchmarkOverhead (benchstat, -count=6).
-
-// nopWriter is a reusable ResponseWriter, so that the benchmarks measure
-// the middleware rather than httptest.ResponseRecorder's allocations.
-type nopWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *nopWriter) Header() http.Header         { return w.h }
-func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *nopWriter) WriteHeader(code int)        { w.code = code }
-
-// reset makes w ready for the next request, keeping the map's storage as a
-// server's fresh map would not: the middleware's own allocations stay
-// visible.
-func (w *nopWriter) reset() { clear(w.h); w.code = 0 }
 
 var bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 
@@ -94,29 +79,30 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, hh := range handlers {
 		h := hh.h
 		b.Run("handler="+hh.name+"/mode=seq", func(b *testing.B) {
-			w := &nopWriter{h: http.Header{}}
+			w := httpmwtest.NewWriter()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				w.reset()
+				w.Reset()
 				h.ServeHTTP(w, reqs[i&(nKeys-1)])
 			}
-			if w.code != http.StatusOK {
-				b.Fatalf("status %d", w.code)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d", w.Code)
 			}
 		})
 		b.Run("handler="+hh.name+"/mode=par", func(b *testing.B) {
 			var next atomic.Int64
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				w := &nopWriter{h: http.Header{}, code: http.StatusOK}
+				w := httpmwtest.NewWriter()
+				w.Code = http.StatusOK
 				i := int(next.Add(nKeys / 7)) // each goroutine starts elsewhere
 				for pb.Next() {
-					w.reset()
+					w.Reset()
 					h.ServeHTTP(w, reqs[i&(nKeys-1)])
 					i++
 				}
-				if w.code != http.StatusOK {
-					b.Errorf("status %d", w.code)
+				if w.Code != http.StatusOK {
+					b.Errorf("status %d", w.Code)
 				}
 			})
 		})
@@ -133,19 +119,19 @@ func BenchmarkDenied(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := httpmw.MustNew(lim, byAddr).Handler(bare)
-	w := &nopWriter{h: http.Header{}}
+	w := httpmwtest.NewWriter()
 	for _, r := range reqs {
-		w.reset()
+		w.Reset()
 		h.ServeHTTP(w, r)
 	}
 	b.Run("mode=seq", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			w.reset()
+			w.Reset()
 			h.ServeHTTP(w, reqs[i&(nKeys-1)])
 		}
-		if w.code != http.StatusTooManyRequests {
-			b.Fatalf("status %d", w.code)
+		if w.Code != http.StatusTooManyRequests {
+			b.Fatalf("status %d", w.Code)
 		}
 	})
 }
