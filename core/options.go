@@ -38,7 +38,10 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 // WithCapacity sets the most keys the limiter tracks at once (default
 // [DefaultCapacity]). The bound is hard: memory never grows past it. What
 // happens to a new key when every tracked key is still live is set by
-// [WithFullPolicy].
+// [WithFullPolicy]. The capacity is split evenly across the shards, and keys
+// hash into them unevenly, so one shard can be full (and apply the policy)
+// while the table as a whole holds a few percent less than its capacity:
+// leave some headroom.
 func WithCapacity(n int) Option { return func(o *options) { o.capacity = n } }
 
 // WithShards sets how many independently locked shards hold the keys
