@@ -155,7 +155,7 @@ func (k *Keyed) Capacity() int { return k.shards[0].capacity * len(k.shards) }
 
 func (k *Keyed) now() int64 {
 	if k.clock == nil {
-		return startUnix + int64(time.Since(startWall))
+		return systemNow()
 	}
 	return k.clock.Now()
 }
