@@ -43,15 +43,18 @@ type Keyed struct {
 	overflowSet bool
 }
 
-// shard is one lock's worth of keys, padded so shards do not share cache
-// lines.
+// shard is one lock's worth of keys. The fields set once in New share a
+// cache line that the lock-free deny path reads; the mutex, written by every
+// locked decision, has a line of its own, so locking a shard does not evict
+// that line from other cores' caches. 128 bytes: shards share no line.
 type shard struct {
-	mu       sync.Mutex
-	lru      *simplelru.LRU[uint64, state]
-	capacity int
 	slots    []slot
 	slotMask uint64
-	_        [64]byte
+	lru      *simplelru.LRU[uint64, state]
+	capacity int
+	_        [64 - 24 - 8 - 8 - 8]byte
+	mu       sync.Mutex
+	_        [64 - 8]byte
 }
 
 // slot caches one denied key: its hash, its state, the instant before which
