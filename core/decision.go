@@ -2,8 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -28,6 +26,11 @@ type Decision struct {
 	// Delay is non-zero only for shaping limiters: the request is admitted
 	// (its units are reserved) but must wait Delay before it proceeds.
 	Delay time.Duration
+	// Overflow reports that the key was decided against the limiter's
+	// shared overflow state rather than its own: the in-memory table was
+	// full of live keys (see FullOverflow). Observers count it; a steady
+	// rate of overflow decisions means the capacity is too small.
+	Overflow bool
 }
 
 // Limiter decides whether a key may spend cost units now. It is the one
@@ -45,47 +48,3 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, cost int) (Decision, error)
 	Refund(ctx context.Context, key string, cost int) error
 }
-
-// ErrInvalidCost is wrapped by the error for a cost that is not a whole
-// number >= 1 or that exceeds what the limit can ever admit at once. Such a
-// request charges nothing; adapters answer it as a client or configuration
-// error, never as a rate-limit denial.
-var ErrInvalidCost = errors.New("core: invalid cost")
-
-// ErrStore is matched (errors.Is) by every error a store returns when it
-// could not reach or update its state. The configured failure mode decides
-// what such a request gets.
-var ErrStore = errors.New("core: store failure")
-
-// StoreError wraps a store's failure so that errors.Is(err, ErrStore) holds
-// while the cause stays reachable with errors.Unwrap or errors.As.
-type StoreError struct {
-	Op  string // what the store was doing, e.g. "allow"
-	Err error  // the cause
-}
-
-// Error implements error.
-func (e *StoreError) Error() string { return "core: store " + e.Op + ": " + e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *StoreError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrStore) true for every StoreError.
-func (e *StoreError) Is(target error) bool { return target == ErrStore }
-
-// Errors every adapter hands to its error handler besides a Limiter's own
-// (ErrInvalidCost, ErrStore). Each is wrapped together with its cause, for
-// logs; adapters never send the text to the client.
-var (
-	// ErrKey: the key function failed or returned an empty key.
-	ErrKey = errors.New("core: key function failed")
-	// ErrEmptyKey: the key function returned "". An empty key is never
-	// "unlimited"; it is an error like any other key failure.
-	ErrEmptyKey = fmt.Errorf("%w: empty key", ErrKey)
-	// ErrCost: the cost function failed. When its error also wraps
-	// ErrInvalidCost, the request is at fault rather than the server.
-	ErrCost = errors.New("core: cost function failed")
-	// ErrWaitCanceled: a shaped request's context ended while it waited for
-	// its turn; its units were refunded.
-	ErrWaitCanceled = errors.New("core: request ended while waiting for its turn")
-)

@@ -68,5 +68,5 @@ func ExampleErrInvalidCost() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// core: invalid cost: cost 6 is more than 10/s burst=5 can ever admit at once (5)
+	// core: invalid cost: more than the limit can ever admit at once: cost 6, at most 5 under 10/s burst=5
 }

@@ -168,7 +168,7 @@ func (k *Keyed) checkCost(cost int) error {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
 	}
 	if int64(cost) > k.maxCost {
-		return fmt.Errorf("%w: cost %d is more than %s can ever admit at once (%d)", ErrInvalidCost, cost, k.limit, k.maxCost)
+		return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, k.maxCost, k.limit)
 	}
 	return nil
 }
@@ -290,7 +290,9 @@ func (k *Keyed) decideOverflow(now, cost int64) Decision {
 	var v verdict
 	k.overflow, v = k.alg.decide(k.overflow, now, cost)
 	k.overflowMu.Unlock()
-	return k.decision(v)
+	d := k.decision(v)
+	d.Overflow = true
+	return d
 }
 
 // Refund gives back cost units charged to key, never beyond a whole quota.

@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/floodgate/floodgate/core"
 )
 
 // Func derives the rate-limit key of an HTTP request. It never returns an
@@ -22,23 +24,38 @@ const MaxKeyLen = 4096
 
 var (
 	// ErrNoKey is matched by the error of a request that carries nothing to
-	// key on: a missing or empty header, an empty path.
-	ErrNoKey = errors.New("keyfunc: no key in request")
+	// key on: a missing or empty header, an empty path. It is the client's
+	// fault: it also matches core.ErrBadKey, which adapters answer 400
+	// (gRPC InvalidArgument).
+	ErrNoKey error = &keyError{"keyfunc: no key in request", core.ErrBadKey}
 
 	// ErrInvalidRemoteAddr is matched when the socket peer (RemoteAddr) is
-	// not an IP address, as on a Unix socket.
+	// not an IP address, as on a Unix socket. It is the server's setup, not
+	// the client's doing: adapters answer 500 (gRPC Internal).
 	ErrInvalidRemoteAddr = errors.New("keyfunc: remote address is not an IP")
 
 	// ErrInvalidHeader is matched when a trusted proxy's header does not
 	// identify the client: a malformed item, "unknown", or an obfuscated
 	// identifier reached before any untrusted address. Falling back to the
 	// proxy's own address instead would put every client in one bucket.
-	ErrInvalidHeader = errors.New("keyfunc: proxy header does not identify the client")
+	// Proxies pass on what clients send, so it matches core.ErrBadKey.
+	ErrInvalidHeader error = &keyError{"keyfunc: proxy header does not identify the client", core.ErrBadKey}
 
 	// ErrTooLarge is matched when a request value exceeds what a key
 	// function is willing to examine or keep (see MaxKeyLen and ClientIP).
-	ErrTooLarge = errors.New("keyfunc: request value too large")
+	// It matches core.ErrKeyTooLarge, which HTTP adapters answer 431.
+	ErrTooLarge error = &keyError{"keyfunc: request value too large", core.ErrKeyTooLarge}
 )
+
+// keyError is a sentinel with its own text that also matches a core error
+// class, so adapters classify it without knowing this package.
+type keyError struct {
+	msg   string
+	class error
+}
+
+func (e *keyError) Error() string { return e.msg }
+func (e *keyError) Unwrap() error { return e.class }
 
 // quoteMax is how many runes of request data an error message quotes, so
 // errors (which end up in logs) never carry unbounded attacker bytes.

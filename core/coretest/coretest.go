@@ -1,8 +1,11 @@
 package coretest
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/floodgate/floodgate/core"
 )
 
 // Clock is a core.Clock that stands still until Advance or Set moves it.
@@ -29,3 +32,19 @@ func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // Set moves the clock to t.
 func (c *Clock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+// StoreDown returns a core.Limiter whose store has failed: every call
+// returns a *core.StoreError (so errors.Is(err, core.ErrStore)) with cause
+// err, whose text should never reach a client. Every adapter's tests use it
+// for the failure modes.
+func StoreDown(err error) core.Limiter { return storeDown{err} }
+
+type storeDown struct{ cause error }
+
+func (s storeDown) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{}, &core.StoreError{Op: "allow", Err: s.cause}
+}
+
+func (s storeDown) Refund(context.Context, string, int) error {
+	return &core.StoreError{Op: "refund", Err: s.cause}
+}
