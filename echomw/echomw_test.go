@@ -26,7 +26,7 @@ func byAddr(r *http.Request) (string, error) { return r.RemoteAddr, nil }
 // leakyKey fails with text that must never reach a client.
 func leakyKey(*http.Request) (string, error) { return "", errors.New("secret: db at 10.0.0.7") }
 
-var down = httpmwtest.StoreDown(errors.New("boom: redis at 10.0.0.7"))
+var down = coretest.StoreDown(errors.New("boom: redis at 10.0.0.7"))
 
 // hello is the route handler behind Echo and net/http alike; its status
 // says that it ran.
@@ -167,7 +167,7 @@ var cases = []scenario{
 		{code: 204, rateLimit: `"api";r=1;t=40`},
 		{code: 429, rateLimit: `"api";r=1;t=20`, retry: "20"},
 	}},
-	{"cost never admissible", echomw.Config{Options: []httpmw.Option{costOf(4)}}, []call{{code: 400}}},
+	{"cost never admissible", echomw.Config{Options: []httpmw.Option{costOf(4)}}, []call{{code: 413}}},
 	{"key error", echomw.Config{KeyFunc: leakyKey}, []call{{code: 500}}},
 	{"store error, fail closed", echomw.Config{Limiter: down}, []call{{code: 429, retry: "1"}}},
 	{"store error, fail open", echomw.Config{Limiter: down, Options: []httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}}, []call{{code: 204}}},

@@ -54,7 +54,7 @@ func newSites(t *testing.T, global *core.Limit, key keyfunc.Func, opts ...httpmw
 	t.Helper()
 	limiters := func() (core.Limiter, core.Limiter, *coretest.Clock) {
 		clock := coretest.NewClock(t0)
-		all := httpmwtest.StoreDown(errors.New("boom: redis at 10.0.0.7"))
+		all := coretest.StoreDown(errors.New("boom: redis at 10.0.0.7"))
 		if global != nil {
 			all = core.MustNew(*global, core.WithClock(clock))
 		}
@@ -161,7 +161,7 @@ func TestSameAsHTTPMW(t *testing.T) {
 			{advance: 20 * time.Second, status: 204, rateLimit: `"api";r=0;t=60`},
 		}},
 		{name: "cost never admissible", global: &api, opts: []httpmw.Option{httpmw.WithCost(func(*http.Request) (int, error) { return 4, nil })}, steps: []step{
-			{status: 400},
+			{status: 413},
 		}},
 		{name: "key error", global: &api, key: func(*http.Request) (string, error) { return "", errors.New("secret: db at 10.0.0.7") }, steps: []step{
 			{status: 500},

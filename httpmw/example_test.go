@@ -83,33 +83,27 @@ func ExampleWithProblemDetails() {
 }
 
 // An adapter that renders denials itself (as Echo returns an *echo.HTTPError)
-// uses the steps one by one; the headers still come from WriteHeaders.
-func ExampleLimiter_Check() {
+// calls Decide; the headers still come from the Limiter.
+func ExampleLimiter_Decide() {
 	lim := core.MustNew(core.PerMinute(1))
 	l := httpmw.MustNew(lim, apiKey)
 
 	serve := func(w http.ResponseWriter, r *http.Request) error {
-		res, err := l.Check(r)
-		if err != nil {
-			if l.FailsOpen(err) {
-				return nil // serve it
-			}
-			l.WriteError(w, r, err)
-			return nil
+		ok, _, err := l.Decide(w.Header(), r)
+		switch {
+		case ok:
+			return nil // serve it
+		case err != nil:
+			return fmt.Errorf("status %d", l.WriteErrorHeaders(w.Header(), err))
 		}
-		if res.Skipped {
-			return nil
-		}
-		l.WriteHeaders(w.Header(), res.Decision)
-		if !res.Decision.Allowed {
-			return fmt.Errorf("rate limited: %d", http.StatusTooManyRequests) // the framework renders it
-		}
-		return l.Wait(r.Context(), res) // shaping; a no-op without Delay
+		return fmt.Errorf("rate limited: %d", http.StatusTooManyRequests) // the framework renders it
 	}
 
-	for range 2 {
+	for _, key := range []string{"k1", "k1", ""} {
 		r := httptest.NewRequest("GET", "/", nil)
-		r.Header.Set("X-Api-Key", "k1")
+		if key != "" {
+			r.Header.Set("X-Api-Key", key)
+		}
 		w := httptest.NewRecorder()
 		err := serve(w, r)
 		fmt.Printf("err=%v Retry-After=%q\n", err, w.Header().Get("Retry-After"))
@@ -117,4 +111,5 @@ func ExampleLimiter_Check() {
 	// Output:
 	// err=<nil> Retry-After=""
 	// err=rate limited: 429 Retry-After="60"
+	// err=status 400 Retry-After=""
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,8 +245,19 @@ func TestErrors(t *testing.T) {
 	}{
 		{"key error", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) { return "", secret }, nil, 500, ""},
-		{"empty key", decide(core.Decision{Allowed: true}, nil),
-			func(*http.Request) (string, error) { return "", nil }, nil, 500, ""},
+		{"empty key: the client's", decide(core.Decision{Allowed: true}, nil),
+			func(*http.Request) (string, error) { return "", nil }, nil, 400, ""},
+		{"missing key header: the client's", decide(core.Decision{Allowed: true}, nil),
+			keyfunc.Header("X-Api-Key"), nil, 400, ""},
+		{"missing key header, configured 401", decide(core.Decision{Allowed: true}, nil),
+			keyfunc.Header("X-Api-Key"), []httpmw.Option{httpmw.WithBadKeyStatus(401)}, 401, ""},
+		{"oversize key header", decide(core.Decision{Allowed: true}, nil),
+			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", keyfunc.ErrTooLarge) }, nil, 431, ""},
+		{"no IP peer: the server's", decide(core.Decision{Allowed: true}, nil),
+			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: @", keyfunc.ErrInvalidRemoteAddr) }, nil, 500, ""},
+		{"negative cost: the cost function's bug", decide(core.Decision{Allowed: true}, nil), byAddr,
+			[]httpmw.Option{httpmw.WithCost(func(*http.Request) (int, error) { return -1, nil })}, 500, ""},
+		{"cost above the burst", decide(core.Decision{}, fmt.Errorf("%w: 7 of 6", core.ErrCostTooLarge)), byAddr, nil, 413, ""},
 		{"cost function error", decide(core.Decision{Allowed: true}, nil), byAddr,
 			[]httpmw.Option{httpmw.WithCost(func(*http.Request) (int, error) { return 0, secret })}, 500, ""},
 		{"cost function says invalid", decide(core.Decision{Allowed: true}, nil), byAddr,
@@ -288,24 +300,43 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestInvalidCost checks that the real limiter's invalid costs are 400s that
-// charge nothing.
+// TestInvalidCost checks the real limiter's costs that cannot be charged:
+// above the burst is 413 (retrying will not help), negative is the cost
+// function's bug (500), and neither charges anything; 0 is free.
 func TestInvalidCost(t *testing.T) {
 	t.Parallel()
-	for _, cost := range []int{0, -1, 7, 1 << 40} {
-		t.Run(strconv.Itoa(cost), func(t *testing.T) {
+	for _, tt := range []struct{ cost, status int }{{-1, 500}, {7, 413}, {1 << 40, 413}} {
+		t.Run(strconv.Itoa(tt.cost), func(t *testing.T) {
 			t.Parallel()
 			k, _ := newKeyed(t, demo)
-			c := cost
+			c := tt.cost
 			h := mustMiddleware(t, k, byAddr, httpmw.WithCost(func(*http.Request) (int, error) { return c, nil }))
-			if w := do(h, nil); w.Code != 400 || w.Header().Get("X-Handler") != "" || w.Header().Get("RateLimit") != "" {
-				t.Fatalf("status %d, headers %v; want a bare 400", w.Code, w.Header())
+			if w := do(h, nil); w.Code != tt.status || w.Header().Get("X-Handler") != "" || w.Header().Get("RateLimit") != "" {
+				t.Fatalf("status %d, headers %v; want a bare %d", w.Code, w.Header(), tt.status)
 			}
 			c = 6
 			if w := do(h, nil); w.Code != 200 {
 				t.Fatalf("after an invalid cost, the full burst: status %d", w.Code)
 			}
 		})
+	}
+}
+
+// TestFreeRequest checks that a cost of 0 passes without charging or
+// headers.
+func TestFreeRequest(t *testing.T) {
+	t.Parallel()
+	k, _ := newKeyed(t, demo)
+	c := 0
+	h := mustMiddleware(t, k, byAddr, httpmw.WithCost(func(*http.Request) (int, error) { return c, nil }))
+	for range 10 {
+		if w := do(h, nil); w.Code != 200 || w.Header().Get("X-Handler") == "" || w.Header().Get("RateLimit") != "" {
+			t.Fatalf("free request: status %d, headers %v", w.Code, w.Header())
+		}
+	}
+	c = 6
+	if w := do(h, nil); w.Code != 200 || w.Header().Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("free requests charged something: status %d, headers %v", w.Code, w.Header())
 	}
 }
 
@@ -610,25 +641,32 @@ func TestShaping(t *testing.T) {
 	})
 }
 
-// TestPieces checks that an adapter composing Check, WriteHeaders and its
-// own denial gets the same headers Admit writes.
+// TestPieces checks that an adapter composing Decide and its own denial
+// gets the same headers Admit writes.
 func TestPieces(t *testing.T) {
 	t.Parallel()
 	k, _ := newKeyed(t, demo)
 	l := httpmw.MustNew(k, byAddr)
+	k2, _ := newKeyed(t, demo)
+	whole := httpmw.MustNew(k2, byAddr)
 	for i := 0; i < 7; i++ {
 		r := httptest.NewRequest("GET", "/", nil)
-		res, err := l.Check(r)
+		h := http.Header{}
+		ok, d, err := l.Decide(h, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Key != r.RemoteAddr || res.Cost != 1 || res.Skipped {
-			t.Fatalf("result %+v", res)
+		w := httptest.NewRecorder()
+		if whole.Admit(w, r) != ok || ok != (i < 6) || d.Allowed != ok {
+			t.Fatalf("request %d: ok=%v, %+v", i, ok, d)
 		}
-		h := http.Header{}
-		l.WriteHeaders(h, res.Decision)
-		if res.Decision.Allowed != (i < 6) || (h.Get("Retry-After") != "") == res.Decision.Allowed {
-			t.Fatalf("request %d: %+v, headers %v", i, res.Decision, h)
+		for name, v := range h {
+			if got := w.Header()[name]; !reflect.DeepEqual(got, v) {
+				t.Fatalf("request %d: %s = %q from Decide, %q from Admit", i, name, v, got)
+			}
+		}
+		if (h.Get("Retry-After") != "") == ok {
+			t.Fatalf("request %d: headers %v", i, h)
 		}
 	}
 }
@@ -682,7 +720,10 @@ func TestNew(t *testing.T) {
 		{"nil deny handler", lim, byAddr, []httpmw.Option{httpmw.WithDenyHandler(nil)}},
 		{"nil error handler", lim, byAddr, []httpmw.Option{httpmw.WithErrorHandler(nil)}},
 		{"bad style", lim, byAddr, []httpmw.Option{httpmw.WithHeaders(9)}},
-		{"bad failure mode", lim, byAddr, []httpmw.Option{httpmw.WithFailureMode(-1)}},
+		{"bad failure mode", lim, byAddr, []httpmw.Option{httpmw.WithFailureMode(7)}},
+		{"nil observer", lim, byAddr, []httpmw.Option{httpmw.WithObserver(nil)}},
+		{"bad key status 500", lim, byAddr, []httpmw.Option{httpmw.WithBadKeyStatus(500)}},
+		{"bad key status 499", lim, byAddr, []httpmw.Option{httpmw.WithBadKeyStatus(499)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,11 +1,10 @@
 package httpmw
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Option configures a [Limiter] made by [New] (and the shorthands built on
@@ -13,19 +12,23 @@ import (
 type Option func(*options)
 
 type options struct {
-	cost    CostFunc
-	skip    func(*http.Request) bool
-	deny    DenyHandler
-	onError ErrorHandler
-	headers HeaderStyle
-	failure FailureMode
-	problem bool
-	errs    []error // options given invalid arguments; New reports them
+	cost     CostFunc
+	skip     func(*http.Request) bool
+	deny     DenyHandler
+	onError  ErrorHandler
+	observer core.Observer
+	headers  HeaderStyle
+	failure  FailureMode
+	badKey   int
+	problem  bool
+	errs     option.Errors
 }
 
-// CostFunc says how many units a request spends. It returns an error
-// wrapping [core.ErrInvalidCost] when the request itself is at fault (it is
-// answered 400), any other error when the function could not decide (500).
+// CostFunc says how many units a request spends. 0 means the request is
+// free: it passes, is not counted and gets no rate-limit headers. An error
+// wrapping [core.ErrInvalidCost] means the request itself is at fault
+// (answered 400); any other error, or a negative cost, means the function
+// could not price it (500).
 type CostFunc func(*http.Request) (int, error)
 
 // DenyHandler answers a request the limiter refused. When it runs, the
@@ -34,98 +37,55 @@ type CostFunc func(*http.Request) (int, error)
 type DenyHandler func(w http.ResponseWriter, r *http.Request, d core.Decision)
 
 // ErrorHandler answers a request for which no decision could be made: the
-// key or cost function failed, the cost is invalid, the store failed (under
-// [FailClosed]), or the request ended while it waited its turn. Tell the
-// cases apart with errors.Is: [core.ErrKey], [core.ErrCost], [core.ErrInvalidCost],
-// [core.ErrStore], [core.ErrWaitCanceled]. Never write err's text to the client:
-// it can carry internal details.
+// request carried no usable key, the key or cost function failed, the cost
+// is invalid, the store failed (under [FailClosed]), or the request ended
+// while it waited its turn. Tell the cases apart with errors.Is
+// ([core.ErrBadKey], [core.ErrKey], [core.ErrCost], [core.ErrInvalidCost],
+// [core.ErrStore], [core.ErrWaitCanceled]) or with [Limiter.WriteErrorHeaders],
+// which returns the default answer's status. Never write err's text to the
+// client: it can carry internal details.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
-// HeaderStyle selects which rate-limit headers a limited response carries.
-// Retry-After is written on every denial whatever the style, because it is
-// plain HTTP that every client understands.
-type HeaderStyle int
+// HeaderStyle selects which rate-limit headers a limited response carries;
+// it is [core.HeaderStyle], shared with grpcmw. Retry-After is written on
+// every denial whatever the style.
+type HeaderStyle = core.HeaderStyle
 
+// The header styles (see core.HeaderStyle).
 const (
-	// HeadersBoth, the default, writes the legacy and the IETF headers:
-	// clients in the wild read the former, the draft is where they are
-	// going.
-	HeadersBoth HeaderStyle = iota
-	// HeadersLegacy writes X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (seconds from now until the quota is whole again).
-	HeadersLegacy
-	// HeadersIETF writes RateLimit-Policy and RateLimit as
-	// draft-ietf-httpapi-ratelimit-headers-10 defines them.
-	HeadersIETF
-	// HeadersNone writes no rate-limit headers (Retry-After still goes out
-	// on a denial).
-	HeadersNone
+	HeadersBoth   = core.HeadersBoth   // legacy and IETF headers (the default)
+	HeadersLegacy = core.HeadersLegacy // X-RateLimit-Limit, -Remaining, -Reset
+	HeadersIETF   = core.HeadersIETF   // RateLimit-Policy and RateLimit
+	HeadersNone   = core.HeadersNone   // none (Retry-After still on denials)
 )
-
-func (s HeaderStyle) legacy() bool { return s == HeadersBoth || s == HeadersLegacy }
-func (s HeaderStyle) ietf() bool   { return s == HeadersBoth || s == HeadersIETF }
-
-// String returns the style's name.
-func (s HeaderStyle) String() string {
-	switch s {
-	case HeadersBoth:
-		return "both"
-	case HeadersLegacy:
-		return "legacy"
-	case HeadersIETF:
-		return "ietf"
-	case HeadersNone:
-		return "none"
-	}
-	return fmt.Sprintf("HeaderStyle(%d)", int(s))
-}
 
 // FailureMode says what a request gets when the store fails
-// (errors.Is(err, core.ErrStore)). Key and cost failures are never admitted,
-// whatever the mode: they are bugs or bad requests, not outages.
-type FailureMode int
+// (errors.Is(err, core.ErrStore)); it is [core.FailureMode], shared with
+// grpcmw.
+type FailureMode = core.FailureMode
 
+// The failure modes (see core.FailureMode).
 const (
-	// FailClosed, the default, refuses the request through the error
-	// handler; the default handler answers 429 with Retry-After: 1 (see
-	// [Limiter.WriteError] for why 429 and not 503). It is the safe choice
-	// when the limiter protects something that must not be overrun.
-	FailClosed FailureMode = iota
-	// FailOpen admits the request, without rate-limit headers since no
-	// decision was made, and does not call the error handler. Choose it when
-	// availability matters more than the limit.
-	FailOpen
+	FailClosed = core.FailClosed // 429 with Retry-After: 1 (the default)
+	FailOpen   = core.FailOpen   // admit, report to the observer
 )
-
-// String returns the mode's name.
-func (m FailureMode) String() string {
-	switch m {
-	case FailClosed:
-		return "fail-closed"
-	case FailOpen:
-		return "fail-open"
-	}
-	return fmt.Sprintf("FailureMode(%d)", int(m))
-}
 
 // WithCost sets how many units each request spends (default: 1 for every
 // request, without calling any function).
 func WithCost(f CostFunc) Option {
 	return func(o *options) {
-		if f == nil {
-			o.errs = append(o.errs, errors.New("httpmw: WithCost(nil); leave the option out for a cost of 1"))
+		if o.errs.Require(f != nil, "WithCost(nil); leave the option out for a cost of 1") {
+			o.cost = f
 		}
-		o.cost = f
 	}
 }
 
 // WithHeaders selects the rate-limit header style (default [HeadersBoth]).
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
-		if s < HeadersBoth || s > HeadersNone {
-			o.errs = append(o.errs, fmt.Errorf("httpmw: unknown header style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)))
+		if o.errs.Require(s.Valid(), "unknown header style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
+			o.headers = s
 		}
-		o.headers = s
 	}
 }
 
@@ -133,10 +93,9 @@ func WithHeaders(s HeaderStyle) Option {
 // with a plain-text body, or problem+json with [WithProblemDetails]).
 func WithDenyHandler(h DenyHandler) Option {
 	return func(o *options) {
-		if h == nil {
-			o.errs = append(o.errs, errors.New("httpmw: WithDenyHandler(nil); leave the option out for the default 429"))
+		if o.errs.Require(h != nil, "WithDenyHandler(nil); leave the option out for the default 429") {
+			o.deny = h
 		}
-		o.deny = h
 	}
 }
 
@@ -144,10 +103,9 @@ func WithDenyHandler(h DenyHandler) Option {
 // decision could be made (see [Limiter.WriteError] for the defaults).
 func WithErrorHandler(h ErrorHandler) Option {
 	return func(o *options) {
-		if h == nil {
-			o.errs = append(o.errs, errors.New("httpmw: WithErrorHandler(nil); leave the option out for the default answers"))
+		if o.errs.Require(h != nil, "WithErrorHandler(nil); leave the option out for the default answers") {
+			o.onError = h
 		}
-		o.onError = h
 	}
 }
 
@@ -157,10 +115,9 @@ func WithErrorHandler(h ErrorHandler) Option {
 // on every request, so keep it cheap.
 func WithSkip(f func(*http.Request) bool) Option {
 	return func(o *options) {
-		if f == nil {
-			o.errs = append(o.errs, errors.New("httpmw: WithSkip(nil); leave the option out to limit every request"))
+		if o.errs.Require(f != nil, "WithSkip(nil); leave the option out to limit every request") {
+			o.skip = f
 		}
-		o.skip = f
 	}
 }
 
@@ -176,9 +133,31 @@ func WithProblemDetails() Option {
 // [FailClosed]).
 func WithFailureMode(m FailureMode) Option {
 	return func(o *options) {
-		if m != FailClosed && m != FailOpen {
-			o.errs = append(o.errs, fmt.Errorf("httpmw: unknown failure mode %d; use FailClosed or FailOpen", int(m)))
+		if o.errs.Require(m.Valid(), "unknown failure mode %d; use FailClosed or FailOpen", int(m)) {
+			o.failure = m
 		}
-		o.failure = m
+	}
+}
+
+// WithObserver sets the observer every checked request is reported to
+// (default: none, which costs nothing). See [core.Observer].
+func WithObserver(obs core.Observer) Option {
+	return func(o *options) {
+		if o.errs.Require(obs != nil, "WithObserver(nil); leave the option out for no observer") {
+			o.observer = obs
+		}
+	}
+}
+
+// WithBadKeyStatus sets the status of the default answer to a request that
+// carries no usable key (a missing API-key header: [core.ErrBadKey]),
+// 400 by default; 401 suits an API key that authenticates. It must be a
+// 4xx status. Oversize key material ([core.ErrKeyTooLarge]) is always 431.
+func WithBadKeyStatus(status int) Option {
+	return func(o *options) {
+		if o.errs.Require(status >= 400 && status <= 499 && http.StatusText(status) != "",
+			"WithBadKeyStatus(%d): use a 4xx status such as 400 or 401", status) {
+			o.badKey = status
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package coretest_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
 )
 
@@ -12,4 +15,16 @@ func ExampleClock() {
 	clock.Advance(90 * time.Second)
 	fmt.Println(clock.Time().UTC().Format(time.TimeOnly), clock.Now())
 	// Output: 03:05:35 1767323135000000000
+}
+
+// A store that is down: every decision fails with a core.ErrStore error,
+// which adapters answer by their failure mode and never show the client.
+func ExampleStoreDown() {
+	lim := coretest.StoreDown(errors.New("redis at 10.0.0.7: connection refused"))
+	_, err := lim.Allow(context.Background(), "alice", 1)
+	fmt.Println(errors.Is(err, core.ErrStore))
+	fmt.Println(err)
+	// Output:
+	// true
+	// core: store allow: redis at 10.0.0.7: connection refused
 }

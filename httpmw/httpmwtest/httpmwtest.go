@@ -1,7 +1,6 @@
 package httpmwtest
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -9,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -65,21 +63,6 @@ func Peers(tb testing.TB, n int, method, target string, key keyfunc.Func) []*htt
 		tb.Fatalf("httpmwtest: %d distinct keys for %d peers", len(seen), n)
 	}
 	return reqs
-}
-
-// StoreDown returns a core.Limiter whose store has failed: every call
-// returns a *core.StoreError (so errors.Is(err, core.ErrStore)) with cause
-// err, whose text should never reach a client.
-func StoreDown(err error) core.Limiter { return storeDown{err} }
-
-type storeDown struct{ cause error }
-
-func (s storeDown) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{}, &core.StoreError{Op: "allow", Err: s.cause}
-}
-
-func (s storeDown) Refund(context.Context, string, int) error {
-	return &core.StoreError{Op: "refund", Err: s.cause}
 }
 
 // SameResponse fails tb unless got and want have the same status, the

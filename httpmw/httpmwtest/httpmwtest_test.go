@@ -1,13 +1,11 @@
 package httpmwtest_test
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
@@ -56,20 +54,6 @@ func TestWriter(t *testing.T) {
 	w.Reset()
 	if w.Code != 0 || len(w.Header()) != 0 {
 		t.Errorf("after Reset: %d %v", w.Code, w.Header())
-	}
-}
-
-func TestStoreDown(t *testing.T) {
-	t.Parallel()
-	cause := errors.New("boom")
-	lim := httpmwtest.StoreDown(cause)
-	_, err := lim.Allow(t.Context(), "k", 1)
-	var se *core.StoreError
-	if !errors.Is(err, core.ErrStore) || !errors.As(err, &se) || se.Op != "allow" || !errors.Is(err, cause) {
-		t.Errorf("Allow: %v", err)
-	}
-	if err := lim.Refund(t.Context(), "k", 1); !errors.Is(err, core.ErrStore) {
-		t.Errorf("Refund: %v", err)
 	}
 }
 

@@ -1,0 +1,158 @@
+package httpmw
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/pipeline"
+)
+
+// answer is a complete fixed response: a status and a plain-text body with
+// its Content-Length formatted once. Answers never carry error text, which
+// can hold internal details (addresses, store names); the error handler
+// sees the error.
+type answer struct {
+	status int
+	body   fixedBody
+}
+
+// newAnswer returns status with its status text and, when detail is not
+// empty, ": detail" as the body.
+func newAnswer(status int, detail string) answer {
+	text := http.StatusText(status)
+	if detail != "" {
+		text += ": " + detail
+	}
+	return answer{status, newFixedBody([]byte(text + "\n"))}
+}
+
+// The default answers of WriteDenied and WriteError.
+var (
+	answerDenied      = newAnswer(http.StatusTooManyRequests, "")
+	answerKeyTooLarge = newAnswer(http.StatusRequestHeaderFieldsTooLarge, "the request's rate-limit key is too large")
+	answerBadCost     = newAnswer(http.StatusBadRequest, "the request's rate-limit cost is invalid")
+	answerCostTooHigh = newAnswer(http.StatusRequestEntityTooLarge, "the request costs more than the rate limit can ever admit at once; retrying will not help")
+	answerInternal    = newAnswer(http.StatusInternalServerError, "")
+	answerUnavailable = newAnswer(http.StatusServiceUnavailable, "")
+)
+
+// WriteDenied answers a refused request: the deny handler if one is set,
+// otherwise status 429 with a plain-text body, or with an RFC 9457
+// application/problem+json body under [WithProblemDetails]. Call
+// [Limiter.WriteHeaders] first: WriteDenied does not set Retry-After or the
+// rate-limit headers itself, so adapters that render denials their own way
+// still get them from one place.
+func (l *Limiter) WriteDenied(w http.ResponseWriter, r *http.Request, d core.Decision) {
+	if l.o.deny != nil {
+		l.o.deny(w, r, d)
+		return
+	}
+	if l.o.problem {
+		if p := l.policies.Get(d.Limit); p.problem.bytes != nil {
+			writeBody(w, http.StatusTooManyRequests, "application/problem+json", p.problem)
+			return
+		}
+	}
+	writeBody(w, answerDenied.status, "text/plain; charset=utf-8", answerDenied.body)
+}
+
+// WriteError answers a request for which no decision could be made: the
+// error handler if one is set, otherwise a plain-text answer by the kind of
+// err, the same on every transport (grpcmw's codes in brackets):
+//
+//   - the request carries no usable key ([core.ErrBadKey], such as a
+//     missing API-key header): 400, or the status of [WithBadKeyStatus]
+//     (InvalidArgument). Key material too large to read
+//     ([core.ErrKeyTooLarge]): 431.
+//   - the key function failed otherwise ([core.ErrKey]): 500 (Internal). It
+//     is a bug or a misconfiguration, not the client's doing, and its text
+//     is not shown.
+//   - the cost is invalid ([core.ErrInvalidCost], or a cost function error
+//     that wraps it): 400 (InvalidArgument). A cost above what the limit
+//     can ever admit ([core.ErrCostTooLarge]): 413, whose body says that
+//     retrying will not help: a 429 would promise a retry that cannot work.
+//   - the cost function failed or returned a negative cost ([core.ErrCost]):
+//     500 (Internal).
+//   - the store failed ([core.ErrStore], only reached under [FailClosed]):
+//     429 with Retry-After: 1 and the plain-text 429 body, but no
+//     rate-limit headers, since no quota was read (see [core.FailClosed]
+//     for why not 503).
+//   - the request ended while it waited its turn ([core.ErrWaitCanceled]):
+//     503; the client has usually gone already.
+//   - anything else: 500.
+func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if l.o.onError != nil {
+		l.o.onError(w, r, err)
+		return
+	}
+	a := l.errorAnswer(err)
+	if a.status == http.StatusTooManyRequests {
+		setRetryAfterOne(w.Header())
+	}
+	writeBody(w, a.status, "text/plain; charset=utf-8", a.body)
+}
+
+// WriteErrorHeaders returns the status of [Limiter.WriteError]'s default
+// answer to err and sets on h the headers that answer carries besides its
+// body (Retry-After: 1 for a store failure). Adapters that render errors
+// their own way call it, so that they answer with the same status and
+// headers.
+func (l *Limiter) WriteErrorHeaders(h http.Header, err error) (status int) {
+	a := l.errorAnswer(err)
+	if a.status == http.StatusTooManyRequests {
+		setRetryAfterOne(h)
+	}
+	return a.status
+}
+
+// setRetryAfterOne sets the store-failure answer's Retry-After: 1, in a
+// value slot of its own from a slab (a store outage makes this a hot path).
+func setRetryAfterOne(h http.Header) {
+	vals, _ := take(1, nil)
+	vals[0] = "1"
+	h["Retry-After"] = vals
+}
+
+func (l *Limiter) errorAnswer(err error) answer {
+	switch pipeline.Classify(err) {
+	case core.OutcomeBadKey:
+		if errors.Is(err, core.ErrKeyTooLarge) {
+			return answerKeyTooLarge
+		}
+		return l.badKey
+	case core.OutcomeBadCost:
+		if errors.Is(err, core.ErrCostTooLarge) {
+			return answerCostTooHigh
+		}
+		return answerBadCost
+	case core.OutcomeStoreError:
+		return answerDenied
+	case core.OutcomeCanceled:
+		return answerUnavailable
+	}
+	return answerInternal
+}
+
+// writeBody writes a complete fixed response, as http.Error does, but with
+// an exact Content-Length and the given type. Its header values come from a
+// slab too: denials are the hot path when a client floods.
+func writeBody(w http.ResponseWriter, status int, contentType string, body fixedBody) {
+	h := w.Header()
+	vals, _ := take(3, nil)
+	vals[0], vals[1], vals[2] = contentType, body.length, "nosniff"
+	h["Content-Type"] = vals[0:1:1]
+	h["Content-Length"] = vals[1:2:2]
+	h["X-Content-Type-Options"] = vals[2:3:3]
+	w.WriteHeader(status)
+	_, _ = w.Write(body.bytes)
+}
+
+// fixedBody is a response body with its Content-Length formatted once.
+type fixedBody struct {
+	bytes  []byte
+	length string
+}
+
+func newFixedBody(b []byte) fixedBody { return fixedBody{b, strconv.Itoa(len(b))} }

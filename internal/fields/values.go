@@ -1,0 +1,131 @@
+package fields
+
+import (
+	"strconv"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Values are one Decision's fields, formatted. The zero Values holds no
+// field; [Values.Format] fills it. A Values is meant to live on the stack:
+// its per-request text sits in a fixed buffer, and the values are either
+// constant strings of the policy or spans of that text.
+type Values struct {
+	buf [160]byte
+	n   int // buf[:n] is the text
+	k   int // entries[:k] are set
+	e   [numFields]entry
+}
+
+// entry is one field: a constant string, or the span [i, j) of the text.
+type entry struct {
+	f     Field
+	konst string
+	i, j  int
+}
+
+// Format sets v to the fields of d in style, with p the formatted policy
+// of d.Limit (p may be nil when style sends no rate-limit fields).
+// Retry-After is set whenever d is a denial, whatever the style. Negative
+// numbers from a misbehaving core.Limiter are written as 0:
+//
+//	X-RateLimit-Limit:     d.Limit.Events
+//	X-RateLimit-Remaining: d.Remaining
+//	X-RateLimit-Reset:     ceil(d.ResetAfter) in seconds
+//	RateLimit-Policy:      "name";q=<Events>;w=<ceil(Period) in seconds, >= 1>
+//	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
+//	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
+func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) {
+	v.n, v.k = 0, 0
+	legacy, ietf := style.Legacy(), style.IETF()
+	if p == nil {
+		legacy, ietf = false, false
+	}
+	remaining := nonNeg(int64(d.Remaining))
+	// Each number is formatted once: the RateLimit value "name";r=R;t=T
+	// holds Remaining, and T is also Reset when allowed and Retry-After
+	// when denied, so those values are spans of it.
+	var rem, reset, rl, retry span
+	if ietf {
+		v.appendString(p.prefix)
+		rem = v.appendInt(remaining)
+		v.appendString(";t=")
+		t := v.appendInt(resetSeconds(d))
+		rl = span{0, v.n}
+		switch {
+		case d.Allowed:
+			reset = t // t is ceil(ResetAfter)
+		case d.RetryAfter > 0:
+			retry = t // t is ceil(RetryAfter) >= 1
+		}
+	}
+	if legacy {
+		if !rem.set() {
+			rem = v.appendInt(remaining)
+		}
+		if !reset.set() {
+			reset = v.appendInt(CeilSeconds(d.ResetAfter))
+		}
+		v.konst(Limit, p.Events)
+		v.span(Remaining, rem)
+		v.span(Reset, reset)
+	}
+	if ietf {
+		v.konst(Policy, p.Policy)
+		v.span(RateLimit, rl)
+	}
+	if !d.Allowed {
+		if !retry.set() {
+			retry = v.appendInt(RetryAfterSeconds(d))
+		}
+		v.span(RetryAfter, retry)
+	}
+}
+
+// Len returns how many fields v holds.
+func (v *Values) Len() int { return v.k }
+
+// Text returns the per-request text the values point into. The caller
+// copies it into a string it owns and passes that string to Field.
+func (v *Values) Text() []byte { return v.buf[:v.n] }
+
+// Field returns field i (0 <= i < Len) and its value, where text is a copy
+// of Text().
+func (v *Values) Field(i int, text string) (Field, string) {
+	e := &v.e[i]
+	if e.konst != "" {
+		return e.f, e.konst
+	}
+	return e.f, text[e.i:e.j]
+}
+
+// span is where one value sits in the text.
+type span struct{ i, j int }
+
+// set reports whether the span holds a value: every value is at least one
+// byte long.
+func (s span) set() bool { return s.j > s.i }
+
+func (v *Values) appendString(s string) {
+	v.n += copy(v.buf[v.n:], s)
+}
+
+func (v *Values) appendInt(n int64) span {
+	i := v.n
+	// A policy name is at most 64 bytes (core.Limit.Validate), so its
+	// quoted form and three numbers fit the buffer; a custom core.Limiter's
+	// longer name is cut rather than overflowing.
+	var num [20]byte
+	v.n += copy(v.buf[v.n:], strconv.AppendInt(num[:0], n, 10))
+	return span{i, v.n}
+}
+
+func (v *Values) konst(f Field, s string) {
+	v.e[v.k] = entry{f: f, konst: s}
+	v.k++
+}
+
+func (v *Values) span(f Field, s span) {
+	v.e[v.k] = entry{f: f, i: s.i, j: s.j}
+	v.k++
+}

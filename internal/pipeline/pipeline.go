@@ -1,0 +1,219 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Config is what an adapter hands the pipeline. Key is required; the rest
+// may be left zero.
+type Config[R any] struct {
+	// Transport names the adapter family in observer events ("http",
+	// "grpc").
+	Transport string
+	// Key derives the request's key. An error, or "", is never "unlimited":
+	// see [Classify] for how it is answered.
+	Key func(R) (string, error)
+	// Cost prices the request; nil means 1 per request. 0 means free: the
+	// request passes and nothing is charged. A negative cost is the cost
+	// function's bug (a server fault).
+	Cost func(R) (int, error)
+	// Skip exempts requests before anything else runs; nil skips none.
+	Skip func(R) bool
+	// Failure is what a store error gets.
+	Failure core.FailureMode
+	// Observer hears of every request that is not skipped; nil is free.
+	Observer core.Observer
+}
+
+// Pipeline runs Config's steps for each request. It is safe for concurrent
+// use.
+type Pipeline[R any] struct {
+	c Config[R]
+}
+
+// New returns a Pipeline for c.
+func New[R any](c Config[R]) *Pipeline[R] { return &Pipeline[R]{c: c} }
+
+// Result is how one request ended.
+type Result struct {
+	// Skipped reports that the request was exempt (the skip function) or
+	// free (cost 0): it was not counted, gets no rate-limit fields and is
+	// not observed. Outcome is then meaningless.
+	Skipped bool
+	// Outcome is how the request ended.
+	Outcome core.Outcome
+	// Decision is the limiter's answer for allowed, shaped and denied
+	// requests; the zero Decision otherwise.
+	Decision core.Decision
+	// Key and Cost are what the limiter was asked about, as far as they
+	// were found.
+	Key  string
+	Cost int
+	// Err is why no decision was made (the error outcomes); nil otherwise.
+	// It is classified as [Classify] says and may hold internal details.
+	Err error
+}
+
+// Admitted reports whether the request goes on to the handler: skipped,
+// allowed, shaped (its wait is over), or a store error under FailOpen.
+func (r *Result) Admitted() bool {
+	return r.Skipped || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped ||
+		r.Outcome == core.OutcomeStoreError && r.Err == nil
+}
+
+// Run runs the whole pipeline for req against lim. cost > 0 is a fixed
+// cost that replaces the cost function (a gRPC method's own cost); 0 asks
+// the cost function. A shaped request waits here for its turn.
+func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int) Result {
+	if p.c.Skip != nil && p.c.Skip(req) {
+		return Result{Skipped: true}
+	}
+	key, err := p.c.Key(req)
+	if err != nil {
+		return p.fail(ctx, Result{}, fmt.Errorf("%w: %w", core.ErrKey, err))
+	}
+	if key == "" {
+		return p.fail(ctx, Result{}, core.ErrEmptyKey)
+	}
+	if cost <= 0 {
+		if cost, err = p.cost(req); err != nil {
+			return p.fail(ctx, Result{Key: key}, err)
+		}
+		if cost == 0 {
+			return Result{Skipped: true, Key: key}
+		}
+	}
+	return p.Decide(ctx, lim, key, cost)
+}
+
+func (p *Pipeline[R]) cost(req R) (int, error) {
+	if p.c.Cost == nil {
+		return 1, nil
+	}
+	c, err := p.c.Cost(req)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", core.ErrCost, err)
+	case c < 0:
+		return 0, fmt.Errorf("%w: cost function returned %d; return 0 for a free request, or an error", core.ErrCost, c)
+	}
+	return c, nil
+}
+
+// Decide asks lim about key and cost (>= 1) and finishes the pipeline:
+// the failure mode, the shaping wait and the observer. grpcmw calls it
+// directly for each message of a metered stream, whose key was found when
+// the stream opened.
+func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int) Result {
+	d, err := lim.Allow(ctx, key, cost)
+	res := Result{Key: key, Cost: cost}
+	if err != nil {
+		return p.fail(ctx, res, err)
+	}
+	res.Decision = d
+	switch {
+	case !d.Allowed:
+		res.Outcome = core.OutcomeDenied
+	case d.Delay > 0:
+		res.Outcome = core.OutcomeShaped
+		if err := Sleep(ctx, d.Delay); err != nil {
+			// The request's context is done, so refund under one that is
+			// not, or a store that honours contexts would refuse.
+			rerr := lim.Refund(context.WithoutCancel(ctx), key, cost)
+			res.Decision = core.Decision{}
+			return p.fail(ctx, res, errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr))
+		}
+	default:
+		res.Outcome = core.OutcomeAllowed
+	}
+	p.observe(ctx, &res, true, nil)
+	return res
+}
+
+// fail finishes a request for which no decision was made. A store error
+// under FailOpen is admitted: its Err is reported but cleared in the
+// Result.
+func (p *Pipeline[R]) fail(ctx context.Context, res Result, err error) Result {
+	res.Outcome = Classify(err)
+	res.Err = err
+	admitted := false
+	if res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen {
+		admitted, res.Err = true, nil
+	}
+	p.observe(ctx, &res, admitted, err)
+	return res
+}
+
+func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, err error) {
+	if p.c.Observer == nil {
+		return
+	}
+	p.c.Observer.Observe(ctx, core.Event{
+		Transport: p.c.Transport,
+		Outcome:   res.Outcome,
+		Admitted:  admitted && res.Outcome != core.OutcomeDenied,
+		Failure:   p.c.Failure,
+		Key:       res.Key,
+		Cost:      res.Cost,
+		Decision:  res.Decision,
+		Err:       err,
+	})
+}
+
+// Classify says which outcome an error of the pipeline, or one a
+// core.Limiter returned, stands for. Errors an adapter's error handler
+// receives classify the same way, so a custom handler can call it too:
+//
+//   - core.ErrWaitCanceled: OutcomeCanceled;
+//   - core.ErrKey: OutcomeBadKey if it also matches core.ErrBadKey (the
+//     request carries no usable key), else OutcomeError (the key function
+//     failed: the server's fault);
+//   - core.ErrCost: OutcomeBadCost if it also matches core.ErrInvalidCost
+//     (the cost function found the request malformed), else OutcomeError;
+//   - core.ErrInvalidCost: OutcomeBadCost (core.ErrCostTooLarge: no wait
+//     can help);
+//   - core.ErrStore: OutcomeStoreError;
+//   - anything else: OutcomeError.
+func Classify(err error) core.Outcome {
+	switch {
+	case errors.Is(err, core.ErrWaitCanceled):
+		return core.OutcomeCanceled
+	case errors.Is(err, core.ErrKey):
+		if errors.Is(err, core.ErrBadKey) {
+			return core.OutcomeBadKey
+		}
+		return core.OutcomeError
+	case errors.Is(err, core.ErrCost):
+		if errors.Is(err, core.ErrInvalidCost) {
+			return core.OutcomeBadCost
+		}
+		return core.OutcomeError
+	case errors.Is(err, core.ErrInvalidCost):
+		return core.OutcomeBadCost
+	case errors.Is(err, core.ErrStore):
+		return core.OutcomeStoreError
+	}
+	return core.OutcomeError
+}
+
+// Sleep waits d, or until ctx ends, whichever is first; it returns ctx's
+// error in the second case. It is the one context-aware wait of the module:
+// shaping delays and client retries use it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
