@@ -39,6 +39,13 @@ func newClientIP(opts []Option) (*clientIP, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
+	if o.named != "" && len(o.trusted) == 0 {
+		// Headers are read only from trusted peers, so this configuration
+		// would silently key by the socket peer: behind a proxy, every
+		// client would share the proxy's bucket.
+		return nil, fmt.Errorf("keyfunc: WithHeader(%q) has no effect without WithTrustedProxies: "+
+			"add WithTrustedProxies with your proxies' ranges, or drop WithHeader to key by the socket peer", o.named)
+	}
 	return &clientIP{
 		trusted: o.trusted,
 		header:  o.header,
@@ -76,7 +83,8 @@ func newClientIP(opts []Option) (*clientIP, error) {
 // ErrInvalidRemoteAddr.
 //
 // ClientIP returns an error, starting with "keyfunc: ", for invalid
-// options.
+// options, and for WithHeader without WithTrustedProxies (which would read
+// nothing).
 func ClientIP(opts ...Option) (Func, error) {
 	res, err := NewIPResolver(opts...)
 	if err != nil {
@@ -105,7 +113,7 @@ type IPResolver struct {
 
 // NewIPResolver returns an IPResolver configured by opts, which mean what
 // they mean for ClientIP. It returns an error, starting with "keyfunc: ",
-// for invalid options.
+// for invalid options, and for WithHeader without WithTrustedProxies.
 func NewIPResolver(opts ...Option) (*IPResolver, error) {
 	c, err := newClientIP(opts)
 	if err != nil {

@@ -57,6 +57,14 @@ func ExampleClientIP_badOption() {
 	// Output: keyfunc: WithTrustedProxies: "10.0.0.0/33" is not a CIDR range (want e.g. 10.0.0.0/8 or 2001:db8::/32): netip.ParsePrefix("10.0.0.0/33"): prefix length out of range
 }
 
+// A proxy header is read only from trusted proxies, so naming one without
+// saying which proxies to trust is refused rather than silently ignored.
+func ExampleClientIP_headerWithoutProxies() {
+	_, err := keyfunc.ClientIP(keyfunc.WithHeader("X-Forwarded-For"))
+	fmt.Println(err)
+	// Output: keyfunc: WithHeader("X-Forwarded-For") has no effect without WithTrustedProxies: add WithTrustedProxies with your proxies' ranges, or drop WithHeader to key by the socket peer
+}
+
 // Join keys by several things at once; each part is length-prefixed, so
 // parts that contain the separator cannot collide.
 func ExampleJoin() {
@@ -71,6 +79,26 @@ func ExampleJoin() {
 	}
 	fmt.Println(k)
 	// Output: 9:192.0.2.115:GET /items/{id}
+}
+
+// JoinFuncs joins key functions of other request types the way Join does.
+// A transport whose key functions take two arguments, as gRPC's take a
+// context and a method name, gathers them in one request value.
+func ExampleJoinFuncs() {
+	type call struct {
+		peer, method string
+	}
+	type callKey func(call) (string, error)
+	byPeer := callKey(func(c call) (string, error) { return c.peer, nil })
+	byMethod := callKey(func(c call) (string, error) { return c.method, nil })
+
+	key := keyfunc.JoinFuncs("example.JoinCallKeys", byPeer, byMethod)
+	fmt.Println(key(call{peer: "192.0.2.1", method: "/pkg.Svc/Get"}))
+	_, err := key(call{peer: "192.0.2.1"})
+	fmt.Println(err)
+	// Output:
+	// 9:192.0.2.112:/pkg.Svc/Get <nil>
+	// keyfunc: no key in request: JoinCallKeys: key function 1 returned an empty key
 }
 
 func ExampleHeader() {

@@ -159,20 +159,41 @@ func Constant(key string) Func {
 // Each part is written as its length, a colon, and the part itself
 // ("3:a:b1:c"), so no choice of parts can forge another combination:
 // ("a:b", "c") and ("a", "b:c") always give different keys. The first
-// error from any part is returned.
+// error from any part is returned, and an empty part is an error matching
+// ErrNoKey.
 //
 // Join panics if given no functions or a nil one.
 func Join(fns ...Func) Func {
+	return JoinFuncs("keyfunc.Join", fns...)
+}
+
+// JoinFuncs is Join for key functions of any request type R, so that
+// adapters for other transports join keys with the same code and encoding.
+// It returns a key function that calls every fn in order on the request
+// and joins their keys with JoinParts. The first error from any fn is
+// returned as it is; an empty key from fn i is an error matching ErrNoKey
+// that names caller and i. fns is copied, so the caller may reuse its
+// slice.
+//
+// caller is the exported function that calls JoinFuncs, qualified by its
+// package ("keyfunc.Join", "grpcmw.JoinKeys"), so that panics and errors
+// name the function the user called; "" stands for "keyfunc.JoinFuncs".
+//
+// JoinFuncs panics, with a message starting "<package>: <function>", if
+// given no functions or a nil one: a programming error best found at
+// startup.
+func JoinFuncs[F ~func(R) (string, error), R any](caller string, fns ...F) F {
+	pkg, name := splitCaller(caller)
 	if len(fns) == 0 {
-		panic("keyfunc: Join needs at least one key function")
+		panic(fmt.Sprintf("%s: %s needs at least one key function", pkg, name))
 	}
 	for i, fn := range fns {
 		if fn == nil {
-			panic(fmt.Sprintf("keyfunc: Join: key function %d is nil", i))
+			panic(fmt.Sprintf("%s: %s: key function %d is nil", pkg, name, i))
 		}
 	}
-	fns = append([]Func(nil), fns...) // the caller may reuse its slice
-	return func(r *http.Request) (string, error) {
+	fns = append([]F(nil), fns...) // the caller may reuse its slice
+	return func(r R) (string, error) {
 		// Parts are gathered first so the result is built in one allocation.
 		var small [4]string
 		parts := small[:0]
@@ -185,12 +206,24 @@ func Join(fns ...Func) Func {
 				return "", err
 			}
 			if k == "" {
-				return "", fmt.Errorf("%w: Join: key function %d returned an empty key", ErrNoKey, i)
+				return "", fmt.Errorf("%w: %s: key function %d returned an empty key", ErrNoKey, name, i)
 			}
 			parts = append(parts, k)
 		}
 		return JoinParts(parts...), nil
 	}
+}
+
+// splitCaller splits "pkg.Func" for JoinFuncs' messages. A name without a
+// package is taken to be keyfunc's.
+func splitCaller(caller string) (pkg, name string) {
+	if caller == "" {
+		return "keyfunc", "JoinFuncs"
+	}
+	if i := strings.LastIndexByte(caller, '.'); i >= 0 {
+		return caller[:i], caller[i+1:]
+	}
+	return "keyfunc", caller
 }
 
 // JoinParts writes parts in the encoding Join uses: each part as its length

@@ -27,6 +27,7 @@ const (
 type options struct {
 	trusted []netip.Prefix
 	header  string // canonical MIME form, the key of http.Header
+	named   string // the name the last WithHeader was given, "" if none
 	kind    headerKind
 	v4Bits  int
 	v6Bits  int
@@ -117,6 +118,11 @@ func parseTrusted(s string) (netip.Prefix, error) {
 // Only this header is read, never several: with several an attacker could
 // pick the one a given proxy does not overwrite. The last WithHeader wins.
 //
+// A header is read only from trusted proxies, so WithHeader without
+// WithTrustedProxies would do nothing; ClientIP and NewIPResolver refuse
+// that combination with an error rather than let it pass for a working
+// proxy setup.
+//
 // Forwarded elements are separated by commas and parameters by
 // semicolons; parameter names are case-insensitive, values may be quoted,
 // and spaces around elements and parameters are tolerated. An element
@@ -138,6 +144,7 @@ func WithHeader(name string) Option {
 			}
 		}
 		o.header = textproto.CanonicalMIMEHeaderKey(name)
+		o.named = name
 		switch o.header {
 		case "Forwarded":
 			o.kind = kindForwarded
