@@ -29,8 +29,9 @@
 //
 // IPResolver applies the same rules to a peer address and header values
 // that come from elsewhere than an *http.Request: package grpcmw feeds it a
-// gRPC peer and its x-forwarded-for metadata. JoinParts is Join's encoding
-// for the same reason.
+// gRPC peer and its x-forwarded-for metadata. For the same reason JoinFuncs
+// is Join for key functions of any request type, and JoinParts is Join's
+// encoding.
 //
 // # Cost
 //
