@@ -56,3 +56,36 @@ func TestLightPackagesStayLight(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCStaysOffHTTP: grpcmw shares the pipeline and the field formatter
+// with httpmw through internal packages; it never imports httpmw, net/http
+// or the HTTP key functions' request type through them.
+func TestGRPCStaysOffHTTP(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./grpcmw", "./internal/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed only %d packages: %q", len(deps), deps)
+	}
+	for _, dep := range deps {
+		if dep == "github.com/floodgate/floodgate/httpmw" || dep == "github.com/floodgate/floodgate/ginmw" || dep == "github.com/floodgate/floodgate/echomw" {
+			t.Errorf("grpcmw or internal depends on %s", dep)
+		}
+	}
+	// net/http may come in through grpc's own transport; what matters is
+	// that grpcmw's and the pipeline's own files do not import it.
+	out, err = exec.Command("go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", "./grpcmw", "./internal/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -f: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ": ")
+		for _, imp := range strings.Fields(imports) {
+			if imp == "net/http" {
+				t.Errorf("%s imports net/http", pkg)
+			}
+		}
+	}
+}

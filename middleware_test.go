@@ -76,6 +76,7 @@ type response struct {
 	fields map[string]string // rate-limit fields present, by lower-case name
 	delay  time.Duration     // gRPC RetryInfo's delay (0 without one); not compared for HTTP
 	text   string            // everything else the client sees, checked for leaks only
+	events []string          // what the observer heard: outcome, "+admitted", "+overflow"
 }
 
 type step struct {
@@ -178,24 +179,25 @@ var scenarios = []struct {
 		expect(costs("alice", "2"), deny(global, 0, 60, 40, 40*time.Second)),
 		at(40*time.Second, expect(costs("alice", "2"), pass(global, 0, 60))),
 	}},
-	{"invalid cost charges nothing", config{}, []step{
-		expect(costs("alice", "4"), bare(400)), // more than the burst: never admissible
-		expect(costs("alice", "0"), bare(400)),
-		expect(costs("alice", "x"), bare(400)), // the cost function's own ErrInvalidCost
-		expect(request{route: "/login", key: "alice", cost: "2"}, bare(400)),
+	{"invalid cost charges nothing, free costs nothing", config{}, []step{
+		expect(costs("alice", "4"), bare(413)),  // more than the burst: retrying will not help
+		expect(costs("alice", "0"), bare(200)),  // free: passes, no fields, nothing charged
+		expect(costs("alice", "x"), bare(400)),  // the cost function's own ErrInvalidCost: the client's
+		expect(costs("alice", "-1"), bare(500)), // a negative cost is the cost function's bug
+		expect(request{route: "/login", key: "alice", cost: "2"}, bare(413)),
 		expect(costs("alice", "3"), pass(global, 0, 60)),
-		expect(costs("alice", "4"), bare(400)), // still 400, not 429: waiting would not help
+		expect(costs("alice", "4"), bare(413)), // still 413, not 429: waiting would not help
 		expect(get("/login", "alice"), pass(login, 0, 60)),
 	}},
-	{"key function error", config{}, []step{
-		expect(get("/", ""), bare(500)),
-		expect(get("/login", ""), bare(500)),
+	{"missing key is the client's error", config{}, []step{
+		expect(get("/", ""), bare(400)),
+		expect(get("/login", ""), bare(400)),
 		expect(get("/", "alice"), pass(global, 2, 20)),
 	}},
 	{"store down, fail closed", config{down: true, mode: httpmw.FailClosed}, []step{
 		expect(get("/", "alice"), unavailable),
 		expect(get("/", "alice"), unavailable),
-		expect(get("/", ""), bare(500)), // the key is needed before the store is asked
+		expect(get("/", ""), bare(400)), // the key is needed before the store is asked
 		expect(costs("alice", "x"), bare(400)),
 		expect(get("/login", "alice"), pass(login, 0, 60)), // login's store works
 		expect(get("/health", "alice"), bare(200)),
@@ -205,7 +207,7 @@ var scenarios = []struct {
 		expect(get("/", "alice"), bare(200)),
 		expect(get("/", "alice"), bare(200)),
 		expect(get("/", "alice"), bare(200)),
-		expect(get("/", ""), bare(500)), // key failures are never admitted
+		expect(get("/", ""), bare(400)), // key failures are never admitted
 		expect(get("/login", "alice"), pass(login, 0, 60)),
 	}},
 	{"skipped route is never limited", config{}, then(
@@ -228,6 +230,7 @@ type target struct {
 type app struct {
 	global, login core.Limiter
 	mode          httpmw.FailureMode
+	obs           core.Observer
 }
 
 type client interface {
@@ -266,7 +269,8 @@ func run(t *testing.T, cfg config, steps []step, tg target) []response {
 	newLimiter := func(l core.Limit) core.Limiter {
 		return s.wrap(core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
 	}
-	a := app{global: failing{}, login: newLimiter(login), mode: cfg.mode}
+	obs := &observed{}
+	a := app{global: failing{}, login: newLimiter(login), mode: cfg.mode, obs: obs}
 	if !cfg.down {
 		a.global = newLimiter(global)
 	}
@@ -275,8 +279,12 @@ func run(t *testing.T, cfg config, steps []step, tg target) []response {
 	for i, st := range steps {
 		clock.Advance(st.advance)
 		got := c.do(t, st.request)
+		got.events = obs.take()
 		out = append(out, got)
 		what := fmt.Sprintf("step %d (%+v)", i+1, st.request)
+		if want, ok := wantEvent(cfg, st.want); ok && (len(got.events) != 1 || got.events[0] != want) {
+			t.Errorf("%s: observed %v, want [%s]", what, got.events, want)
+		}
 		if got.status != st.want.status || !reflect.DeepEqual(got.fields, st.want.fields) {
 			t.Errorf("%s:\n got %d %v\nwant %d %v", what, got.status, got.fields, st.want.status, st.want.fields)
 		}
@@ -309,6 +317,9 @@ func sameAcrossTargets(t *testing.T, steps []step, got [][]response) {
 			if a.status != b.status || !reflect.DeepEqual(a.fields, b.fields) || !sameText {
 				t.Errorf("step %d: %s answered %d %v %q, %s answered %d %v %q", j+1,
 					targets[0].name, a.status, a.fields, a.text, targets[i].name, b.status, b.fields, b.text)
+			}
+			if !slices.Equal(a.events, b.events) {
+				t.Errorf("step %d: %s observed %v, %s observed %v", j+1, targets[0].name, a.events, targets[i].name, b.events)
 			}
 		}
 	}
@@ -349,6 +360,59 @@ func (s *spy) take() (core.Decision, bool) {
 	return *d, true
 }
 
+// observed records what an adapter's core.Observer hears.
+type observed struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *observed) Observe(_ context.Context, e core.Event) {
+	s := e.Outcome.String()
+	if e.Admitted {
+		s += "+admitted"
+	}
+	if e.Decision.Overflow {
+		s += "+overflow"
+	}
+	if (e.Err != nil) != (e.Outcome != core.OutcomeAllowed && e.Outcome != core.OutcomeDenied && e.Outcome != core.OutcomeShaped) {
+		s += "+err-mismatch"
+	}
+	o.mu.Lock()
+	o.events = append(o.events, s)
+	o.mu.Unlock()
+}
+
+func (o *observed) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e := o.events
+	o.events = nil
+	return e
+}
+
+// wantEvent is the one event a step's answer implies, when it implies one:
+// a bare 200 may be skipped, free or failed open, which the cross-target
+// comparison still checks.
+func wantEvent(cfg config, r response) (string, bool) {
+	switch {
+	case r.status == 200 && len(r.fields) > 0:
+		return "allowed+admitted", true
+	case r.status == 200 && cfg.down && cfg.mode == httpmw.FailOpen:
+		return "", false
+	case r.status == 429 && r.fields["ratelimit"] != "":
+		return "denied", true
+	case r.status == 429:
+		return "store_error", true
+	case r.status == 400:
+		return "", false // bad key or bad cost: compared across targets
+	case r.status == 413:
+		return "bad_cost", true
+	case r.status == 500:
+		return "error", true
+	}
+	return "", false
+}
+
 // failing is a core.Limiter whose store is down.
 type failing struct{}
 
@@ -377,6 +441,7 @@ func httpOpts(a app) []httpmw.Option {
 	return []httpmw.Option{
 		httpmw.WithCost(func(r *http.Request) (int, error) { return parseCost(r.Header.Get("X-Cost")) }),
 		httpmw.WithFailureMode(a.mode),
+		httpmw.WithObserver(a.obs),
 	}
 }
 
@@ -456,6 +521,8 @@ func buildGRPC(t *testing.T, a app) client {
 			return parseCost(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-cost"), ""))
 		}),
 		grpcmw.WithFailureMode(a.mode),
+		grpcmw.WithObserver(a.obs),
+		grpcmw.WithLimitedInfrastructure(),
 	)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -501,7 +568,7 @@ func (c grpcClient) do(t *testing.T, req request) response {
 		t.Fatalf("no gRPC method for route %q", req.route)
 	}
 	s := status.Convert(err)
-	res := response{status: httpStatus(s.Code()), fields: map[string]string{}, text: s.Message() + fmt.Sprint(s.Details()...)}
+	res := response{status: httpStatus(s), fields: map[string]string{}, text: s.Message() + fmt.Sprint(s.Details()...)}
 	for _, name := range fieldNames {
 		if v := header.Get(name); len(v) > 0 {
 			res.fields[name] = strings.Join(v, ", ")
@@ -518,18 +585,22 @@ func (c grpcClient) do(t *testing.T, req request) response {
 	return res
 }
 
-// httpStatus maps a gRPC code to the HTTP status the other adapters answer
-// for the same case; an unexpected code becomes 1000+code and mismatches.
-func httpStatus(c codes.Code) int {
-	switch c {
+// httpStatus maps a gRPC status to the HTTP status the other adapters
+// answer for the same case; an unexpected code becomes 1000+code and
+// mismatches.
+func httpStatus(s *status.Status) int {
+	switch s.Code() {
 	case codes.OK:
 		return 200
 	case codes.InvalidArgument:
+		if s.Message() == grpcmw.MessageCostTooLarge {
+			return 413
+		}
 		return 400
 	case codes.ResourceExhausted:
 		return 429
 	case codes.Internal:
 		return 500
 	}
-	return 1000 + int(c)
+	return 1000 + int(s.Code())
 }

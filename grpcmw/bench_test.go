@@ -38,10 +38,10 @@ func BenchmarkUnary(b *testing.B) {
 		ic   grpc.UnaryServerInterceptor
 	}{
 		{"bare", base, nil},
-		{"allowed", base, grpcmw.MustNew(lots, grpcmw.Constant("k")).UnaryServerInterceptor()},
-		{"allowed-peerip", withPeer, grpcmw.MustNew(lots, grpcmw.MustKeyByPeerIP()).UnaryServerInterceptor()},
-		{"exempt", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithExempt(mCheck)).UnaryServerInterceptor()},
-		{"denied", base, grpcmw.MustNew(denying, grpcmw.Constant("k")).UnaryServerInterceptor()},
+		{"allowed", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
+		{"allowed-peerip", withPeer, grpcmw.MustNew(lots, grpcmw.MustKeyByPeerIP(), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
+		{"exempt", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithExempt(mCheck), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
+		{"denied", base, grpcmw.MustNew(denying, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -63,7 +63,7 @@ func BenchmarkUnary(b *testing.B) {
 // handling included: a transport that joins metadata as grpc's does.
 func BenchmarkUnaryRealMetadata(b *testing.B) {
 	lots := core.MustNew(core.PerSecond(1_000_000_000))
-	ic := grpcmw.MustNew(lots, grpcmw.Constant("k")).UnaryServerInterceptor()
+	ic := grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCheck}
 	handler := func(context.Context, any) (any, error) { return nil, nil }
 	b.ReportAllocs()

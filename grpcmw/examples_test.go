@@ -26,7 +26,7 @@ import (
 func Example() {
 	clock := coretest.NewClock(time.Unix(0, 0))
 	lim := core.MustNew(core.PerMinute(1).WithName("api"), core.WithClock(clock))
-	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"))
+	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"), grpcmw.WithLimitedInfrastructure())
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(
@@ -101,6 +101,7 @@ func ExampleNew() {
 		grpcmw.WithMethodLimiter("/auth.v1.Auth/Login", login),
 		grpcmw.WithExempt("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"),
 		grpcmw.WithMeterMessages(),
+		grpcmw.WithLimitedInfrastructure(),
 	)
 	if err != nil {
 		panic(err)

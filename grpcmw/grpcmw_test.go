@@ -206,7 +206,7 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	lim := gcra(t, core.PerMinute(3), clock)
-	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all")))
+	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), grpcmw.WithLimitedInfrastructure()))
 	ctx := callCtx(t)
 	const policy = `"default";q=3;w=60`
 
@@ -308,7 +308,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 						t.Fatal(err)
 					}
 					rec := &recorder{Limiter: base}
-					e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithHeaders(style)))
+					e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithHeaders(style), grpcmw.WithLimitedInfrastructure()))
 					ref := httpmw.MustNew(base, keyfunc.Constant("k"), httpmw.WithHeaders(style))
 					ctx := callCtx(t)
 					for i := range 5 {
@@ -345,6 +345,7 @@ func TestPerMethodLimiterAndExempt(t *testing.T) {
 	e := serveLimiter(t, grpcmw.MustNew(def, grpcmw.Constant("k"),
 		grpcmw.WithMethodLimiter(mList, list),
 		grpcmw.WithExempt(mWatch),
+		grpcmw.WithLimitedInfrastructure(),
 	))
 	ctx := callCtx(t)
 
@@ -391,7 +392,7 @@ func TestSkip(t *testing.T) {
 	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"),
 		grpcmw.WithSkip(func(ctx context.Context, _ string) bool {
 			return len(metadata.ValueFromIncomingContext(ctx, "x-internal")) > 0
-		})))
+		}), grpcmw.WithLimitedInfrastructure()))
 	ctx := metadata.AppendToOutgoingContext(callCtx(t), "x-internal", "1")
 	for range 3 {
 		h, _, err := e.check(ctx) // skipped before the key function: no key needed
@@ -443,7 +444,7 @@ func TestCost(t *testing.T) {
 			wantCodes:  []codes.Code{codes.InvalidArgument, codes.InvalidArgument},
 			wantCosts:  []int{4, 4},
 			wantHookIs: []error{core.ErrInvalidCost},
-			wantMsg:    grpcmw.MessageInvalidCost,
+			wantMsg:    grpcmw.MessageCostTooLarge,
 		},
 		{
 			name: "function says invalid",
@@ -475,7 +476,7 @@ func TestCost(t *testing.T) {
 				hooked = append(hooked, err)
 				mu.Unlock()
 			}))
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), opts...))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(opts, grpcmw.WithLimitedInfrastructure())...))
 			ctx := callCtx(t)
 			for i, want := range tc.wantCodes {
 				_, _, err := e.check(ctx)
@@ -520,11 +521,12 @@ func TestKeyFunctionError(t *testing.T) {
 			mu.Lock()
 			hooked = err
 			mu.Unlock()
-		})))
+		}), grpcmw.WithLimitedInfrastructure()))
 	h, _, err := e.check(callCtx(t))
 	st := status.Convert(err)
-	if st.Code() != codes.Internal || st.Message() != grpcmw.MessageKey || len(st.Details()) != 0 {
-		t.Fatalf("status = %v %q %v, want Internal %q without details", st.Code(), st.Message(), st.Details(), grpcmw.MessageKey)
+	// A missing x-api-key is the client's to fix, not a server fault.
+	if st.Code() != codes.InvalidArgument || st.Message() != grpcmw.MessageBadKey || len(st.Details()) != 0 {
+		t.Fatalf("status = %v %q %v, want InvalidArgument %q without details", st.Code(), st.Message(), st.Details(), grpcmw.MessageBadKey)
 	}
 	if strings.Contains(st.Message(), "x-api-key") {
 		t.Errorf("message leaks the key function's error: %q", st.Message())
@@ -582,7 +584,7 @@ func TestStoreFailure(t *testing.T) {
 				}
 				hooked = append(hooked, err)
 			}))
-			e := serveLimiter(t, grpcmw.MustNew(failing{storeErr}, grpcmw.Constant("k"), opts...))
+			e := serveLimiter(t, grpcmw.MustNew(failing{storeErr}, grpcmw.Constant("k"), append(opts, grpcmw.WithLimitedInfrastructure())...))
 			ctx := callCtx(t)
 			h, tr, err := e.check(ctx)
 			if tc.open {
@@ -625,7 +627,7 @@ func TestStoreFailure(t *testing.T) {
 func TestStreamOpenChecked(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
-	e := serveLimiter(t, grpcmw.MustNew(gcra(t, core.PerMinute(1).WithName("watch"), clock), grpcmw.Constant("k")))
+	e := serveLimiter(t, grpcmw.MustNew(gcra(t, core.PerMinute(1).WithName("watch"), clock), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()))
 	ctx := callCtx(t)
 
 	st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
@@ -693,7 +695,7 @@ func TestMeterMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(4), coretest.NewClock(t0))}
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), tc.opts...))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(tc.opts, grpcmw.WithLimitedInfrastructure())...))
 			sent, err := chat(callCtx(t), e, tc.exchange)
 			if sent != tc.wantSent || status.Code(err) != tc.wantCode {
 				t.Fatalf("exchanged %d, err %v; want %d, %v", sent, err, tc.wantSent, tc.wantCode)
@@ -757,7 +759,7 @@ func TestShaping(t *testing.T) {
 	t.Run("waits its turn", func(t *testing.T) {
 		t.Parallel()
 		sh := &shaper{delay: time.Millisecond}
-		e := serveLimiter(t, grpcmw.MustNew(sh, grpcmw.Constant("k")))
+		e := serveLimiter(t, grpcmw.MustNew(sh, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()))
 		if _, _, err := e.check(callCtx(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -768,7 +770,7 @@ func TestShaping(t *testing.T) {
 		var hooked error
 		l := grpcmw.MustNew(sh, grpcmw.Constant("k"), grpcmw.WithErrorHook(func(_ context.Context, _ string, err error) {
 			hooked = err
-		}))
+		}), grpcmw.WithLimitedInfrastructure())
 		ft := &fakeTransport{method: mCheck}
 		ctx, cancel := context.WithCancel(grpc.NewContextWithServerTransportStream(context.Background(), ft))
 		cancel()
@@ -804,14 +806,14 @@ func TestKeyByPeerIPOverTCP(t *testing.T) {
 		{"trusted gateway", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.1")}, []string{"6.6.6.6, 203.0.113.7"}, "203.0.113.7", codes.OK},
 		{"trusted gateway, two lines", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.0/8", "10.0.0.0/8")}, []string{"203.0.113.7", "10.0.0.2"}, "203.0.113.7", codes.OK},
 		{"trusted gateway, no header", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.1")}, nil, "127.0.0.1", codes.OK},
-		{"trusted gateway, bad header", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.1")}, []string{"unknown"}, "", codes.Internal},
+		{"trusted gateway, bad header", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.1")}, []string{"unknown"}, "", codes.InvalidArgument},
 		{"other header", []keyfunc.Option{keyfunc.WithTrustedProxies("127.0.0.1"), keyfunc.WithHeader("X-Real-IP")}, []string{"203.0.113.9"}, "127.0.0.1", codes.OK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(10), coretest.NewClock(t0))}
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.MustKeyByPeerIP(tc.opts...)))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.MustKeyByPeerIP(tc.opts...), grpcmw.WithLimitedInfrastructure()))
 			ctx := callCtx(t)
 			for _, v := range tc.xff {
 				ctx = metadata.AppendToOutgoingContext(ctx, "x-forwarded-for", v)
@@ -837,7 +839,7 @@ func TestKeyByPeerIPOverTCP(t *testing.T) {
 func TestBridge(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
-	l := grpcmw.MustNew(gcra(t, core.PerMinute(1), clock), grpcmw.Constant("k"))
+	l := grpcmw.MustNew(gcra(t, core.PerMinute(1), clock), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure())
 	var _ ratelimit.Limiter = l
 
 	e := serve(t, []grpc.ServerOption{
@@ -907,7 +909,7 @@ func TestNewValidates(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l, err := grpcmw.New(tc.lim, tc.key, tc.opts...)
+			l, err := grpcmw.New(tc.lim, tc.key, append(tc.opts, grpcmw.WithLimitedInfrastructure())...)
 			if err == nil || l != nil {
 				t.Fatalf("New = %v, %v; want an error", l, err)
 			}

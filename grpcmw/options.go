@@ -2,21 +2,21 @@ package grpcmw
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Option configures a Limiter made by New (and the interceptor shorthands
 // built on it).
 type Option func(*options)
 
-// CostFunc says how many units a call spends. It returns an error wrapping
-// core.ErrInvalidCost when the call itself is at fault (answered
-// InvalidArgument), any other error when it could not decide (Internal).
+// CostFunc says how many units a call spends. 0 means the call is free: it
+// proceeds, is not counted and gets no rate-limit metadata. An error
+// wrapping core.ErrInvalidCost means the call itself is at fault (answered
+// InvalidArgument); any other error, or a negative cost, means the function
+// could not price it (Internal).
 type CostFunc func(ctx context.Context, fullMethod string) (int, error)
 
 // SkipFunc reports whether a call is exempt from limiting.
@@ -24,16 +24,16 @@ type SkipFunc func(ctx context.Context, fullMethod string) bool
 
 // ErrorHook is told about every call for which no decision could be made,
 // whatever the call is then answered: tell the cases apart with errors.Is
-// (core.ErrKey, core.ErrCost, core.ErrInvalidCost, core.ErrStore, core.ErrWaitCanceled).
-// It is for logs and metrics; the error's text may hold internal details and
-// is never sent to the client.
+// (core.ErrBadKey, core.ErrKey, core.ErrCost, core.ErrInvalidCost,
+// core.ErrStore, core.ErrWaitCanceled). It is for logs; the error's text
+// may hold internal details and is never sent to the client. WithObserver
+// hears of every call, errors included.
 type ErrorHook func(ctx context.Context, fullMethod string, err error)
 
 // FailureMode says what a call gets when the store fails (errors.Is(err,
-// core.ErrStore)): the modes of httpmw, with the same meaning. Key and cost
-// failures are never admitted, whatever the mode: they are bugs or bad
-// requests, not outages.
-type FailureMode = httpmw.FailureMode
+// core.ErrStore)); it is core.FailureMode, shared with httpmw, and its
+// values mean the same on both transports.
+type FailureMode = core.FailureMode
 
 const (
 	// FailClosed, the default, refuses the call with ResourceExhausted,
@@ -43,33 +43,37 @@ const (
 	// and gRPC clients configured to retry (and load balancers counting
 	// failures) treat Unavailable as "retry at once, elsewhere", while
 	// ResourceExhausted with RetryInfo asks them to back off.
-	FailClosed = httpmw.FailClosed
+	FailClosed = core.FailClosed
 	// FailOpen admits the call, without rate-limit metadata since no
-	// decision was made. The ErrorHook still hears of the failure.
-	FailOpen = httpmw.FailOpen
+	// decision was made. The ErrorHook and the Observer still hear of the
+	// failure.
+	FailOpen = core.FailOpen
 )
 
 // HeaderStyle selects which rate-limit fields go into response header
-// metadata: the styles of httpmw, with the same fields and values.
-type HeaderStyle = httpmw.HeaderStyle
+// metadata; it is core.HeaderStyle, shared with httpmw: the same fields and
+// values.
+type HeaderStyle = core.HeaderStyle
 
-// The header styles (see httpmw's for what each writes).
+// The header styles (see core.HeaderStyle).
 const (
-	HeadersBoth   = httpmw.HeadersBoth
-	HeadersLegacy = httpmw.HeadersLegacy
-	HeadersIETF   = httpmw.HeadersIETF
-	HeadersNone   = httpmw.HeadersNone
+	HeadersBoth   = core.HeadersBoth
+	HeadersLegacy = core.HeadersLegacy
+	HeadersIETF   = core.HeadersIETF
+	HeadersNone   = core.HeadersNone
 )
 
 type options struct {
-	methods map[string]*methodConf
-	cost    CostFunc
-	skip    SkipFunc
-	hook    ErrorHook
-	failure FailureMode
-	headers httpmw.HeaderStyle
-	meter   bool
-	errs    []error
+	methods  map[string]*methodConf
+	cost     CostFunc
+	skip     SkipFunc
+	hook     ErrorHook
+	observer core.Observer
+	failure  FailureMode
+	headers  HeaderStyle
+	meter    bool
+	infra    bool // health and reflection are limited too
+	errs     option.Errors
 }
 
 // methodConf is what options say about one method.
@@ -79,16 +83,12 @@ type methodConf struct {
 	exempt bool
 }
 
-func (o *options) fail(format string, args ...any) {
-	o.errs = append(o.errs, fmt.Errorf("grpcmw: "+format, args...))
-}
-
 // method returns the configuration of fullMethod, creating it, or nil after
 // recording an error when fullMethod is not of the form
 // "/package.Service/Method".
 func (o *options) method(opt, fullMethod string) *methodConf {
-	if err := checkMethod(fullMethod); err != nil {
-		o.fail("%s: %v", opt, err)
+	if !o.errs.Require(validMethod(fullMethod),
+		"%s: %q is not a full method name; write it as grpc reports it, \"/package.Service/Method\"", opt, fullMethod) {
 		return nil
 	}
 	if o.methods == nil {
@@ -102,14 +102,11 @@ func (o *options) method(opt, fullMethod string) *methodConf {
 	return m
 }
 
-// checkMethod accepts what grpc passes as info.FullMethod:
+// validMethod accepts what grpc passes as info.FullMethod:
 // "/package.Service/Method".
-func checkMethod(s string) error {
+func validMethod(s string) bool {
 	svc, meth, ok := strings.Cut(strings.TrimPrefix(s, "/"), "/")
-	if !strings.HasPrefix(s, "/") || !ok || svc == "" || meth == "" || strings.Contains(meth, "/") {
-		return fmt.Errorf("%q is not a full method name; write it as grpc reports it, \"/package.Service/Method\"", s)
-	}
-	return nil
+	return strings.HasPrefix(s, "/") && ok && svc != "" && meth != "" && !strings.Contains(meth, "/")
 }
 
 // WithMethodLimiter limits calls to one method with lim instead of the
@@ -119,18 +116,11 @@ func checkMethod(s string) error {
 func WithMethodLimiter(fullMethod string, lim core.Limiter) Option {
 	return func(o *options) {
 		m := o.method("WithMethodLimiter", fullMethod)
-		if m == nil {
-			return
+		if m != nil &&
+			o.errs.Require(lim != nil, "WithMethodLimiter(%q): nil core.Limiter", fullMethod) &&
+			o.errs.Require(m.lim == nil, "WithMethodLimiter(%q): method given two limiters", fullMethod) {
+			m.lim = lim
 		}
-		if lim == nil {
-			o.fail("WithMethodLimiter(%q): nil core.Limiter", fullMethod)
-			return
-		}
-		if m.lim != nil {
-			o.fail("WithMethodLimiter(%q): method given two limiters", fullMethod)
-			return
-		}
-		m.lim = lim
 	}
 }
 
@@ -139,14 +129,9 @@ func WithMethodLimiter(fullMethod string, lim core.Limiter) Option {
 func WithMethodCost(fullMethod string, cost int) Option {
 	return func(o *options) {
 		m := o.method("WithMethodCost", fullMethod)
-		if m == nil {
-			return
+		if m != nil && o.errs.Require(cost >= 1, "WithMethodCost(%q, %d): cost must be at least 1", fullMethod, cost) {
+			m.cost = cost
 		}
-		if cost < 1 {
-			o.fail("WithMethodCost(%q, %d): cost must be at least 1", fullMethod, cost)
-			return
-		}
-		m.cost = cost
 	}
 }
 
@@ -154,17 +139,16 @@ func WithMethodCost(fullMethod string, cost int) Option {
 // WithMethodCost (default: 1, without calling any function).
 func WithCost(f CostFunc) Option {
 	return func(o *options) {
-		if f == nil {
-			o.fail("WithCost: nil CostFunc")
-			return
+		if o.errs.Require(f != nil, "WithCost(nil); leave the option out for a cost of 1") {
+			o.cost = f
 		}
-		o.cost = f
 	}
 }
 
-// WithExempt exempts methods from limiting (health checks, reflection):
-// their calls are neither counted nor limited and get no rate-limit
-// metadata.
+// WithExempt exempts methods from limiting (an internal admin method, a
+// cheap status call): their calls are neither counted nor limited and get
+// no rate-limit metadata. The health and reflection services are exempt
+// already unless WithLimitedInfrastructure says otherwise.
 func WithExempt(fullMethods ...string) Option {
 	return func(o *options) {
 		for _, fm := range fullMethods {
@@ -175,16 +159,24 @@ func WithExempt(fullMethods ...string) Option {
 	}
 }
 
+// WithLimitedInfrastructure limits the gRPC health service
+// (grpc.health.v1.Health) and server reflection
+// (grpc.reflection.v1.ServerReflection and its v1alpha) like any other
+// service. By default they are exempt: a load balancer's health checks and
+// a developer's grpcurl should not spend a client's quota or be refused
+// during an overload, when health answers matter most.
+func WithLimitedInfrastructure() Option {
+	return func(o *options) { o.infra = true }
+}
+
 // WithSkip exempts the calls for which f returns true, as WithExempt does
 // for whole methods. f runs on every call before the key function, so keep
 // it cheap.
 func WithSkip(f SkipFunc) Option {
 	return func(o *options) {
-		if f == nil {
-			o.fail("WithSkip: nil SkipFunc")
-			return
+		if o.errs.Require(f != nil, "WithSkip(nil); leave the option out to limit every call") {
+			o.skip = f
 		}
-		o.skip = f
 	}
 }
 
@@ -192,11 +184,9 @@ func WithSkip(f SkipFunc) Option {
 // FailClosed).
 func WithFailureMode(m FailureMode) Option {
 	return func(o *options) {
-		if m != FailClosed && m != FailOpen {
-			o.fail("WithFailureMode: unknown mode %d; use FailClosed or FailOpen", int(m))
-			return
+		if o.errs.Require(m.Valid(), "WithFailureMode: unknown mode %d; use FailClosed or FailOpen", int(m)) {
+			o.failure = m
 		}
-		o.failure = m
 	}
 }
 
@@ -204,11 +194,20 @@ func WithFailureMode(m FailureMode) Option {
 // could be made (default: none).
 func WithErrorHook(h ErrorHook) Option {
 	return func(o *options) {
-		if h == nil {
-			o.fail("WithErrorHook: nil ErrorHook")
-			return
+		if o.errs.Require(h != nil, "WithErrorHook(nil); leave the option out for no hook") {
+			o.hook = h
 		}
-		o.hook = h
+	}
+}
+
+// WithObserver sets the observer every checked call, and every metered
+// message, is reported to (default: none, which costs nothing). See
+// core.Observer; events carry Transport "grpc".
+func WithObserver(obs core.Observer) Option {
+	return func(o *options) {
+		if o.errs.Require(obs != nil, "WithObserver(nil); leave the option out for no observer") {
+			o.observer = obs
+		}
 	}
 }
 
@@ -217,11 +216,8 @@ func WithErrorHook(h ErrorHook) Option {
 // whatever the style.
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
-		switch s {
-		case HeadersBoth, HeadersLegacy, HeadersIETF, HeadersNone:
+		if o.errs.Require(s.Valid(), "WithHeaders: unknown style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
 			o.headers = s
-		default:
-			o.fail("WithHeaders: unknown style %d", int(s))
 		}
 	}
 }
@@ -232,11 +228,24 @@ func WithHeaders(s HeaderStyle) Option {
 // stream opened), on top of the check when the stream opens. Without it a
 // client could hold one admitted stream open and send without limit.
 // A message that is refused makes RecvMsg return the same ResourceExhausted
-// status a refused call gets (the message is dropped), with
-// grpc-retry-pushback-ms in the trailer; header metadata has usually been
-// sent by then, so it is not updated.
+// status a refused call gets (the message is dropped); the stream's
+// trailer carries one grpc-retry-pushback-ms, the latest refusal's. Header
+// metadata has usually been sent by then, so it is not updated.
 func WithMeterMessages() Option {
 	return func(o *options) { o.meter = true }
 }
 
-var errNilOption = errors.New("grpcmw: nil Option")
+// infraService reports whether fullMethod belongs to the health or
+// reflection service.
+func infraService(fullMethod string) bool {
+	const p = "/grpc."
+	if !strings.HasPrefix(fullMethod, p) {
+		return false
+	}
+	svc, _, _ := strings.Cut(fullMethod[len(p):], "/")
+	switch svc {
+	case "health.v1.Health", "reflection.v1.ServerReflection", "reflection.v1alpha.ServerReflection":
+		return true
+	}
+	return false
+}

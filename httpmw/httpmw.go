@@ -174,10 +174,10 @@ func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
 func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
 	res := l.p.Run(r.Context(), r, l.limiter, 0)
 	switch {
+	case res.Skipped || res.FailedOpen:
+		return true, core.Decision{}, nil
 	case res.Err != nil:
 		return false, core.Decision{}, res.Err
-	case res.Skipped || res.Outcome == core.OutcomeStoreError:
-		return true, core.Decision{}, nil
 	}
 	l.WriteHeaders(h, res.Decision)
 	return res.Decision.Allowed, res.Decision, nil

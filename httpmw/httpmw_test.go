@@ -252,7 +252,9 @@ func TestErrors(t *testing.T) {
 		{"missing key header, configured 401", decide(core.Decision{Allowed: true}, nil),
 			keyfunc.Header("X-Api-Key"), []httpmw.Option{httpmw.WithBadKeyStatus(401)}, 401, ""},
 		{"oversize key header", decide(core.Decision{Allowed: true}, nil),
-			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", keyfunc.ErrTooLarge) }, nil, 431, ""},
+			func(*http.Request) (string, error) {
+				return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", keyfunc.ErrTooLarge)
+			}, nil, 431, ""},
 		{"no IP peer: the server's", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: @", keyfunc.ErrInvalidRemoteAddr) }, nil, 500, ""},
 		{"negative cost: the cost function's bug", decide(core.Decision{Allowed: true}, nil), byAddr,

@@ -57,13 +57,14 @@ type Result struct {
 	// Err is why no decision was made (the error outcomes); nil otherwise.
 	// It is classified as [Classify] says and may hold internal details.
 	Err error
+	// FailedOpen reports a store error admitted under FailOpen.
+	FailedOpen bool
 }
 
 // Admitted reports whether the request goes on to the handler: skipped,
 // allowed, shaped (its wait is over), or a store error under FailOpen.
 func (r *Result) Admitted() bool {
-	return r.Skipped || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped ||
-		r.Outcome == core.OutcomeStoreError && r.Err == nil
+	return r.Skipped || r.FailedOpen || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped
 }
 
 // Run runs the whole pipeline for req against lim. cost > 0 is a fixed
@@ -136,16 +137,12 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 }
 
 // fail finishes a request for which no decision was made. A store error
-// under FailOpen is admitted: its Err is reported but cleared in the
-// Result.
+// under FailOpen is admitted.
 func (p *Pipeline[R]) fail(ctx context.Context, res Result, err error) Result {
 	res.Outcome = Classify(err)
 	res.Err = err
-	admitted := false
-	if res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen {
-		admitted, res.Err = true, nil
-	}
-	p.observe(ctx, &res, admitted, err)
+	res.FailedOpen = res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen
+	p.observe(ctx, &res, res.FailedOpen, err)
 	return res
 }
 
