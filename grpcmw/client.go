@@ -207,7 +207,34 @@ func (o *clientOptions) wait(ctx context.Context, n int, hint time.Duration) (ti
 		// The jitter never takes the wait past the deadline.
 		backoff = min(backoff, left-hint)
 	}
-	return hint + time.Duration(o.rand()*float64(backoff)), true
+	return addSat(hint, o.jitter(backoff)), true
+}
+
+// jitter draws a duration in [0, backoff]. The product is checked in
+// floating point before it is converted, so neither rounding near the
+// largest Duration nor a WithRand source outside [0, 1) can turn it into
+// an out-of-range conversion or a negative wait.
+func (o *clientOptions) jitter(backoff time.Duration) time.Duration {
+	j := o.rand() * float64(backoff)
+	switch {
+	case !(j > 0): // also NaN
+		return 0
+	case j >= float64(backoff):
+		return backoff
+	}
+	return time.Duration(j)
+}
+
+// addSat adds two non-negative durations, saturating at the largest
+// Duration. With a very large WithMaxWait a server's delay may be close to
+// it, and a plain sum would wrap negative: a timer that fires at once, a
+// retry with no wait at all.
+func addSat(a, b time.Duration) time.Duration {
+	const maxDuration = time.Duration(1<<63 - 1)
+	if b > maxDuration-a {
+		return maxDuration
+	}
+	return a + b
 }
 
 // UnaryClientInterceptor returns a unary client interceptor that retries a

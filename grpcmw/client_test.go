@@ -3,7 +3,9 @@ package grpcmw_test
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +250,56 @@ func TestUnaryClientWhatIsRetried(t *testing.T) {
 			}
 			if got := sl.got(); !reflect.DeepEqual(got, tc.wantWaits) {
 				t.Errorf("waits %v, want %v", got, tc.wantWaits)
+			}
+		})
+	}
+}
+
+// TestClientHugeWaitSaturates: with a very large WithMaxWait a server may
+// ask for a delay close to the largest Duration. Its sum with the jitter
+// must saturate there: a sum that wrapped negative would retry at once.
+func TestClientHugeWaitSaturates(t *testing.T) {
+	t.Parallel()
+	const maxDur = time.Duration(math.MaxInt64)
+	exhausted := status.Error(codes.ResourceExhausted, "x")
+	retryIn := func(d *durationpb.Duration) error { return withRetryInfo(codes.ResourceExhausted, d) }
+	almostOne := func() float64 { return math.Nextafter(1, 0) }
+	tests := []struct {
+		name    string
+		err     error
+		trailer metadata.MD
+		opts    []grpcmw.ClientOption
+		want    time.Duration
+	}{
+		{"small delay adds the jitter", retryIn(durationpb.New(time.Second)), nil, nil, time.Second + 50*time.Millisecond},
+		{"delay just under the largest", retryIn(durationpb.New(maxDur - time.Millisecond)), nil, nil, maxDur},
+		{"delay past the largest", retryIn(&durationpb.Duration{Seconds: 315_576_000_000}), nil, nil, maxDur},
+		{"largest pushback", exhausted, metadata.Pairs(grpcmw.PushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur},
+		{"largest backoff", retryIn(durationpb.New(time.Hour)), nil,
+			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur},
+		{"largest backoff, zero delay", retryIn(durationpb.New(0)), nil,
+			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur - 1023},
+		{"rand out of range", retryIn(durationpb.New(time.Second)), nil,
+			[]grpcmw.ClientOption{grpcmw.WithRand(func() float64 { return 2 })}, time.Second + 100*time.Millisecond},
+		{"negative rand", retryIn(durationpb.New(time.Second)), nil,
+			[]grpcmw.ClientOption{grpcmw.WithRand(func() float64 { return -1 })}, time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sl := &sleeper{}
+			opts := append([]grpcmw.ClientOption{grpcmw.WithSleep(sl.sleep), grpcmw.WithRand(half),
+				grpcmw.WithMaxWait(maxDur), grpcmw.WithMaxAttempts(2)}, tc.opts...)
+			ic, err := grpcmw.UnaryClientInterceptor(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv := &invoker{errs: []error{tc.err}, trailers: []metadata.MD{tc.trailer}}
+			if err := ic(context.Background(), mCheck, nil, nil, nil, inv.invoke); err != nil || inv.n != 2 {
+				t.Fatalf("err %v after %d calls; want success on the retry", err, inv.n)
+			}
+			if got := sl.got(); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("waits %v, want [%v]", got, tc.want)
 			}
 		})
 	}
