@@ -1,0 +1,173 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/pipeline"
+)
+
+// req is a test request: the key and cost the key and cost functions read.
+type req struct {
+	key     string
+	keyErr  error
+	cost    int
+	costErr error
+	skip    bool
+}
+
+// fixed answers every Allow with d and err, and records refunds.
+type fixed struct {
+	d       core.Decision
+	err     error
+	refunds int
+}
+
+func (f *fixed) Allow(context.Context, string, int) (core.Decision, error) { return f.d, f.err }
+func (f *fixed) Refund(context.Context, string, int) error                 { f.refunds++; return nil }
+
+func newPipeline(mode core.FailureMode, obs core.Observer) *pipeline.Pipeline[req] {
+	return pipeline.New(pipeline.Config[req]{
+		Transport: "test",
+		Key:       func(r req) (string, error) { return r.key, r.keyErr },
+		Cost:      func(r req) (int, error) { return r.cost, r.costErr },
+		Skip:      func(r req) bool { return r.skip },
+		Failure:   mode,
+		Observer:  obs,
+	})
+}
+
+var (
+	allow    = core.Decision{Allowed: true, Limit: core.PerSecond(1), ResetAfter: time.Second}
+	deny     = core.Decision{Limit: core.PerSecond(1), RetryAfter: time.Second}
+	storeErr = &core.StoreError{Op: "allow", Err: errors.New("down")}
+)
+
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		r        req
+		lim      *fixed
+		mode     core.FailureMode
+		want     core.Outcome
+		skipped  bool
+		admitted bool
+		errIs    []error
+	}{
+		{"allowed", req{key: "k", cost: 1}, &fixed{d: allow}, core.FailClosed, core.OutcomeAllowed, false, true, nil},
+		{"denied", req{key: "k", cost: 1}, &fixed{d: deny}, core.FailClosed, core.OutcomeDenied, false, false, nil},
+		{"skipped", req{skip: true}, &fixed{d: deny}, core.FailClosed, 0, true, true, nil},
+		{"free", req{key: "k", cost: 0}, &fixed{d: deny}, core.FailClosed, 0, true, true, nil},
+		{"missing key", req{keyErr: fmt.Errorf("header: %w", core.ErrBadKey)}, &fixed{d: allow}, core.FailOpen, core.OutcomeBadKey, false, false, []error{core.ErrKey, core.ErrBadKey}},
+		{"oversize key", req{keyErr: fmt.Errorf("header: %w", core.ErrKeyTooLarge)}, &fixed{d: allow}, core.FailClosed, core.OutcomeBadKey, false, false, []error{core.ErrKey, core.ErrKeyTooLarge}},
+		{"empty key", req{}, &fixed{d: allow}, core.FailClosed, core.OutcomeBadKey, false, false, []error{core.ErrEmptyKey, core.ErrBadKey}},
+		{"key function fault", req{keyErr: errors.New("db")}, &fixed{d: allow}, core.FailOpen, core.OutcomeError, false, false, []error{core.ErrKey}},
+		{"cost function fault", req{key: "k", costErr: errors.New("db")}, &fixed{d: allow}, core.FailOpen, core.OutcomeError, false, false, []error{core.ErrCost}},
+		{"cost function: request malformed", req{key: "k", costErr: fmt.Errorf("x: %w", core.ErrInvalidCost)}, &fixed{d: allow}, core.FailClosed, core.OutcomeBadCost, false, false, []error{core.ErrCost, core.ErrInvalidCost}},
+		{"negative cost", req{key: "k", cost: -1}, &fixed{d: allow}, core.FailClosed, core.OutcomeError, false, false, []error{core.ErrCost}},
+		{"cost too large", req{key: "k", cost: 9}, &fixed{err: core.ErrCostTooLarge}, core.FailClosed, core.OutcomeBadCost, false, false, []error{core.ErrCostTooLarge}},
+		{"store, closed", req{key: "k", cost: 1}, &fixed{err: storeErr}, core.FailClosed, core.OutcomeStoreError, false, false, []error{core.ErrStore}},
+		{"store, open", req{key: "k", cost: 1}, &fixed{err: storeErr}, core.FailOpen, core.OutcomeStoreError, false, true, []error{core.ErrStore}},
+		{"unclassified limiter error", req{key: "k", cost: 1}, &fixed{err: errors.New("?")}, core.FailOpen, core.OutcomeError, false, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var events []core.Event
+			p := newPipeline(tc.mode, core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) }))
+			res := p.Run(context.Background(), tc.r, tc.lim, 0)
+			if res.Skipped != tc.skipped || res.Admitted() != tc.admitted {
+				t.Fatalf("skipped %v admitted %v, want %v %v (%+v)", res.Skipped, res.Admitted(), tc.skipped, tc.admitted, res)
+			}
+			if tc.skipped {
+				if len(events) != 0 {
+					t.Errorf("skipped request observed: %+v", events)
+				}
+				return
+			}
+			if res.Outcome != tc.want {
+				t.Errorf("outcome %v, want %v (err %v)", res.Outcome, tc.want, res.Err)
+			}
+			for _, target := range tc.errIs {
+				if !errors.Is(res.Err, target) {
+					t.Errorf("err %v does not match %v", res.Err, target)
+				}
+			}
+			if len(events) != 1 {
+				t.Fatalf("%d events, want 1", len(events))
+			}
+			e := events[0]
+			if e.Outcome != tc.want || e.Admitted != tc.admitted || e.Transport != "test" || e.Failure != tc.mode ||
+				e.Key != res.Key || e.Decision != res.Decision || !errors.Is(e.Err, res.Err) {
+				t.Errorf("event %+v for result %+v", e, res)
+			}
+			if pipeline.Classify(res.Err) != tc.want && res.Err != nil {
+				t.Errorf("Classify(%v) = %v, want %v", res.Err, pipeline.Classify(res.Err), tc.want)
+			}
+		})
+	}
+}
+
+// TestFixedCost: a fixed cost replaces the cost function.
+func TestFixedCost(t *testing.T) {
+	t.Parallel()
+	var asked int
+	lim := core.MustNew(core.PerSecond(5), core.WithClock(coretest.NewClock(time.Unix(0, 0))))
+	p := pipeline.New(pipeline.Config[req]{
+		Key:  func(r req) (string, error) { return r.key, nil },
+		Cost: func(req) (int, error) { asked++; return 1, nil },
+	})
+	res := p.Run(context.Background(), req{key: "k"}, lim, 3)
+	if asked != 0 || res.Cost != 3 || res.Decision.Remaining != 2 {
+		t.Errorf("asked %d, %+v", asked, res)
+	}
+}
+
+// TestShapedWait: a shaped request waits its delay; if its context ends
+// first, its units are refunded and it is OutcomeCanceled.
+func TestShapedWait(t *testing.T) {
+	t.Parallel()
+	shaped := core.Decision{Allowed: true, Limit: core.PerSecond(1), Delay: time.Millisecond}
+	lim := &fixed{d: shaped}
+	p := newPipeline(core.FailClosed, nil)
+	if res := p.Run(context.Background(), req{key: "k", cost: 1}, lim, 0); res.Outcome != core.OutcomeShaped || !res.Admitted() {
+		t.Fatalf("%+v", res)
+	}
+	lim.d.Delay = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := p.Run(ctx, req{key: "k", cost: 1}, lim, 0)
+	if res.Outcome != core.OutcomeCanceled || res.Admitted() || !errors.Is(res.Err, core.ErrWaitCanceled) ||
+		!errors.Is(res.Err, context.Canceled) || lim.refunds != 1 {
+		t.Fatalf("%+v, %d refunds", res, lim.refunds)
+	}
+}
+
+// TestNilObserverFree: the pipeline with no observer allocates nothing on
+// an admitted request.
+func TestNilObserverFree(t *testing.T) {
+	lim := &fixed{d: allow}
+	p := newPipeline(core.FailClosed, nil)
+	r := req{key: "k", cost: 1}
+	if n := testing.AllocsPerRun(100, func() { p.Run(context.Background(), r, lim, 0) }); n != 0 {
+		t.Errorf("%v allocs per request", n)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	t.Parallel()
+	if err := pipeline.Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := pipeline.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on a done context: %v", err)
+	}
+}
