@@ -10,7 +10,7 @@
 //	...
 //	l, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP(),
 //		grpcmw.WithMethodLimiter("/auth.Auth/Login", loginLimiter),
-//		grpcmw.WithExempt("/grpc.health.v1.Health/Check"),
+//		grpcmw.WithExempt("/admin.Admin/Status"),
 //	)
 //	...
 //	srv := grpc.NewServer(
@@ -20,9 +20,15 @@
 //
 // # What calls get
 //
+// The health service (grpc.health.v1.Health) and server reflection are
+// exempt by default, so that load balancers' health checks and grpcurl
+// spend no quota and are never refused; WithLimitedInfrastructure limits
+// them like any other service.
+//
 // Every limited call, admitted or refused, carries the rate-limit fields in
 // its response header metadata, with the values httpmw writes in HTTP
-// headers for the same core.Decision (it formats them): x-ratelimit-limit,
+// headers for the same core.Decision (one formatter serves both):
+// x-ratelimit-limit,
 // x-ratelimit-remaining, x-ratelimit-reset, ratelimit-policy and ratelimit
 // (WithHeaders picks the style), and on a refusal retry-after.
 //
@@ -46,18 +52,24 @@
 //
 // # When no decision can be made
 //
-// A key function failure is codes.Internal with MessageKey, never the
-// error's text; a cost the limit can never admit is codes.InvalidArgument
-// (the call must change, so it must not be retried); a store failure
-// follows the FailureMode: refused with ResourceExhausted, a one-second
-// RetryInfo and ErrorInfo reason ReasonUnavailable by default, admitted
-// under FailOpen. An ErrorHook hears of every such call.
+// The client's faults and the server's are told apart, as httpmw does: a
+// call without a usable key (missing metadata, a malformed gateway header:
+// core.ErrBadKey) is codes.InvalidArgument with MessageBadKey; an invalid
+// cost is InvalidArgument too, and a cost the limit can never admit says
+// that retrying will not help (MessageCostTooLarge); a key or cost function
+// that fails on the server's side is codes.Internal with a fixed message,
+// never the error's text; a store failure follows the FailureMode: refused
+// with ResourceExhausted, a one-second RetryInfo and ErrorInfo reason
+// ReasonUnavailable by default, admitted under FailOpen. A cost of 0 means
+// free. An ErrorHook hears of every such call; WithObserver hears of every
+// call and metered message, admitted, refused or failed.
 //
 // # Streams
 //
 // A stream is checked once, when it opens. WithMeterMessages also charges
 // every message the client sends on it, so that one admitted stream cannot
-// carry unlimited traffic.
+// carry unlimited traffic; its trailer then carries one
+// grpc-retry-pushback-ms, the latest refusal's.
 //
 // # Shaping
 //
