@@ -131,28 +131,14 @@ func Constant(key string) KeyFunc {
 //
 // JoinKeys panics if given no functions or a nil one.
 func JoinKeys(fns ...KeyFunc) KeyFunc {
-	if len(fns) == 0 {
-		panic("grpcmw: JoinKeys needs at least one key function")
-	}
+	parts := make([]func(call) (string, error), len(fns))
 	for i, fn := range fns {
-		if fn == nil {
-			panic(fmt.Sprintf("grpcmw: JoinKeys: key function %d is nil", i))
+		if fn != nil { // a nil one stays nil, and JoinFuncs names it
+			parts[i] = func(c call) (string, error) { return fn(c.ctx, c.method) }
 		}
 	}
-	fns = append([]KeyFunc(nil), fns...) // the caller may reuse its slice
+	join := keyfunc.JoinFuncs("grpcmw.JoinKeys", parts...)
 	return func(ctx context.Context, fullMethod string) (string, error) {
-		var small [4]string
-		parts := small[:0]
-		for i, fn := range fns {
-			k, err := fn(ctx, fullMethod)
-			if err != nil {
-				return "", err
-			}
-			if k == "" {
-				return "", fmt.Errorf("%w: JoinKeys: key function %d returned an empty key", keyfunc.ErrNoKey, i)
-			}
-			parts = append(parts, k)
-		}
-		return keyfunc.JoinParts(parts...), nil
+		return join(call{ctx, fullMethod})
 	}
 }
