@@ -3,15 +3,17 @@
 // Echo's error handler renders.
 //
 //	go run ./examples/echo          # send a few requests, print the answers, exit
-//	go run ./examples/echo -serve   # then keep serving, for curl -i
+//	go run ./examples/echo -serve   # then keep serving, for curl -i, until Ctrl-C or SIGTERM
 //
 // It serves on a loopback port and, as a client, calls GET /hello once and
 // POST /login four times: the fourth login within a minute is refused with
-// 429 and headers that say when to try again.
+// 429 and headers that say when to try again. Stopped, it shuts down
+// gracefully: requests in flight may finish, for up to five seconds.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,7 +40,6 @@ func newServer() *echo.Echo {
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.Server.ReadHeaderTimeout = 5 * time.Second
 	// Refusals answered by the middleware: the bytes net/http's httpmw writes.
 	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP))
 	e.GET("/hello", func(c echo.Context) error { return c.String(http.StatusOK, "hello\n") })
@@ -54,9 +56,9 @@ func newServer() *echo.Echo {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
-	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C")
+	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C or SIGTERM")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Stdout, *addr, *serve); err != nil {
 		fmt.Fprintln(os.Stderr, "examples/echo:", err)
@@ -64,18 +66,41 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, out io.Writer, addr string, serve bool) error {
-	e := newServer()
-	var err error
-	if e.Listener, err = net.Listen("tcp", addr); err != nil {
+// gracePeriod bounds how long a stopping server waits for requests in
+// flight.
+const gracePeriod = 5 * time.Second
+
+// run serves, runs the demo against the server and, with keepServing,
+// serves on until ctx ends.
+func run(ctx context.Context, out io.Writer, addr string, keepServing bool) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
 		return err
 	}
+	// An *echo.Echo is an http.Handler, so a plain http.Server serves it.
+	srv := &http.Server{Handler: newServer(), ReadHeaderTimeout: 5 * time.Second}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- e.Start("") }()
-	defer e.Close()
-	base := "http://" + e.Listener.Addr().String()
+	go func() { served <- serve(serveCtx, srv, ln, gracePeriod) }()
+	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "Echo behind floodgate at %s\n\n", base)
 
+	if err := demo(ctx, out, base); err != nil || !keepServing {
+		stopServing()
+		return errors.Join(err, <-served)
+	}
+	fmt.Fprintf(out, "\nserving until Ctrl-C or SIGTERM; try: curl -i -X POST %s/login\n", base)
+	if err := <-served; err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// demo calls GET /hello once and POST /login four times, prints what came
+// back, and then the refusal's headers.
+func demo(ctx context.Context, out io.Writer, base string) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	send := func(method, path string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
@@ -96,6 +121,7 @@ func run(ctx context.Context, out io.Writer, addr string, serve bool) error {
 	}
 	var last *http.Response
 	for range 4 {
+		var err error
 		if last, err = send(http.MethodPost, "/login"); err != nil {
 			return err
 		}
@@ -104,15 +130,27 @@ func run(ctx context.Context, out io.Writer, addr string, serve bool) error {
 	for _, k := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
 		fmt.Fprintf(out, "  %s: %s\n", k, last.Header.Get(k))
 	}
+	return nil
+}
 
-	if !serve {
-		return nil
-	}
-	fmt.Fprintf(out, "\nserving until Ctrl-C; try: curl -i -X POST %s/login\n", base)
+// serve serves srv on ln until ctx ends, then shuts it down gracefully: it
+// stops accepting, lets requests in flight finish for up to grace, then
+// closes what is left and says so with an error.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
-	case <-ctx.Done():
-		return e.Shutdown(context.Background())
 	case err := <-served:
 		return err
+	case <-ctx.Done():
 	}
+	shut, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var err error
+	if srv.Shutdown(shut) != nil {
+		srv.Close()
+		err = fmt.Errorf("requests still running %v after the stop signal were cut off", grace)
+	}
+	<-served // http.ErrServerClosed, at once
+	return err
 }

@@ -2,15 +2,17 @@
 // route, and a stricter one of its own on POST /login.
 //
 //	go run ./examples/gin          # send a few requests, print the answers, exit
-//	go run ./examples/gin -serve   # then keep serving, for curl -i
+//	go run ./examples/gin -serve   # then keep serving, for curl -i, until Ctrl-C or SIGTERM
 //
 // It serves on a loopback port and, as a client, calls GET /hello once and
 // POST /login four times: the fourth login within a minute is refused with
-// 429 and headers that say when to try again.
+// 429 and headers that say when to try again. Stopped, it shuts down
+// gracefully: requests in flight may finish, for up to five seconds.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -45,51 +48,77 @@ func router() *gin.Engine {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
-	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C")
+	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C or SIGTERM")
 	flag.Parse()
-	if err := run(os.Stdout, *addr, *serve); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, *addr, *serve); err != nil {
 		fmt.Fprintln(os.Stderr, "examples/gin:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out io.Writer, addr string, serve bool) error {
+// gracePeriod bounds how long a stopping server waits for requests in
+// flight.
+const gracePeriod = 5 * time.Second
+
+// run serves, runs the demo against the server and, with keepServing,
+// serves on until ctx ends.
+func run(ctx context.Context, out io.Writer, addr string, keepServing bool) error {
 	gin.SetMode(gin.ReleaseMode)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: router(), ReadHeaderTimeout: 5 * time.Second}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer srv.Close()
+	go func() { served <- serve(serveCtx, srv, ln, gracePeriod) }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "Gin behind floodgate at %s\n\n", base)
 
-	if err := demo(out, base); err != nil {
+	if err := demo(ctx, out, base); err != nil || !keepServing {
+		stopServing()
+		return errors.Join(err, <-served)
+	}
+	fmt.Fprintf(out, "\nserving until Ctrl-C or SIGTERM; try: curl -i -X POST %s/login\n", base)
+	if err := <-served; err != nil {
 		return err
 	}
-	if !serve {
-		return nil
-	}
-	fmt.Fprintf(out, "\nserving until Ctrl-C; try: curl -i -X POST %s/login\n", base)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// serve serves srv on ln until ctx ends, then shuts it down gracefully: it
+// stops accepting, lets requests in flight finish for up to grace, then
+// closes what is left and says so with an error.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
-	case <-ctx.Done():
-		return srv.Shutdown(context.Background())
 	case err := <-served:
 		return err
+	case <-ctx.Done():
 	}
+	shut, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var err error
+	if srv.Shutdown(shut) != nil {
+		srv.Close()
+		err = fmt.Errorf("requests still running %v after the stop signal were cut off", grace)
+	}
+	<-served // http.ErrServerClosed, at once
+	return err
 }
 
 // demo calls GET /hello once and POST /login four times, and prints what
 // came back: the headers of every answer, and in full the refusal's.
-func demo(out io.Writer, base string) error {
+func demo(ctx context.Context, out io.Writer, base string) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, call := range []string{"GET /hello", "POST /login", "POST /login", "POST /login", "POST /login"} {
 		method, path, _ := strings.Cut(call, " ")
-		req, err := http.NewRequest(method, base+path, nil)
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 		if err != nil {
 			return err
 		}

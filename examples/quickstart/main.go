@@ -1,13 +1,14 @@
 // Command quickstart shows floodgate limiting a real net/http server.
 //
 //	go run ./examples/quickstart           # run the demo and exit
-//	go run ./examples/quickstart -serve    # then keep serving, for curl -i
+//	go run ./examples/quickstart -serve    # then keep serving, for curl -i, until Ctrl-C or SIGTERM
 //
 // It starts a server on a loopback port with the in-memory limiter (core.New)
 // and the httpmw middleware, keyed by client IP, under a policy of 5 requests
 // a second with a burst of 5 named "demo". It sends a burst of 8 requests,
 // prints what each got back, waits as long as Retry-After said and shows the
-// next request succeeding.
+// next request succeeding. Stopped, it shuts down gracefully: requests in
+// flight may finish, for up to five seconds.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
@@ -29,11 +31,11 @@ import (
 )
 
 func main() {
-	serve := flag.Bool("serve", false, "keep serving after the demo (Ctrl-C stops)")
+	serve := flag.Bool("serve", false, "keep serving after the demo, until Ctrl-C or SIGTERM")
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Stdout, config{addr: *addr, serve: *serve}); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
@@ -48,9 +50,11 @@ type config struct {
 	serve bool
 	clock core.Clock                // nil: the system clock
 	sleep func(time.Duration) error // nil: a real, interruptible sleep
-	burst int                       // requests in the burst; 0 means 8
-	ready func(addr string)         // called once listening, if set
 }
+
+// gracePeriod bounds how long a stopping server waits for requests in
+// flight.
+const gracePeriod = 5 * time.Second
 
 // policy is the demo's limit: 5 a second, at most 5 at once.
 var policy = core.PerSecond(5).WithName("demo")
@@ -82,28 +86,46 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 		return err
 	}
 	srv := &http.Server{Handler: mw(mux), ReadHeaderTimeout: 5 * time.Second}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer srv.Close()
+	go func() { served <- serve(serveCtx, srv, ln, gracePeriod) }()
 	url := "http://" + ln.Addr().String() + "/"
 
 	fmt.Fprintf(out, "floodgate quickstart: policy %q allows %d requests per %v (burst %d) per client IP\nserver at %s\n\n",
 		policy.Name, policy.Events, policy.Period, policy.EffectiveBurst(), url)
-	if err := demo(ctx, out, url, cfg); err != nil {
+	if err := demo(ctx, out, url, cfg); err != nil || !cfg.serve {
+		stopServing()
+		return errors.Join(err, <-served)
+	}
+	fmt.Fprintf(out, "\nserving at %s until Ctrl-C or SIGTERM; try:\n  curl -i %s\n", url, url)
+	if err := <-served; err != nil {
 		return err
 	}
-	if !cfg.serve {
-		return nil
-	}
-	fmt.Fprintf(out, "\nserving at %s until Ctrl-C; try:\n  curl -i %s\n", url, url)
+	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// serve serves srv on ln until ctx ends, then shuts it down gracefully: it
+// stops accepting, lets requests in flight finish for up to grace, then
+// closes what is left and says so with an error.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
-	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shut)
 	case err := <-served:
 		return err
+	case <-ctx.Done():
 	}
+	shut, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var err error
+	if srv.Shutdown(shut) != nil {
+		srv.Close()
+		err = fmt.Errorf("requests still running %v after the stop signal were cut off", grace)
+	}
+	<-served // http.ErrServerClosed, at once
+	return err
 }
 
 // demo sends the burst, waits for Retry-After once, and sends one more.
