@@ -76,7 +76,7 @@ func clientEnv(t *testing.T, sl *sleeper, opts ...grpcmw.ClientOption) (*env, *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k")),
+	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()),
 		grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 	return e, rec
 }
