@@ -17,11 +17,13 @@ type Values struct {
 	e   [numFields]entry
 }
 
-// entry is one field: a constant string, or the span [i, j) of the text.
+// entry is one field: a constant string, or the span [i, j) of the text
+// (which is shorter than 256 bytes). It is kept small: a Values is zeroed
+// on every request.
 type entry struct {
-	f     Field
 	konst string
-	i, j  int
+	f     Field
+	i, j  uint8
 }
 
 // Format sets v to the fields of d in style, with p the formatted policy
@@ -126,6 +128,6 @@ func (v *Values) konst(f Field, s string) {
 }
 
 func (v *Values) span(f Field, s span) {
-	v.e[v.k] = entry{f: f, i: s.i, j: s.j}
+	v.e[v.k] = entry{f: f, i: uint8(s.i), j: uint8(s.j)}
 	v.k++
 }
