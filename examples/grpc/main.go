@@ -45,8 +45,6 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
-	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
@@ -83,19 +81,6 @@ func main() {
 // policy is the example's limit: 3 calls a second per client IP.
 var policy = core.PerSecond(3).WithName("demo")
 
-// infrastructure lists the methods of the health and reflection services,
-// which the limiter exempts: a load balancer's health checks and a
-// developer's grpcurl should neither spend a client's quota nor be refused
-// when the server is busy, which is when health answers matter most.
-// (grpcmw is to exempt these by default; then this list can go.)
-var infrastructure = []string{
-	healthpb.Health_Check_FullMethodName,
-	healthpb.Health_Watch_FullMethodName,
-	healthpb.Health_List_FullMethodName,
-	reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName,
-	reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName,
-}
-
 // service stands in for yours. grpc-go ships its descriptors, so grpcurl
 // can call it through reflection. Its other methods answer Unimplemented.
 type service struct {
@@ -118,7 +103,9 @@ func newServer(clock core.Clock) (*grpc.Server, *health.Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	limiter, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP(), grpcmw.WithExempt(infrastructure...))
+	// Health and reflection are exempt by default: a load balancer's health
+	// checks and a developer's grpcurl spend no quota and are never refused.
+	limiter, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP())
 	if err != nil {
 		return nil, nil, err
 	}

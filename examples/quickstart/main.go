@@ -160,7 +160,14 @@ func demo(ctx context.Context, out io.Writer, url string, cfg config) error {
 	fmt.Fprintf(out, "     ... waiting %v, as Retry-After said ...\n", wait)
 	sleep := cfg.sleep
 	if sleep == nil {
-		sleep = func(d time.Duration) error { return sleepCtx(ctx, d) }
+		sleep = func(d time.Duration) error {
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return errors.New("interrupted")
+			}
+		}
 	}
 	if err := sleep(wait); err != nil {
 		return err
@@ -186,15 +193,4 @@ func get(ctx context.Context, client *http.Client, url string) (*http.Response, 
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp, err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return errors.New("interrupted")
-	}
 }
