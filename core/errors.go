@@ -23,6 +23,12 @@ var ErrInvalidCost = errors.New("core: invalid cost")
 // ever admit at once, so no wait would help (HTTP answers 413).
 var ErrCostTooLarge = fmt.Errorf("%w: more than the limit can ever admit at once", ErrInvalidCost)
 
+// ErrClockRange is wrapped by the error an in-memory limiter returns when
+// its clock reads outside the range it accepts, 0 to 2⁶²−1 ns since the Unix
+// epoch (1970 to 2116): no decision is made and nothing is charged. It is a
+// server fault (a broken or misconfigured Clock), never a denial.
+var ErrClockRange = errors.New("core: clock out of range")
+
 // ErrStore is matched (errors.Is) by every error a store returns when it
 // could not reach or update its state. The configured [FailureMode] decides
 // what such a request gets.

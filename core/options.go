@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"hash/maphash"
+)
 
 // Option configures a limiter made by [New].
 type Option func(*options)
@@ -12,6 +15,7 @@ type options struct {
 	shards    int
 	full      FullPolicy
 	denyCache bool
+	seed      *maphash.Seed
 }
 
 // DefaultCapacity is how many keys a limiter tracks unless [WithCapacity]
@@ -22,7 +26,6 @@ func defaultOptions() options {
 	return options{
 		algorithm: TokenBucket,
 		capacity:  DefaultCapacity,
-		shards:    64,
 		full:      FullOverflow,
 		denyCache: true,
 	}
@@ -36,27 +39,33 @@ func WithAlgorithm(a Algorithm) Option { return func(o *options) { o.algorithm =
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithCapacity sets the most keys the limiter tracks at once (default
-// [DefaultCapacity]). The bound is hard: memory never grows past it. What
-// happens to a new key when every tracked key is still live is set by
-// [WithFullPolicy]. The capacity is split evenly across the shards, and keys
-// hash into them unevenly, so one shard can be full (and apply the policy)
-// while the table as a whole holds a few percent less than its capacity:
-// leave some headroom.
+// [DefaultCapacity]). The bound is hard and applies to the table as a whole:
+// memory never grows past it, and until the table holds n keys every new key
+// is tracked on its own, however the keys spread over the table's shards
+// (up to 64 independently locked parts, fewer for small capacities: at
+// least 256 keys' worth each). Keys whose quota is whole again are dropped
+// to make room; what a new key gets when the table holds n keys and none of
+// them can be dropped is set by [WithFullPolicy].
 func WithCapacity(n int) Option { return func(o *options) { o.capacity = n } }
 
-// WithShards sets how many independently locked shards hold the keys
-// (default 64, lowered to the capacity when that is smaller). It must be a
-// power of two.
-func WithShards(n int) Option { return func(o *options) { o.shards = n } }
+// withShards sets how many independently locked shards hold the keys
+// (default: by the capacity, see WithCapacity; lowered to the capacity when
+// that is smaller). It must be a power of two. Tests use it to pin the
+// layout.
+func withShards(n int) Option { return func(o *options) { o.shards = n } }
+
+// withSeed sets the seed keys are hashed with (default: random per
+// limiter), so that tests can build two limiters that place keys alike.
+func withSeed(s maphash.Seed) Option { return func(o *options) { o.seed = &s } }
 
 // WithFullPolicy sets what a new key gets when the table is full of live
 // keys (default [FullOverflow]).
 func WithFullPolicy(p FullPolicy) Option { return func(o *options) { o.full = p } }
 
-// WithDenyCache turns the lock-free cache of denied keys on or off (default
+// withDenyCache turns the lock-free cache of denied keys on or off (default
 // on). The cache answers repeated denials of a key without taking a lock; it
-// never changes a decision, so turning it off only costs speed under load.
-func WithDenyCache(on bool) Option { return func(o *options) { o.denyCache = on } }
+// never changes a decision, which tests check by turning it off.
+func withDenyCache(on bool) Option { return func(o *options) { o.denyCache = on } }
 
 // FullPolicy says what a key that is not tracked gets when every tracked key
 // still carries state (none is whole again, so none can be dropped for free).
@@ -69,10 +78,11 @@ const (
 	// therefore shares one quota, and no drained key is pushed out to come
 	// back with a fresh burst.
 	FullOverflow FullPolicy = iota
-	// FullEvictLRU drops the least recently used key to make room. It is
-	// weaker under a flood of new keys: each gets a fresh burst, and the
-	// state of real clients is pushed out, so that they too come back
-	// with a fresh burst.
+	// FullEvictLRU drops the least recently charged key (admitted or
+	// refunded; denials do not count) to make room. It is weaker under a
+	// flood of new keys: each gets a fresh burst, and the state of real
+	// clients is pushed out, so that they too come back with a fresh
+	// burst.
 	FullEvictLRU
 )
 
@@ -91,7 +101,7 @@ func (o *options) validate() error {
 	if o.capacity < 1 {
 		return fmt.Errorf("core: capacity must be >= 1, got %d", o.capacity)
 	}
-	if o.shards < 1 || o.shards&(o.shards-1) != 0 || o.shards > 1<<16 {
+	if o.shards < 0 || o.shards&(o.shards-1) != 0 || o.shards > 1<<16 {
 		return fmt.Errorf("core: shards must be a power of two from 1 to 65536, got %d", o.shards)
 	}
 	if o.full != FullOverflow && o.full != FullEvictLRU {

@@ -1,0 +1,59 @@
+package core
+
+import "math"
+
+// windowStart is the start of the period-long window holding now.
+func windowStart(now, period int64) int64 {
+	m := now % period
+	if m < 0 {
+		m += period
+	}
+	return now - m
+}
+
+// fixedWindow keeps the window start in state.a and its count in state.b.
+//
+// Memory per key: the 16-byte state.
+type fixedWindow struct {
+	period, events int64
+}
+
+func (fw *fixedWindow) fresh(now int64) state { return state{a: windowStart(now, fw.period)} }
+func (fw *fixedWindow) maxCost() int64        { return fw.events }
+
+// current returns the window that applies at now and its count. A state
+// from a later window (the clock stepped back) stays in force.
+func (fw *fixedWindow) current(s state, now int64) (start, count int64) {
+	w := windowStart(now, fw.period)
+	if s.a >= w {
+		return s.a, s.b
+	}
+	return w, 0
+}
+
+func (fw *fixedWindow) decide(s state, now, cost int64) (state, verdict) {
+	w, count := fw.current(s, now)
+	end := w + fw.period
+	if count+cost <= fw.events {
+		return state{a: w, b: count + cost}, verdict{allowed: true, remaining: fw.events - count - cost, resetAfter: end - now}
+	}
+	return s, verdict{remaining: fw.events - count, retryAfter: end - now, resetAfter: end - now}
+}
+
+// idleAt is the end of the stored window, once anything is counted in it:
+// the next window starts empty.
+func (fw *fixedWindow) idleAt(s state) int64 {
+	if s.b == 0 {
+		return math.MinInt64
+	}
+	return s.a + fw.period
+}
+
+func (fw *fixedWindow) idle(s state, now int64) bool { return now >= fw.idleAt(s) }
+
+func (fw *fixedWindow) refund(s state, now, cost int64) (state, bool) {
+	if w, count := fw.current(s, now); w == s.a && count > 0 {
+		return state{a: w, b: max(0, count-cost)}, true
+	}
+	return s, false
+}

@@ -1,0 +1,162 @@
+package core
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Finding idle keys. An idle key (its quota whole again) may sit anywhere in
+// a shard: recency says little about when a key becomes idle (a drained key
+// stays live for a whole period, a key charged once is idle again after one
+// interval), so drained keys at the old end must not hide idle keys behind
+// them. Each algorithm's state becomes idle at a fixed instant (algo.idleAt),
+// so a shard keeps an index of candidates, (instant, key) pairs in a bounded
+// min-heap, pushed when a key is inserted or refunded and when a rescan
+// passes a live key. An indexed instant is a lower bound: admissions move a
+// key's instant only later and are not indexed (the hot path pays nothing),
+// and a refund, which moves it earlier, pushes the new instant. Keys missing
+// from the index (dropped when a full index is halved) become idle no
+// earlier than the shard's floor.
+//
+// sweep pops the candidates due by now: a key gone is skipped, an idle key
+// is dropped, a live one (charged since) goes back at its true instant. When
+// no candidate is due but floor is, a rescan walks the whole shard, drops
+// every idle key and rebuilds the index. So whenever the shard holds an idle
+// key, sweep finds one.
+//
+// Cost: amortised O(1) keys examined per operation, whatever the traffic.
+// Each pop is paid for by the push that made its candidate. A push back is
+// paid for by an admission of that key since the candidate was pushed (only
+// admissions move an instant later); copies of the candidate just popped are
+// skipped, so that the extra candidates refunds leave do not multiply. A
+// rescan examines the shard's n keys, and runs only when floor <= now <
+// every candidate's instant; floor was set when a full index was halved, and
+// the idxCap/2 candidates kept then all had instants <= floor, so all of
+// them have been popped since: each rescan is paid for by idxCap/2 pops, at
+// most 2n/idxCap keys per pop (32 for a shard at its share, idxCap being
+// share/16). The index costs 16 bytes per candidate: about one byte per key
+// of capacity. In practice the old-end drop finds most idle keys first and
+// rescans are rare (TestEvictionWorkIsAmortised measures it).
+
+// maxInstant is later than every idle instant.
+const maxInstant = math.MaxInt64
+
+// due is an eviction candidate: key hash h is idle no earlier than at.
+type due struct {
+	at int64
+	h  uint64
+}
+
+func (d due) less(e due) bool { return d.at < e.at || d.at == e.at && d.h < e.h }
+
+func cmpDue(d, e due) int {
+	if c := cmp.Compare(d.at, e.at); c != 0 {
+		return c
+	}
+	return cmp.Compare(d.h, e.h)
+}
+
+// track indexes key h as a candidate idle from at.
+func (s *shard) track(at int64, h uint64) {
+	if len(s.idx) == s.idxCap {
+		s.compact()
+	}
+	if len(s.idx) == cap(s.idx) {
+		s.idx = slices.Grow(s.idx, min(s.idxCap, max(8, 2*cap(s.idx)))-len(s.idx))
+	}
+	s.idx = append(s.idx, due{at, h})
+	for i := len(s.idx) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.idx[i].less(s.idx[p]) {
+			break
+		}
+		s.idx[i], s.idx[p] = s.idx[p], s.idx[i]
+		i = p
+	}
+}
+
+// compact halves a full index, keeping the earliest candidates, and lowers
+// floor to the earliest it drops. A sorted slice is a valid heap.
+func (s *shard) compact() {
+	slices.SortFunc(s.idx, cmpDue)
+	half := len(s.idx) / 2
+	s.floor = min(s.floor, s.idx[half].at)
+	s.idx = s.idx[:half]
+}
+
+// pop removes and returns the earliest candidate.
+func (s *shard) pop() due {
+	top := s.idx[0]
+	last := len(s.idx) - 1
+	s.idx[0] = s.idx[last]
+	s.idx = s.idx[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= last {
+			break
+		}
+		if c+1 < last && s.idx[c+1].less(s.idx[c]) {
+			c++
+		}
+		if !s.idx[c].less(s.idx[i]) {
+			break
+		}
+		s.idx[i], s.idx[c] = s.idx[c], s.idx[i]
+		i = c
+	}
+	return top
+}
+
+// sweep drops idle keys from s, called with s locked, and returns how many
+// it dropped: at least one if s holds any.
+func (t *table) sweep(s *shard, now int64) int {
+	if n := t.dropOldIdle(s, now, 1); n > 0 {
+		return n
+	}
+	var last due
+	popped := false
+	for len(s.idx) > 0 && s.idx[0].at <= now {
+		c := s.pop()
+		if popped && c == last {
+			continue
+		}
+		last, popped = c, true
+		s.examined++
+		st, ok := s.lru.Peek(c.h)
+		switch {
+		case !ok:
+		case t.alg.idle(st, now):
+			s.remove(c.h)
+			return 1
+		default:
+			s.track(max(t.alg.idleAt(st), now+1), c.h)
+		}
+	}
+	if s.floor <= now {
+		return t.rescan(s, now)
+	}
+	return 0
+}
+
+// rescan walks every key of s, drops the idle ones and indexes the others
+// afresh. Each live key goes to the front as it is passed, so that a whole
+// round leaves the recency order as it was.
+func (t *table) rescan(s *shard, now int64) int {
+	s.idx = s.idx[:0]
+	s.floor = maxInstant
+	dropped := 0
+	for i := s.lru.Len(); i > 0; i-- {
+		h, st, _ := s.lru.GetOldest()
+		s.examined++
+		if t.alg.idle(st, now) {
+			s.lru.RemoveOldest()
+			s.forget(h)
+			dropped++
+			continue
+		}
+		s.lru.Get(h)
+		s.track(max(t.alg.idleAt(st), now+1), h)
+	}
+	return dropped
+}

@@ -1,0 +1,237 @@
+package core
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// table is the bounded store behind [Keyed]: per-key states in shards of
+// golang-lru's simplelru, keyed by a 64-bit hash, with a hard bound on the
+// keys held by the whole table (not by each shard), an index that finds the
+// keys whose quota is whole again, and the deny cache's slots.
+//
+// Capacity is accounted in three places that always add up to it: keys held
+// by the shards, capacity a shard has claimed but not used yet (its budget),
+// and the shared pool. A shard claims capacity from the pool in chunks and
+// gives back what it frees beyond two chunks, so inserting a key rarely
+// touches a cache line other shards write. A key is refused room only when
+// the pool and every budget are empty: the table holds capacity keys.
+type table struct {
+	shards   []shard
+	mask     uint64
+	alg      algo
+	full     FullPolicy
+	capacity int
+	chunk    int64
+	pool     *pool
+}
+
+// pool is the capacity no shard has claimed, alone on its cache lines.
+type pool struct {
+	_    [64]byte
+	free atomic.Int64
+	_    [56]byte
+}
+
+// shard is one lock's worth of keys. The fields set once in New share a
+// cache line that the lock-free deny path reads; the mutex and the fields
+// written under it have a line of their own, so locking a shard does not
+// evict that line from other cores' caches. 128 bytes: shards share no line.
+type shard struct {
+	slots    []slot
+	slotMask uint64
+	lru      *simplelru.LRU[uint64, state]
+	share    int // the shard's even part of the capacity, a sizing hint
+	idxCap   int // the most candidates the idle index holds
+	_        [64 - 24 - 8 - 8 - 8 - 8]byte
+
+	mu       sync.Mutex
+	budget   atomic.Int64 // capacity claimed from the pool, not holding a key
+	idx      []due        // candidates for eviction, a min-heap by instant
+	floor    int64        // no key missing from idx is idle before floor
+	examined int64        // keys looked at to find idle ones (tests read it)
+	_        [64 - 8 - 8 - 24 - 8 - 8]byte
+}
+
+// shardsFor is how many shards a table of capacity keys gets by default:
+// up to 64, but at least 256 keys' worth each, so that a small table is not
+// cut into shards of a few keys.
+func shardsFor(capacity int) int {
+	n := 64
+	for n > 1 && capacity/n < 256 {
+		n /= 2
+	}
+	return n
+}
+
+func newTable(alg algo, capacity, shards int, full FullPolicy, cache bool) table {
+	if shards == 0 {
+		shards = shardsFor(capacity)
+	}
+	for shards > 1 && shards > capacity {
+		shards /= 2
+	}
+	share := (capacity + shards - 1) / shards
+	t := table{
+		shards:   make([]shard, shards),
+		mask:     uint64(shards - 1),
+		alg:      alg,
+		full:     full,
+		capacity: capacity,
+		chunk:    int64(max(1, min(64, share/16))),
+		pool:     new(pool),
+	}
+	t.pool.free.Store(int64(capacity))
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.share = share
+		s.idxCap = max(32, share/16)
+		s.floor = maxInstant
+		// The LRU's own bound is above any count the table allows, so that
+		// it never evicts by itself: the table decides what leaves.
+		s.lru, _ = simplelru.NewLRU[uint64, state](capacity+1, nil)
+		if cache {
+			n := slotsFor(share)
+			s.slots = make([]slot, n)
+			s.slotMask = uint64(n - 1)
+		}
+	}
+	return t
+}
+
+// slot is the deny-cache slot for key hash h, which must belong to s.
+func (s *shard) slot(h uint64) *slot { return &s.slots[(h>>32)&s.slotMask] }
+
+// forget clears h's deny-cache slot: h's state changed or h left.
+func (s *shard) forget(h uint64) {
+	if s.slots != nil {
+		s.slot(h).forget(h)
+	}
+}
+
+// remove drops key h from s, with its deny-cache slot.
+func (s *shard) remove(h uint64) {
+	s.lru.Remove(h)
+	s.forget(h)
+}
+
+// reserve claims room for one more key in s: from its budget, else a chunk
+// from the pool, else what other shards have claimed and not used. It fails
+// only when the table holds capacity keys.
+func (t *table) reserve(s *shard) bool {
+	if take(&s.budget, 1) == 1 {
+		return true
+	}
+	if got := take(&t.pool.free, t.chunk); got > 0 {
+		s.budget.Add(got - 1)
+		return true
+	}
+	for i := range t.shards {
+		if o := &t.shards[i]; o != s {
+			if got := take(&o.budget, 1<<62); got > 0 {
+				s.budget.Add(got - 1)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// release returns room for n keys that s no longer holds; what s has
+// claimed beyond two chunks goes back to the pool.
+func (t *table) release(s *shard, n int) {
+	if n == 0 {
+		return
+	}
+	if b := s.budget.Add(int64(n)); b > 2*t.chunk {
+		if got := take(&s.budget, b-t.chunk); got > 0 {
+			t.pool.free.Add(got)
+		}
+	}
+}
+
+// take removes up to n from c, never below zero, and returns how much.
+func take(c *atomic.Int64, n int64) int64 {
+	for {
+		v := c.Load()
+		if v <= 0 {
+			return 0
+		}
+		got := min(v, n)
+		if c.CompareAndSwap(v, v-got) {
+			return got
+		}
+	}
+}
+
+// makeRoom makes s ready to take a new key, called with s locked. Keys
+// whose quota is whole again are dropped first: once s is half its share
+// full, each arrival drops up to two from its old end (so idle keys do not
+// hold capacity other shards may need); when the table is full, the idle
+// index finds one anywhere in s. Only when s holds no idle key and the
+// table is full does the policy apply: FullEvictLRU drops the least recently
+// charged key, FullOverflow refuses (the caller then uses the overflow
+// state).
+func (t *table) makeRoom(s *shard, now int64) bool {
+	if s.lru.Len() >= s.share/2 {
+		t.release(s, t.dropOldIdle(s, now, 2))
+	}
+	if t.reserve(s) {
+		return true
+	}
+	if n := t.sweep(s, now); n > 0 {
+		t.release(s, n)
+		if t.reserve(s) {
+			return true
+		}
+	}
+	if t.full == FullEvictLRU {
+		return t.evictOldest(s)
+	}
+	return false
+}
+
+// dropOldIdle drops up to n idle keys from the least recently charged end
+// of s and returns how many it dropped.
+func (t *table) dropOldIdle(s *shard, now int64, n int) int {
+	dropped := 0
+	for dropped < n {
+		h, st, ok := s.lru.GetOldest()
+		if !ok || !t.alg.idle(st, now) {
+			break
+		}
+		s.lru.RemoveOldest()
+		s.forget(h)
+		dropped++
+	}
+	return dropped
+}
+
+// evictOldest drops the least recently charged key to make room for a new
+// one (FullEvictLRU). A shard holding nothing while the table is full takes
+// room from another shard, whose lock it only tries: waiting for it while
+// holding its own could deadlock.
+func (t *table) evictOldest(s *shard) bool {
+	if h, _, ok := s.lru.RemoveOldest(); ok {
+		s.forget(h) // its room goes straight to the new key
+		return true
+	}
+	for i := range t.shards {
+		o := &t.shards[i]
+		if o == s || !o.mu.TryLock() {
+			continue
+		}
+		h, _, ok := o.lru.RemoveOldest()
+		if ok {
+			o.forget(h)
+			t.release(o, 1)
+		}
+		o.mu.Unlock()
+		if ok && t.reserve(s) {
+			return true
+		}
+	}
+	return false
+}
