@@ -25,6 +25,7 @@ type table struct {
 	full     FullPolicy
 	capacity int
 	chunk    int64
+	tight    int64 // below this much free in the pool, the table is nearly full
 	pool     *pool
 }
 
@@ -81,6 +82,7 @@ func newTable(alg algo, capacity, shards int, full FullPolicy, cache bool) table
 		full:     full,
 		capacity: capacity,
 		chunk:    int64(max(1, min(64, share/16))),
+		tight:    int64(capacity / 8),
 		pool:     new(pool),
 	}
 	t.pool.free.Store(int64(capacity))
@@ -167,15 +169,20 @@ func take(c *atomic.Int64, n int64) int64 {
 }
 
 // makeRoom makes s ready to take a new key, called with s locked. Keys
-// whose quota is whole again are dropped first: once s is half its share
-// full, each arrival drops up to two from its old end (so idle keys do not
-// hold capacity other shards may need); when the table is full, the idle
-// index finds one anywhere in s. Only when s holds no idle key and the
-// table is full does the policy apply: FullEvictLRU drops the least recently
-// charged key, FullOverflow refuses (the caller then uses the overflow
-// state).
+// whose quota is whole again are dropped first. Once s is half its share
+// full, each arrival drops up to two from its old end; once the table is
+// nearly full, each arrival drops every idle key of its shard, so that idle
+// keys in one shard do not hold capacity that a shard without any needs.
+// When the table is full, the idle index finds an idle key anywhere in s.
+// Only when s holds none and the table is full does the policy apply:
+// FullEvictLRU drops the least recently charged key, FullOverflow refuses
+// (the caller then uses the overflow state).
 func (t *table) makeRoom(s *shard, now int64) bool {
-	if s.lru.Len() >= s.share/2 {
+	if t.pool.free.Load() < t.tight {
+		for n := t.sweep(s, now); n > 0; n = t.sweep(s, now) {
+			t.release(s, n)
+		}
+	} else if s.lru.Len() >= s.share/2 {
 		t.release(s, t.dropOldIdle(s, now, 2))
 	}
 	if t.reserve(s) {
@@ -199,7 +206,11 @@ func (t *table) dropOldIdle(s *shard, now int64, n int) int {
 	dropped := 0
 	for dropped < n {
 		h, st, ok := s.lru.GetOldest()
-		if !ok || !t.alg.idle(st, now) {
+		if !ok {
+			break
+		}
+		s.examined++
+		if !t.alg.idle(st, now) {
 			break
 		}
 		s.lru.RemoveOldest()
