@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -402,51 +403,86 @@ func TestIdleKeysDropped(t *testing.T) {
 	}
 }
 
-// TestDenyCacheChangesNothing plays random traffic over a few keys through
-// limiters with and without the deny cache and requires equal decisions.
+// TestDenyCacheChangesNothing plays random traffic through limiters with and
+// without the deny cache and requires equal decisions: with room for every
+// key, and with a small table and many keys under both full policies, so
+// that keys are evicted (FullEvictLRU) or sent to overflow while their deny
+// slots still hold. The two limiters hash alike (same seed, one shard), so
+// that they place and order keys alike.
 func TestDenyCacheChangesNothing(t *testing.T) {
 	t.Parallel()
-	for _, alg := range algorithms {
-		t.Run(alg.String(), func(t *testing.T) {
-			t.Parallel()
-			l := core.PerSecond(20).WithBurst(5)
-			// The table has room for every key: answers from the cache do
-			// not refresh a key's recency, which only matters once a full
-			// table picks what to drop.
-			on, clkOn := newLimiter(t, l, core.WithAlgorithm(alg), core.WithDenyCache(true), core.WithShards(1))
-			off, clkOff := newLimiter(t, l, core.WithAlgorithm(alg), core.WithDenyCache(false), core.WithShards(1))
-			r := rand.New(rand.NewPCG(9, uint64(alg)))
-			denied := 0
-			for i := 0; i < 50_000; i++ {
-				dt := time.Duration(r.Int64N(int64(30 * ms)))
-				if r.IntN(50) == 0 {
-					dt = -dt // the clock steps back now and then
-				}
-				clkOn.Advance(dt)
-				clkOff.Advance(dt)
-				key := strconv.Itoa(r.IntN(5))
-				cost := 1 + r.IntN(3)
-				if r.IntN(20) == 0 {
-					if err := on.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
+	configs := []struct {
+		name     string
+		keys     int
+		capacity int
+		full     core.FullPolicy
+	}{
+		{"roomy", 5, core.DefaultCapacity, core.FullOverflow},
+		{"small-overflow", 40, 8, core.FullOverflow},
+		{"small-evict-lru", 40, 8, core.FullEvictLRU},
+	}
+	for _, c := range configs {
+		for _, alg := range algorithms {
+			t.Run(c.name+"/"+alg.String(), func(t *testing.T) {
+				t.Parallel()
+				// 20/s with a burst of 5; the windows count 5 per 250 ms.
+				l := core.Limit{Events: 5, Period: 250 * ms, Burst: 5}
+				seed := maphash.MakeSeed()
+				opts := []core.Option{core.WithAlgorithm(alg), core.WithShards(1), core.WithSeed(seed),
+					core.WithCapacity(c.capacity), core.WithFullPolicy(c.full)}
+				on, clkOn := newLimiter(t, l, append(opts, core.WithDenyCache(true))...)
+				off, clkOff := newLimiter(t, l, append(opts, core.WithDenyCache(false))...)
+				r := rand.New(rand.NewPCG(9, uint64(alg)))
+				const whole = 5 // a fresh key's quota
+				denied, overflow, fresh := 0, 0, 0
+				drained := map[string]bool{}
+				for i := 0; i < 50_000; i++ {
+					dt := time.Duration(r.Int64N(int64(30 * ms)))
+					if c.keys > 5 {
+						dt /= 64 // many keys: keep them live, so that the table is full
 					}
-					if err := off.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
+					if r.IntN(50) == 0 {
+						dt = -dt // the clock steps back now and then
 					}
-					continue
+					clkOn.Advance(dt)
+					clkOff.Advance(dt)
+					key := strconv.Itoa(r.IntN(c.keys))
+					cost := 1 + r.IntN(3)
+					if r.IntN(20) == 0 {
+						if err := on.Refund(ctx, key, cost); err != nil {
+							t.Fatal(err)
+						}
+						if err := off.Refund(ctx, key, cost); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+					a, b := allow(t, on, key, cost), allow(t, off, key, cost)
+					if a != b {
+						t.Fatalf("step %d key %s cost %d: cache on %+v, off %+v", i, key, cost, a, b)
+					}
+					switch {
+					case a.Overflow:
+						overflow++
+					case !a.Allowed:
+						denied++
+						drained[key] = true
+					case drained[key] && a.Remaining == whole-cost:
+						fresh++ // a drained key back with a whole burst: evicted
+						drained[key] = false
+					}
 				}
-				a, b := allow(t, on, key, cost), allow(t, off, key, cost)
-				if a != b {
-					t.Fatalf("step %d key %s cost %d: cache on %+v, off %+v", i, key, cost, a, b)
+				if denied < 1000 {
+					t.Fatalf("only %d denials: the cache was hardly exercised", denied)
 				}
-				if !a.Allowed {
-					denied++
+				if c.full == core.FullOverflow && c.keys > 5 && overflow < 1000 {
+					t.Fatalf("only %d overflow decisions: the table was hardly full", overflow)
 				}
-			}
-			if denied < 1000 {
-				t.Fatalf("only %d denials: the cache was hardly exercised", denied)
-			}
-		})
+				if c.full == core.FullEvictLRU && fresh < 1000 {
+					t.Fatalf("only %d drained keys came back whole: hardly any evictions", fresh)
+				}
+			})
+		}
 	}
 }
 
