@@ -77,8 +77,11 @@ func (tb *tokenBucket) waitFor(s state, now int64, n float64) int64 {
 	// check that n fits then, one that it does not a nanosecond earlier.
 	// Over long spans float64 rounding moves the answer by up to a few
 	// hundred nanoseconds; a galloping search then brackets it and bisects.
+	// A whole burst refills in at most maxSpan, give or take float64
+	// rounding; the search stops at twice that, which the clock range keeps
+	// clear of overflow.
 	lead := max(0, s.b-now)
-	limit := lead + maxSpan
+	limit := lead + 2*maxSpan
 	d := lead + int64((n-tokens)/tb.rate*float64(time.Second))
 	d = min(max(d, 1), limit)
 	var lo, hi int64 // n does not fit after lo, and fits after hi
