@@ -17,7 +17,10 @@ import (
 // and the shared pool. A shard claims capacity from the pool in chunks and
 // gives back what it frees beyond two chunks, so inserting a key rarely
 // touches a cache line other shards write. A key is refused room only when
-// the pool and every budget are empty: the table holds capacity keys.
+// the pool and every budget are empty: the table holds capacity keys. From
+// then on, freed room goes straight to the pool until an eighth of the
+// capacity is free again, so that refusing a key costs one look at the pool,
+// not a visit to every shard.
 type table struct {
 	shards   []shard
 	mask     uint64
@@ -30,10 +33,15 @@ type table struct {
 }
 
 // pool is the capacity no shard has claimed, alone on its cache lines.
+// dry is set when a shard found the pool and every budget empty: the table
+// is full, so shards give freed room straight back to the pool, where the
+// next reserve finds it without visiting every shard. It clears once the
+// table has room to spare again.
 type pool struct {
 	_    [64]byte
 	free atomic.Int64
-	_    [56]byte
+	dry  atomic.Bool
+	_    [55]byte
 }
 
 // shard is one lock's worth of keys. The fields set once in New share a
@@ -126,9 +134,17 @@ func (t *table) reserve(s *shard) bool {
 	if take(&s.budget, 1) == 1 {
 		return true
 	}
-	if got := take(&t.pool.free, t.chunk); got > 0 {
+	dry := t.pool.dry.Load()
+	n := t.chunk
+	if dry {
+		n = 1 // a full table keeps its free room where every shard finds it
+	}
+	if got := take(&t.pool.free, n); got > 0 {
 		s.budget.Add(got - 1)
 		return true
+	}
+	if dry {
+		return false
 	}
 	for i := range t.shards {
 		if o := &t.shards[i]; o != s {
@@ -138,6 +154,7 @@ func (t *table) reserve(s *shard) bool {
 			}
 		}
 	}
+	t.pool.dry.Store(true)
 	return false
 }
 
@@ -145,6 +162,12 @@ func (t *table) reserve(s *shard) bool {
 // claimed beyond two chunks goes back to the pool.
 func (t *table) release(s *shard, n int) {
 	if n == 0 {
+		return
+	}
+	if t.pool.dry.Load() {
+		if t.pool.free.Add(int64(n)) > t.tight {
+			t.pool.dry.Store(false)
+		}
 		return
 	}
 	if b := s.budget.Add(int64(n)); b > 2*t.chunk {

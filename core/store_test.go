@@ -214,7 +214,7 @@ func TestNoRefusalBelowCapacity(t *testing.T) {
 		for _, fill := range c.fills {
 			t.Run(fmt.Sprintf("%d/%d%%", c.capacity, fill), func(t *testing.T) {
 				t.Parallel()
-				lim, _ := newLimiter(t, core.PerHour(1), core.WithCapacity(c.capacity))
+				lim, clk := newLimiter(t, core.PerHour(1), core.WithCapacity(c.capacity))
 				if lim.Capacity() != c.capacity {
 					t.Fatalf("Capacity() = %d, want %d", lim.Capacity(), c.capacity)
 				}
@@ -236,6 +236,17 @@ func TestNoRefusalBelowCapacity(t *testing.T) {
 				}
 				if got := lim.Len(); got != c.capacity {
 					t.Fatalf("Len() = %d after overflow, want %d", got, c.capacity)
+				}
+				// Once the keys are whole again, a whole table of new keys
+				// is tracked again, in whatever shards they land.
+				clk.Advance(time.Hour)
+				for i := 0; i < c.capacity; i++ {
+					if d := allow(t, lim, "later"+strconv.Itoa(i), 1); !d.Allowed || d.Overflow {
+						t.Fatalf("key %d after the table emptied: %+v", i, d)
+					}
+				}
+				if got := lim.Len(); got != c.capacity {
+					t.Fatalf("Len() = %d, want %d", got, c.capacity)
 				}
 			})
 		}
