@@ -17,7 +17,12 @@
 // Every algorithm keeps 16 bytes of state per key; the table holding them is
 // bounded (see [WithCapacity] and [FullPolicy]), so memory never grows past
 // what you configure, about 120 bytes per tracked key (measured by
-// BenchmarkMemoryPerKey).
+// BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
+// wherever they sit in the table, at amortised constant cost per new key.
+//
+// Limiters read the clock as nanoseconds since the Unix epoch and accept
+// readings from 0 to 2⁶²−1 (1970 to 2116), so that no time arithmetic can
+// overflow; outside that range a check fails with [ErrClockRange].
 //
 // Every check returns a [Decision]: whether it was allowed, the deciding
 // Limit, what Remains, when a retry of the same cost succeeds (RetryAfter,
