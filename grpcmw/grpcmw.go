@@ -201,7 +201,8 @@ func (l *Limiter) admit(ctx context.Context, fullMethod string, s sink) (pipelin
 	if m.exempt {
 		return pipeline.Result{Skipped: true}, nil
 	}
-	res := l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost)
+	var res pipeline.Result
+	l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost, &res)
 	return res, l.answer(ctx, fullMethod, s, &res, true)
 }
 

@@ -21,8 +21,7 @@ func (l *Limiter) headerMD(d core.Decision) metadata.MD {
 	if v.Len() == 0 {
 		return nil
 	}
-	text := string(v.Text())
-	vals := make([]string, v.Len())
+	vals, text := fields.Take(v.Len(), v.Text())
 	md := make(metadata.MD, v.Len())
 	for i := range vals {
 		f, val := v.Field(i, text)

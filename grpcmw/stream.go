@@ -5,6 +5,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
 // meteredStream charges every message the client sends on a stream.
@@ -28,7 +29,8 @@ func (s *meteredStream) RecvMsg(m any) error {
 		return err
 	}
 	ctx := s.Context()
-	res := s.l.p.Decide(ctx, s.lim, s.key, 1)
+	var res pipeline.Result
+	s.l.p.Decide(ctx, s.lim, s.key, 1, &res)
 	switch {
 	case res.Err == nil && !res.Skipped && !res.Decision.Allowed:
 		s.pushback = pushbackMillis(res.Decision.RetryAfter)

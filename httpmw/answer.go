@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/fields"
 	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
@@ -110,7 +111,7 @@ func (l *Limiter) WriteErrorHeaders(h http.Header, err error) (status int) {
 // setRetryAfterOne sets the store-failure answer's Retry-After: 1, in a
 // value slot of its own from a slab (a store outage makes this a hot path).
 func setRetryAfterOne(h http.Header) {
-	vals, _ := take(1, nil)
+	vals, _ := fields.Take(1, nil)
 	vals[0] = "1"
 	h["Retry-After"] = vals
 }
@@ -140,7 +141,7 @@ func (l *Limiter) errorAnswer(err error) answer {
 // slab too: denials are the hot path when a client floods.
 func writeBody(w http.ResponseWriter, status int, contentType string, body fixedBody) {
 	h := w.Header()
-	vals, _ := take(3, nil)
+	vals, _ := fields.Take(3, nil)
 	vals[0], vals[1], vals[2] = contentType, body.length, "nosniff"
 	h["Content-Type"] = vals[0:1:1]
 	h["Content-Length"] = vals[1:2:2]

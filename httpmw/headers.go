@@ -52,9 +52,9 @@ func (l *Limiter) WriteHeaders(h http.Header, d core.Decision) {
 	}
 	var v fields.Values
 	v.Format(d, pt, l.o.headers)
-	// The text and the value slots come from a slab (see slab.go): no
+	// The text and the value slots come from a slab (see fields.Take): no
 	// allocation on most requests.
-	vals, text := take(v.Len(), v.Text())
+	vals, text := fields.Take(v.Len(), v.Text())
 	for i := range vals {
 		f, val := v.Field(i, text)
 		vals[i] = val

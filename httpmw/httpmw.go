@@ -172,7 +172,8 @@ func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
 // says why no decision was made, h is untouched, and the answer is
 // [Limiter.WriteError]'s (see also [Limiter.WriteErrorHeaders]).
 func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
-	res := l.p.Run(r.Context(), r, l.limiter, 0)
+	var res pipeline.Result
+	l.p.Run(r.Context(), r, l.limiter, 0, &res)
 	switch {
 	case res.Skipped || res.FailedOpen:
 		return true, core.Decision{}, nil

@@ -12,17 +12,18 @@ import (
 // constant strings of the policy or spans of that text.
 type Values struct {
 	buf [160]byte
-	n   int // buf[:n] is the text
-	k   int // entries[:k] are set
+	n   int         // buf[:n] is the text
+	k   int         // e[:k] are set
+	p   *PolicyText // where the constant values come from
 	e   [numFields]entry
 }
 
-// entry is one field: a constant string, or the span [i, j) of the text
-// (which is shorter than 256 bytes). It is kept small: a Values is zeroed
-// on every request.
+// entry is one field: the span [i, j) of the text (which is shorter than
+// 256 bytes), or with konst a constant of the policy (Limit: Events,
+// Policy: Policy). It is four bytes: a Values is zeroed on every request.
 type entry struct {
-	konst string
 	f     Field
+	konst bool
 	i, j  uint8
 }
 
@@ -38,7 +39,7 @@ type entry struct {
 //	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
 //	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
 func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) {
-	v.n, v.k = 0, 0
+	v.n, v.k, v.p = 0, 0, p
 	legacy, ietf := style.Legacy(), style.IETF()
 	if p == nil {
 		legacy, ietf = false, false
@@ -68,12 +69,12 @@ func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) 
 		if !reset.set() {
 			reset = v.appendInt(CeilSeconds(d.ResetAfter))
 		}
-		v.konst(Limit, p.Events)
+		v.konst(Limit)
 		v.span(Remaining, rem)
 		v.span(Reset, reset)
 	}
 	if ietf {
-		v.konst(Policy, p.Policy)
+		v.konst(Policy)
 		v.span(RateLimit, rl)
 	}
 	if !d.Allowed {
@@ -94,11 +95,14 @@ func (v *Values) Text() []byte { return v.buf[:v.n] }
 // Field returns field i (0 <= i < Len) and its value, where text is a copy
 // of Text().
 func (v *Values) Field(i int, text string) (Field, string) {
-	e := &v.e[i]
-	if e.konst != "" {
-		return e.f, e.konst
+	e := v.e[i]
+	switch {
+	case !e.konst:
+		return e.f, text[e.i:e.j]
+	case e.f == Limit:
+		return e.f, v.p.Events
 	}
-	return e.f, text[e.i:e.j]
+	return e.f, v.p.Policy
 }
 
 // span is where one value sits in the text.
@@ -116,14 +120,17 @@ func (v *Values) appendInt(n int64) span {
 	i := v.n
 	// A policy name is at most 64 bytes (core.Limit.Validate), so its
 	// quoted form and three numbers fit the buffer; a custom core.Limiter's
-	// longer name is cut rather than overflowing.
-	var num [20]byte
-	v.n += copy(v.buf[v.n:], strconv.AppendInt(num[:0], n, 10))
+	// longer name leaves no room, and the number is left out rather than
+	// formatted into a fresh allocation.
+	if len(v.buf)-i < 20 {
+		return span{i, i}
+	}
+	v.n = len(strconv.AppendInt(v.buf[:i], n, 10))
 	return span{i, v.n}
 }
 
-func (v *Values) konst(f Field, s string) {
-	v.e[v.k] = entry{f: f, konst: s}
+func (v *Values) konst(f Field) {
+	v.e[v.k] = entry{f: f, konst: true}
 	v.k++
 }
 

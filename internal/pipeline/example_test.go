@@ -24,7 +24,8 @@ func Example() {
 	})
 	for _, raw := range []string{"/?key=a", "/?key=a", "/?key=a", "/"} {
 		u, _ := url.Parse(raw)
-		res := p.Run(context.Background(), u, lim, 0)
+		var res pipeline.Result
+		p.Run(context.Background(), u, lim, 0, &res)
 		fmt.Println(raw, res.Outcome, res.Admitted())
 	}
 	// Output:

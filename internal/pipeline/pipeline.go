@@ -67,29 +67,38 @@ func (r *Result) Admitted() bool {
 	return r.Skipped || r.FailedOpen || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped
 }
 
-// Run runs the whole pipeline for req against lim. cost > 0 is a fixed
-// cost that replaces the cost function (a gRPC method's own cost); 0 asks
-// the cost function. A shaped request waits here for its turn.
-func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int) Result {
+// Run runs the whole pipeline for req against lim and sets *res to how it
+// ended (res is an out-parameter so that the result is not copied on its
+// way up). cost > 0 is a fixed cost that replaces the cost function (a gRPC
+// method's own cost); 0 asks the cost function. A shaped request waits
+// here for its turn.
+func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
+	*res = Result{}
 	if p.c.Skip != nil && p.c.Skip(req) {
-		return Result{Skipped: true}
+		res.Skipped = true
+		return
 	}
 	key, err := p.c.Key(req)
 	if err != nil {
-		return p.fail(ctx, Result{}, fmt.Errorf("%w: %w", core.ErrKey, err))
+		p.fail(ctx, res, fmt.Errorf("%w: %w", core.ErrKey, err))
+		return
 	}
 	if key == "" {
-		return p.fail(ctx, Result{}, core.ErrEmptyKey)
+		p.fail(ctx, res, core.ErrEmptyKey)
+		return
 	}
+	res.Key = key
 	if cost <= 0 {
 		if cost, err = p.cost(req); err != nil {
-			return p.fail(ctx, Result{Key: key}, err)
+			p.fail(ctx, res, err)
+			return
 		}
 		if cost == 0 {
-			return Result{Skipped: true, Key: key}
+			res.Skipped = true
+			return
 		}
 	}
-	return p.Decide(ctx, lim, key, cost)
+	p.Decide(ctx, lim, key, cost, res)
 }
 
 func (p *Pipeline[R]) cost(req R) (int, error) {
@@ -106,44 +115,46 @@ func (p *Pipeline[R]) cost(req R) (int, error) {
 	return c, nil
 }
 
-// Decide asks lim about key and cost (>= 1) and finishes the pipeline:
-// the failure mode, the shaping wait and the observer. grpcmw calls it
-// directly for each message of a metered stream, whose key was found when
-// the stream opened.
-func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int) Result {
-	d, err := lim.Allow(ctx, key, cost)
-	res := Result{Key: key, Cost: cost}
+// Decide asks lim about key and cost (>= 1), finishes the pipeline (the
+// failure mode, the shaping wait and the observer) and sets *res. grpcmw
+// calls it directly for each message of a metered stream, whose key was
+// found when the stream opened.
+func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
+	res.Key, res.Cost = key, cost
+	var err error
+	res.Decision, err = lim.Allow(ctx, key, cost)
 	if err != nil {
-		return p.fail(ctx, res, err)
+		p.fail(ctx, res, err)
+		return
 	}
-	res.Decision = d
 	switch {
-	case !d.Allowed:
+	case !res.Decision.Allowed:
 		res.Outcome = core.OutcomeDenied
-	case d.Delay > 0:
+	case res.Decision.Delay > 0:
 		res.Outcome = core.OutcomeShaped
-		if err := Sleep(ctx, d.Delay); err != nil {
+		if err := Sleep(ctx, res.Decision.Delay); err != nil {
 			// The request's context is done, so refund under one that is
 			// not, or a store that honours contexts would refuse.
 			rerr := lim.Refund(context.WithoutCancel(ctx), key, cost)
-			res.Decision = core.Decision{}
-			return p.fail(ctx, res, errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr))
+			p.fail(ctx, res, errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr))
+			return
 		}
 	default:
 		res.Outcome = core.OutcomeAllowed
 	}
-	p.observe(ctx, &res, true, nil)
-	return res
+	if p.c.Observer != nil {
+		p.observe(ctx, res, true, nil)
+	}
 }
 
 // fail finishes a request for which no decision was made. A store error
 // under FailOpen is admitted.
-func (p *Pipeline[R]) fail(ctx context.Context, res Result, err error) Result {
+func (p *Pipeline[R]) fail(ctx context.Context, res *Result, err error) {
+	res.Decision = core.Decision{}
 	res.Outcome = Classify(err)
 	res.Err = err
 	res.FailedOpen = res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen
-	p.observe(ctx, &res, res.FailedOpen, err)
-	return res
+	p.observe(ctx, res, res.FailedOpen, err)
 }
 
 func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, err error) {

@@ -81,7 +81,8 @@ func TestOutcomes(t *testing.T) {
 			t.Parallel()
 			var events []core.Event
 			p := newPipeline(tc.mode, core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) }))
-			res := p.Run(context.Background(), tc.r, tc.lim, 0)
+			var res pipeline.Result
+			p.Run(context.Background(), tc.r, tc.lim, 0, &res)
 			if res.Skipped != tc.skipped || res.Admitted() != tc.admitted {
 				t.Fatalf("skipped %v admitted %v, want %v %v (%+v)", res.Skipped, res.Admitted(), tc.skipped, tc.admitted, res)
 			}
@@ -123,7 +124,8 @@ func TestFixedCost(t *testing.T) {
 		Key:  func(r req) (string, error) { return r.key, nil },
 		Cost: func(req) (int, error) { asked++; return 1, nil },
 	})
-	res := p.Run(context.Background(), req{key: "k"}, lim, 3)
+	var res pipeline.Result
+	p.Run(context.Background(), req{key: "k"}, lim, 3, &res)
 	if asked != 0 || res.Cost != 3 || res.Decision.Remaining != 2 {
 		t.Errorf("asked %d, %+v", asked, res)
 	}
@@ -136,13 +138,14 @@ func TestShapedWait(t *testing.T) {
 	shaped := core.Decision{Allowed: true, Limit: core.PerSecond(1), Delay: time.Millisecond}
 	lim := &fixed{d: shaped}
 	p := newPipeline(core.FailClosed, nil)
-	if res := p.Run(context.Background(), req{key: "k", cost: 1}, lim, 0); res.Outcome != core.OutcomeShaped || !res.Admitted() {
+	var res pipeline.Result
+	if p.Run(context.Background(), req{key: "k", cost: 1}, lim, 0, &res); res.Outcome != core.OutcomeShaped || !res.Admitted() {
 		t.Fatalf("%+v", res)
 	}
 	lim.d.Delay = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := p.Run(ctx, req{key: "k", cost: 1}, lim, 0)
+	p.Run(ctx, req{key: "k", cost: 1}, lim, 0, &res)
 	if res.Outcome != core.OutcomeCanceled || res.Admitted() || !errors.Is(res.Err, core.ErrWaitCanceled) ||
 		!errors.Is(res.Err, context.Canceled) || lim.refunds != 1 {
 		t.Fatalf("%+v, %d refunds", res, lim.refunds)
@@ -155,7 +158,8 @@ func TestNilObserverFree(t *testing.T) {
 	lim := &fixed{d: allow}
 	p := newPipeline(core.FailClosed, nil)
 	r := req{key: "k", cost: 1}
-	if n := testing.AllocsPerRun(100, func() { p.Run(context.Background(), r, lim, 0) }); n != 0 {
+	var res pipeline.Result
+	if n := testing.AllocsPerRun(100, func() { p.Run(context.Background(), r, lim, 0, &res) }); n != 0 {
 		t.Errorf("%v allocs per request", n)
 	}
 }

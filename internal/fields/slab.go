@@ -1,17 +1,18 @@
-package httpmw
+package fields
 
 import (
 	"sync"
 	"unsafe"
 )
 
-// A slab hands out storage for header values in bulk, so that writing the
-// rate-limit headers costs no allocation on most requests.
+// A slab hands out storage for field values in bulk, so that writing the
+// rate-limit fields (HTTP headers or gRPC metadata) costs no allocation on
+// most requests.
 //
 // Every header value needs a []string backing array of its own, and the
 // per-request numbers need bytes for their text. Allocating both per request
 // costs two mallocs, which measured about as much as the five map
-// assignments themselves (bench_test.go). A slab is one 2 KiB allocation
+// assignments themselves (httpmw's bench_test.go). A slab is one 2 KiB allocation
 // that serves about 16 requests: each takes fresh value slots and text bytes
 // from it, and nothing handed out is ever written again or handed out twice,
 // so responses never share storage.
@@ -38,9 +39,9 @@ const (
 
 var slabs = sync.Pool{New: func() any { return new(slab) }}
 
-// take returns nvals fresh value slots (len nvals, cap nvals, so that an
+// Take returns nvals fresh value slots (len nvals, cap nvals, so that an
 // append copies) and a string holding a copy of text. The caller owns both.
-func take(nvals int, text []byte) ([]string, string) {
+func Take(nvals int, text []byte) ([]string, string) {
 	if nvals > slabVals/8 || len(text) > slabText/4 {
 		// Outsized (a policy name near the 64-byte limit is fine; a custom
 		// limiter's huge one is not): not worth a slab.
