@@ -84,12 +84,35 @@ func (tb *tokenBucket) waitFor(s state, now int64, n float64) int64 {
 	limit := lead + 2*maxSpan
 	d := lead + int64((n-tokens)/tb.rate*float64(time.Second))
 	d = min(max(d, 1), limit)
+	// The estimate is usually within a few nanoseconds of the answer (the
+	// truncation, and x/time/rate's test admitting a nanosecond early): a
+	// short scan each way, kept inline because a call per check costs more
+	// than the arithmetic, settles it; anything further off is searched.
+	fits := false
+	for i := 0; i < 4 && d <= limit; i++ {
+		if tb.fits(tb.tokensAt(s, now+d), n) {
+			fits = true
+			break
+		}
+		d++
+	}
+	if fits {
+		for i := 0; i < 4; i++ {
+			if d == 1 || !tb.fits(tb.tokensAt(s, now+d-1), n) {
+				return d
+			}
+			d--
+		}
+	}
+	return tb.search(s, now, min(d, limit), limit, n)
+}
+
+// search finds waitFor's answer when the estimate d is off: it gallops
+// from d to bracket the answer, then bisects. limit bounds the wait.
+func (tb *tokenBucket) search(s state, now, d, limit int64, n float64) int64 {
 	var lo, hi int64 // n does not fit after lo, and fits after hi
 	if tb.fitsAfter(s, now, d, n) {
 		hi = d
-		if d == 1 || !tb.fitsAfter(s, now, d-1, n) {
-			return d
-		}
 		for step := int64(2); ; step *= 2 {
 			if lo = max(hi-step, 0); lo == 0 || !tb.fitsAfter(s, now, lo, n) {
 				break
