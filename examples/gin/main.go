@@ -27,6 +27,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/examples/internal/graceful"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
@@ -74,7 +75,7 @@ func run(ctx context.Context, out io.Writer, addr string, keepServing bool) erro
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- serve(serveCtx, srv, ln, gracePeriod) }()
+	go func() { served <- graceful.Serve(serveCtx, srv, ln, gracePeriod) }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "Gin behind floodgate at %s\n\n", base)
 
@@ -88,28 +89,6 @@ func run(ctx context.Context, out io.Writer, addr string, keepServing bool) erro
 	}
 	fmt.Fprintln(out, "stopped")
 	return nil
-}
-
-// serve serves srv on ln until ctx ends, then shuts it down gracefully: it
-// stops accepting, lets requests in flight finish for up to grace, then
-// closes what is left and says so with an error.
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	var err error
-	if srv.Shutdown(shut) != nil {
-		srv.Close()
-		err = fmt.Errorf("requests still running %v after the stop signal were cut off", grace)
-	}
-	<-served // http.ErrServerClosed, at once
-	return err
 }
 
 // demo calls GET /hello once and POST /login four times, and prints what
