@@ -1,7 +1,6 @@
 package core
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -50,13 +49,6 @@ type due struct {
 
 func (d due) less(e due) bool { return d.at < e.at || d.at == e.at && d.h < e.h }
 
-func cmpDue(d, e due) int {
-	if c := cmp.Compare(d.at, e.at); c != 0 {
-		return c
-	}
-	return cmp.Compare(d.h, e.h)
-}
-
 // track indexes key h as a candidate idle from at.
 func (s *shard) track(at int64, h uint64) {
 	if len(s.idx) == s.idxCap {
@@ -77,12 +69,63 @@ func (s *shard) track(at int64, h uint64) {
 }
 
 // compact halves a full index, keeping the earliest candidates, and lowers
-// floor to the earliest it drops. A sorted slice is a valid heap.
+// floor to the earliest it drops. It selects in linear time (quickselect)
+// and rebuilds the heap from the kept half: O(idxCap) per idxCap/2 pushes.
 func (s *shard) compact() {
-	slices.SortFunc(s.idx, cmpDue)
 	half := len(s.idx) / 2
-	s.floor = min(s.floor, s.idx[half].at)
+	selectEarliest(s.idx, half)
+	dropped := s.idx[half]
+	for _, d := range s.idx[half+1:] {
+		if d.less(dropped) {
+			dropped = d
+		}
+	}
+	s.floor = min(s.floor, dropped.at)
 	s.idx = s.idx[:half]
+	for i := half/2 - 1; i >= 0; i-- {
+		s.siftDown(i)
+	}
+}
+
+// selectEarliest reorders d so that its k earliest candidates come first.
+func selectEarliest(d []due, k int) {
+	lo, hi := 0, len(d)-1
+	for lo < hi {
+		// Median of three as the pivot, then a Hoare partition.
+		m := lo + (hi-lo)/2
+		if d[m].less(d[lo]) {
+			d[m], d[lo] = d[lo], d[m]
+		}
+		if d[hi].less(d[lo]) {
+			d[hi], d[lo] = d[lo], d[hi]
+		}
+		if d[hi].less(d[m]) {
+			d[hi], d[m] = d[m], d[hi]
+		}
+		p := d[m]
+		i, j := lo, hi
+		for i <= j {
+			for d[i].less(p) {
+				i++
+			}
+			for p.less(d[j]) {
+				j--
+			}
+			if i <= j {
+				d[i], d[j] = d[j], d[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // pop removes and returns the earliest candidate.
@@ -91,21 +134,27 @@ func (s *shard) pop() due {
 	last := len(s.idx) - 1
 	s.idx[0] = s.idx[last]
 	s.idx = s.idx[:last]
-	for i := 0; ; {
+	s.siftDown(0)
+	return top
+}
+
+// siftDown moves the candidate at i down to its place in the heap.
+func (s *shard) siftDown(i int) {
+	n := len(s.idx)
+	for {
 		c := 2*i + 1
-		if c >= last {
-			break
+		if c >= n {
+			return
 		}
-		if c+1 < last && s.idx[c+1].less(s.idx[c]) {
+		if c+1 < n && s.idx[c+1].less(s.idx[c]) {
 			c++
 		}
 		if !s.idx[c].less(s.idx[i]) {
-			break
+			return
 		}
 		s.idx[i], s.idx[c] = s.idx[c], s.idx[i]
 		i = c
 	}
-	return top
 }
 
 // sweep drops idle keys from s, called with s locked, and returns how many

@@ -196,7 +196,7 @@ func take(c *atomic.Int64, n int64) int64 {
 
 // makeRoom makes s ready to take a new key, called with s locked. Keys
 // whose quota is whole again are dropped first. Once s is half its share
-// full, each arrival drops up to two from its old end; once the table is
+// full, each arrival drops one from its old end; once the table is
 // nearly full, each arrival drops every idle key of its shard, so that idle
 // keys in one shard do not hold capacity that a shard without any needs.
 // When the table is full, the idle index finds an idle key anywhere in s.

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -38,5 +40,45 @@ func TestIndexPopsInOrder(t *testing.T) {
 	}
 	if len(s.idx) != 0 {
 		t.Fatalf("%d candidates left", len(s.idx))
+	}
+}
+
+// TestCompactKeepsEarliestHalf: on random candidates (many ties), a full
+// index keeps exactly its earliest half as a valid heap, and floor is the
+// earliest instant dropped.
+func TestCompactKeepsEarliestHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 2000; round++ {
+		n := 2 + 2*r.IntN(40)
+		s := shard{idxCap: n, floor: maxInstant}
+		all := make([]due, n)
+		for i := range all {
+			all[i] = due{at: r.Int64N(int64(n/2 + 1)), h: r.Uint64N(4)}
+		}
+		s.idx = append(s.idx, all...)
+		s.compact()
+		sorted := slices.Clone(all)
+		slices.SortFunc(sorted, func(a, b due) int {
+			if a.less(b) {
+				return -1
+			}
+			if b.less(a) {
+				return 1
+			}
+			return 0
+		})
+		if s.floor != sorted[n/2].at {
+			t.Fatalf("round %d: floor %d, want %d", round, s.floor, sorted[n/2].at)
+		}
+		for i := range s.idx {
+			if c := 2*i + 1; c < len(s.idx) && s.idx[c].less(s.idx[i]) {
+				t.Fatalf("round %d: heap order broken at %d", round, i)
+			}
+		}
+		for i := range sorted[:n/2] {
+			if got := s.pop(); got != sorted[i] {
+				t.Fatalf("round %d: pop %d = %+v, want %+v", round, i, got, sorted[i])
+			}
+		}
 	}
 }
