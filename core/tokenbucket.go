@@ -28,7 +28,9 @@ func (tb *tokenBucket) tokensAt(s state, now int64) float64 {
 	if now <= s.b {
 		return tokens
 	}
-	tokens += time.Duration(now-s.b).Seconds() * tb.rate
+	// The conversion keeps the product rounded on its own (no fused
+	// multiply-add on any platform), as the Redis scripts compute it.
+	tokens += float64(time.Duration(now-s.b).Seconds() * tb.rate)
 	if tokens > tb.burst {
 		tokens = tb.burst
 	}
