@@ -1,0 +1,29 @@
+// Package redistest starts real Redis servers for tests: a single server
+// ([Start]), a three-master cluster ([StartCluster]) and a master with one
+// replica watched by a sentinel ([StartSentinel]). Each server runs as its
+// own redis-server process on a free 127.0.0.1 port, in a directory from
+// t.TempDir, without persistence unless [WithPersistence] asks for it, and
+// is stopped in t.Cleanup, so nothing outlives the test, even a failing one.
+// On Linux the kernel also kills the servers if the test binary dies before
+// its cleanups run (go test -timeout, a crash).
+//
+// A test that needs Redis reads:
+//
+//	func TestStore(t *testing.T) {
+//		srv := redistest.Start(t, redistest.WithPassword("s3cret"))
+//		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: srv.Password()})
+//		...
+//		srv.Kill()    // the backend fails
+//		...
+//		srv.Restart() // and comes back on the same address
+//	}
+//
+// Without redis-server in PATH the test is skipped with a message saying how
+// to install it. CI sets FLOODGATE_REQUIRE_REDIS=1 ([RequireEnv]), which
+// turns that skip into a failure, so Redis tests cannot silently stop
+// running.
+//
+// Every wait is bounded: a server that does not answer PING within 10 s, a
+// cluster that does not reach cluster_state:ok, a failover that does not
+// happen, fail the test with the server's log tail.
+package redistest
