@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// denyCache remembers, in process, keys the server refused a cost-1 request
+// and until when: until then, cost-1 requests for the key are refused with
+// no round trip. A Limiter owns its cache, so an entry is always for the
+// Limiter's own limit: a changed limit is a new Limiter with an empty cache.
+//
+// It is a direct-mapped table of immutable entries: a lookup is one hash and
+// one atomic load, and a key's entry may be overwritten by another key's,
+// which only costs that key a round trip.
+type denyCache struct {
+	seed  maphash.Seed
+	mask  uint64
+	slots []atomic.Pointer[denied]
+}
+
+// denied is one refused key: refused until until, whole again at resetAt
+// (local clock, ns).
+type denied struct {
+	key            string
+	until, resetAt int64
+}
+
+func newDenyCache(size int) *denyCache {
+	n := 1
+	for n < size {
+		n *= 2
+	}
+	return &denyCache{seed: maphash.MakeSeed(), mask: uint64(n - 1), slots: make([]atomic.Pointer[denied], n)}
+}
+
+func (c *denyCache) slot(key string) *atomic.Pointer[denied] {
+	return &c.slots[maphash.String(c.seed, key)&c.mask]
+}
+
+// lookup returns the refusal for key at now if one is cached.
+func (c *denyCache) lookup(key string, now int64) (core.Decision, bool) {
+	e := c.slot(key).Load()
+	if e == nil || now >= e.until || e.key != key {
+		return core.Decision{}, false
+	}
+	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, true
+}
+
+// store remembers that key is refused until until.
+func (c *denyCache) store(key string, until, resetAt int64) {
+	c.slot(key).Store(&denied{key: key, until: until, resetAt: resetAt})
+}
+
+// forget drops key's entry: its quota changed here.
+func (c *denyCache) forget(key string) {
+	s := c.slot(key)
+	if e := s.Load(); e != nil && e.key == key {
+		s.CompareAndSwap(e, nil)
+	}
+}

@@ -1,0 +1,81 @@
+// Package redisstore is a core.Limiter whose per-key state lives in Redis,
+// so that one limit holds for a whole fleet: a service on N instances behind
+// a load balancer admits the limit, not N times it. It works with any
+// go-redis v9 redis.UniversalClient: a single node, a Sentinel-backed
+// failover client, or a Cluster client.
+//
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	lim, err := redisstore.New(rdb, core.PerMinute(100))
+//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
+//
+// Every adapter takes the Limiter unchanged; nothing else moves.
+//
+// # Decisions
+//
+// The four algorithms decide exactly as the in-memory limiter does (the
+// decision tables of core/coretest pass on both, and a randomized test
+// compares them step by step): the same requests at the same instants get the
+// same Allowed, Remaining, RetryAfter and ResetAfter, to the nanosecond.
+// Each decision is one round trip: one Lua script, sent once and then run
+// with EVALSHA (a server that answers NOSCRIPT, after a restart or SCRIPT
+// FLUSH, gets the script again with EVAL; no other error is retried).
+//
+// # Time
+//
+// The scripts read the server's clock (TIME, microseconds), the one clock
+// every instance agrees on: the instances' own clocks, and their skew, change
+// no decision. Lua numbers are doubles, exact only below 2⁵³, while Unix
+// nanoseconds are above 2⁶⁰; so instants are stored as whole seconds and
+// nanoseconds apart, and each script computes relative to the current second,
+// where every instant it handles fits in 53 bits. That bounds the limits
+// Redis can hold: Burst × interval (token bucket, GCRA) or Period (windows) at
+// most 2⁵² ns − 2 s, about 52 days; New refuses longer ones.
+//
+// # Keys
+//
+// A key's state is one Redis string at
+//
+//	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>
+//
+// for example floodgate:{203.0.113.7}:tb:100/60000000000:100. The prefix is
+// DefaultPrefix unless WithPrefix says otherwise. The braces are a hash tag:
+// every key derived from one client key hashes to one Cluster slot, so a
+// script only ever touches one slot (no CROSSSLOT). The algorithm and the
+// limit's parameters are part of the key, so a changed limit starts from a
+// whole quota instead of misreading the old state. Values are text, readable
+// with redis-cli: token bucket "tokens seconds nanoseconds" (tokens in 17
+// significant digits, so that they read back as the same double), GCRA
+// "seconds nanoseconds" of the theoretical arrival time, fixed window
+// "seconds nanoseconds count", sliding window "seconds nanoseconds previous
+// current".
+//
+// Every write sets a TTL: the time until the key's quota is whole again (when
+// forgetting it changes nothing), plus a margin (WithTTLMargin, default one
+// second). A key found without a TTL, after a manual write or a restore, is
+// given one by its next decision.
+//
+// # When Redis fails
+//
+// A decision that could not be made (server down, timeout, wrong password,
+// script error) returns a *core.StoreError, matched by errors.Is(err,
+// core.ErrStore), and never a decision: the adapters' failure mode decides
+// what the request gets, and reports it to the Observer. core.FailClosed
+// refuses with Retry-After; core.FailOpen admits; and package fallback wraps
+// this Limiter with an in-memory one behind a circuit breaker, so that each
+// instance keeps deciding on its own while Redis is away. Each round trip is
+// bounded by WithTimeout (default 100 ms) as well as the caller's context.
+//
+// # Deny cache
+//
+// A key refused a cost-1 request is remembered in process until its
+// RetryAfter has passed, counted from before the round trip that refused it,
+// so the entry never outlives the server's answer. Until then its cost-1
+// requests are refused with no round trip (well under a microsecond), with
+// the RetryAfter and ResetAfter that remain. A repeat offender hammering the
+// service costs Redis nothing. The cache belongs to one Limiter, so its
+// entries are always for that Limiter's limit; it holds DefaultDenyCacheSize
+// keys (WithDenyCache sets the size, 0 turns it off). Requests of other costs
+// always ask the server. The price: a refund made by another instance does
+// not reach this instance's cache, which keeps refusing the key until the
+// RetryAfter it was given.
+package redisstore

@@ -1,0 +1,31 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// Building a Limiter contacts no server; its keys follow the documented
+// layout, and a limit too long for the scripts' doubles is refused.
+func ExampleNew() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer rdb.Close()
+
+	lim, err := redisstore.New(rdb, core.PerMinute(100), redisstore.WithPrefix("api:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(lim.Key("203.0.113.7"))
+
+	_, err = redisstore.New(rdb, core.Limit{Events: 1, Period: 90 * 24 * time.Hour}, redisstore.WithAlgorithm(core.FixedWindow))
+	fmt.Println(err != nil)
+	// Output:
+	// api:{203.0.113.7}:tb:100/60000000000:100
+	// true
+}

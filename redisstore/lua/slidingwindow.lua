@@ -1,0 +1,84 @@
+-- Sliding-window counter, as core's slidingWindow: the state is the current
+-- window's start and the counts of the window before it and of it, stored as
+-- 'seconds nanoseconds previous current'. At t in window [w, w+P) the key
+-- has used ceil(previous × (w+P−t) / P) + current.
+-- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+
+-- weighted is ceil(count × left / P).
+local function weighted(count, left)
+  local q, r = muldiv(count, left, period)
+  if r ~= 0 then
+    q = q + 1
+  end
+  return q
+end
+
+-- longestLeft is floor(room × P / count), at most P.
+local function longestLeft(room, count)
+  local q = muldiv(room, period, count)
+  return math.min(q, period)
+end
+
+local w = windowStart(period)
+local prev, cur = 0, 0
+local f = fields(4)
+if f and f.err then
+  return f
+end
+if f then
+  local s = rel(f[1], f[2])
+  if s and s >= w then
+    w, prev, cur = s, f[3], f[4]
+  elseif s and s + period == w then
+    prev = f[4]
+  end
+end
+local at = math.max(now, w)
+
+local function store(p, c)
+  local reset = 0
+  if c ~= 0 then
+    reset = w + 2 * period - now
+  elseif p ~= 0 then
+    reset = w + period - now
+  end
+  if reset <= 0 then
+    redis.call('DEL', key)
+    return
+  end
+  save(abs(w) .. string.format(' %.0f %.0f', p, c), reset)
+end
+
+if op == 'r' then
+  if cur > 0 then
+    cur = math.max(0, cur - cost)
+  elseif prev > 0 then
+    prev = math.max(0, prev - cost)
+  else
+    return {0, 0, 0, 0}
+  end
+  store(prev, cur)
+  return {1, 0, 0, 0}
+end
+
+local left = w + period - at
+local used = weighted(prev, left) + cur
+if used + cost <= events then
+  store(prev, cur + cost)
+  return {1, events - used - cost, 0, w + 2 * period - now}
+end
+local retryAt
+if cur + cost <= events then
+  retryAt = w + period - longestLeft(events - cur - cost, prev)
+else
+  retryAt = w + 2 * period - longestLeft(events - cost, cur)
+end
+local reset = 0
+if cur > 0 then
+  reset = w + 2 * period - now
+elseif prev > 0 then
+  reset = w + period - now
+end
+repair(reset)
+return {0, math.max(0, events - used), retryAt - now, reset}

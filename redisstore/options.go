@@ -1,0 +1,106 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Option configures a Limiter.
+type Option func(*options)
+
+type options struct {
+	algorithm core.Algorithm
+	prefix    string
+	clock     core.Clock
+	script    core.Clock
+	timeout   time.Duration
+	margin    time.Duration
+	denyCache int
+}
+
+// Defaults.
+const (
+	// DefaultPrefix starts every key the package writes.
+	DefaultPrefix = "floodgate:"
+	// DefaultTimeout bounds one decision's round trip, the caller's own
+	// deadline permitting: a slow server costs a request this much at most.
+	DefaultTimeout = 100 * time.Millisecond
+	// DefaultTTLMargin is added to every key's time to live past the
+	// instant its quota is whole again.
+	DefaultTTLMargin = time.Second
+	// DefaultDenyCacheSize is how many refused keys the deny cache holds.
+	DefaultDenyCacheSize = 4096
+)
+
+func defaultOptions() options {
+	return options{
+		algorithm: core.TokenBucket,
+		clock:     core.SystemClock,
+		prefix:    DefaultPrefix,
+		timeout:   DefaultTimeout,
+		margin:    DefaultTTLMargin,
+		denyCache: DefaultDenyCacheSize,
+	}
+}
+
+// WithAlgorithm selects the algorithm: core.TokenBucket (the default),
+// core.GCRA, core.FixedWindow or core.SlidingWindow, each deciding exactly
+// as the in-memory limiter does.
+func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
+
+// WithPrefix sets the prefix of every key (default DefaultPrefix). It must
+// not contain '{' or '}', which would change the keys' hash slot.
+func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithClock sets the process's own clock (default core.SystemClock). It
+// times only what happens in process, the deny cache's entries, which are
+// kept relative to it: decisions are made at the server's TIME, the one
+// clock every instance agrees on, so one instance's clock skew changes no
+// decision.
+func WithClock(c core.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithScriptClock makes the scripts decide at c's time instead of the
+// server's TIME. It exists for tests that compare Redis with the in-memory
+// limiter on one fake clock; never use it in production, where it would
+// bring back the clock skew between instances that TIME removes.
+func WithScriptClock(c core.Clock) Option { return func(o *options) { o.script = c } }
+
+// WithTimeout bounds each round trip (default DefaultTimeout); 0 leaves
+// only the caller's context and the client's own timeouts.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithTTLMargin sets what is added to every key's time to live past the
+// instant its quota is whole again (default DefaultTTLMargin, at least 1ms).
+func WithTTLMargin(d time.Duration) Option { return func(o *options) { o.margin = d } }
+
+// WithDenyCache sets how many refused keys are remembered in process (default
+// DefaultDenyCacheSize); 0 turns the deny cache off. See the package
+// documentation.
+func WithDenyCache(size int) Option { return func(o *options) { o.denyCache = size } }
+
+func (o *options) validate() error {
+	var errs []error
+	if strings.ContainsAny(o.prefix, "{}") {
+		errs = append(errs, fmt.Errorf("redisstore: prefix %q contains a brace; braces would move keys out of their hash slot", o.prefix))
+	}
+	if o.timeout < 0 {
+		errs = append(errs, fmt.Errorf("redisstore: timeout must be >= 0, got %v", o.timeout))
+	}
+	if o.margin < time.Millisecond {
+		errs = append(errs, fmt.Errorf("redisstore: TTL margin must be >= 1ms, got %v", o.margin))
+	}
+	if o.denyCache < 0 {
+		errs = append(errs, fmt.Errorf("redisstore: deny cache size must be >= 0 (0 turns it off), got %d", o.denyCache))
+	}
+	if o.clock == nil {
+		errs = append(errs, errors.New("redisstore: nil clock; leave WithClock out for the system clock"))
+	}
+	if o.script != nil && o.script.Now() < 0 {
+		errs = append(errs, errors.New("redisstore: the script clock reads before the Unix epoch"))
+	}
+	return errors.Join(errs...)
+}

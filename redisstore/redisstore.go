@@ -1,0 +1,176 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Limiter is a core.Limiter whose per-key state lives in Redis, shared by
+// every process that uses the same server, prefix and limit. It is safe for
+// concurrent use.
+type Limiter struct {
+	client  redis.UniversalClient
+	script  *redis.Script
+	limit   core.Limit
+	alg     core.Algorithm
+	maxCost int
+	suffix  string     // "}:" plus the algorithm and the limit's parameters
+	prefix  string     // the key prefix plus "{"
+	params  []string   // the algorithm's script parameters
+	margin  string     // TTL margin in ms
+	clock   core.Clock // the process's clock, for the deny cache
+	testNow core.Clock // nil: the scripts read the server's TIME
+	timeout time.Duration
+	deny    *denyCache
+}
+
+// New returns a Limiter enforcing l with client, which may be a single
+// node, a Sentinel-backed failover client or a Cluster client. It checks
+// the limit and the options; it does not contact the server (the first
+// decision loads the script).
+func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	p, maxCost, err := params(o.algorithm, l)
+	if err != nil {
+		return nil, err
+	}
+	lim := &Limiter{
+		client:  client,
+		script:  scripts[o.algorithm],
+		limit:   l,
+		alg:     o.algorithm,
+		maxCost: maxCost,
+		prefix:  o.prefix + "{",
+		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
+		params:  p,
+		margin:  strconv.FormatInt(o.margin.Milliseconds(), 10),
+		clock:   o.clock,
+		testNow: o.script,
+		timeout: o.timeout,
+	}
+	if o.denyCache > 0 {
+		lim.deny = newDenyCache(o.denyCache)
+	}
+	return lim, nil
+}
+
+// MustNew is New, panicking on error; for limits and options fixed in code.
+func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limiter {
+	lim, err := New(client, l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return lim
+}
+
+// Key returns the Redis key that holds key's state (see the package
+// documentation for the layout).
+func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
+
+// Limit returns the limit the Limiter enforces.
+func (l *Limiter) Limit() core.Limit { return l.limit }
+
+// Allow decides whether key may spend cost units now and, if so, charges
+// them, in one round trip (none when the deny cache answers). A server that
+// cannot be reached or answers with an error gives a *core.StoreError
+// (errors.Is(err, core.ErrStore)) and no decision: the caller's failure mode
+// decides, never this package.
+func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	if err := l.checkCost(cost); err != nil {
+		return core.Decision{}, err
+	}
+	start := l.clock.Now()
+	if l.deny != nil && cost == 1 {
+		if d, ok := l.deny.lookup(key, start); ok {
+			d.Limit = l.limit
+			return d, nil
+		}
+	}
+	v, err := l.run(ctx, "allow", 'a', key, cost)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	d := core.Decision{
+		Allowed:    v[0] == 1,
+		Limit:      l.limit,
+		Remaining:  int(v[1]),
+		RetryAfter: time.Duration(v[2]),
+		ResetAfter: time.Duration(v[3]),
+	}
+	if l.deny != nil && cost == 1 && !d.Allowed {
+		// Counted from before the round trip: the entry never outlives the
+		// server's own answer.
+		l.deny.store(key, start+int64(d.RetryAfter), start+int64(d.ResetAfter))
+	}
+	return d, nil
+}
+
+// Refund gives back cost units charged to key, never beyond a whole quota.
+func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
+	if err := l.checkCost(cost); err != nil {
+		return err
+	}
+	if l.deny != nil {
+		l.deny.forget(key)
+	}
+	_, err := l.run(ctx, "refund", 'r', key, cost)
+	return err
+}
+
+func (l *Limiter) checkCost(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("%w: cost must be >= 1, got %d", core.ErrInvalidCost, cost)
+	}
+	if cost > l.maxCost {
+		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, l.maxCost, l.limit)
+	}
+	return nil
+}
+
+// run calls the script once and returns its four numbers.
+func (l *Limiter) run(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
+	var out [4]int64
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	args := make([]any, 0, 5+len(l.params))
+	sec, nsec := "", ""
+	if l.testNow != nil {
+		t := l.testNow.Now()
+		sec, nsec = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
+	}
+	args = append(args, string(code), strconv.Itoa(cost), sec, nsec, l.margin)
+	for _, p := range l.params {
+		args = append(args, p)
+	}
+	res, err := l.script.Run(ctx, l.client, []string{l.Key(key)}, args...).Int64Slice()
+	if err != nil {
+		return out, &core.StoreError{Op: op, Err: err}
+	}
+	if len(res) != len(out) {
+		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want %d", len(res), len(out))}
+	}
+	copy(out[:], res)
+	return out, nil
+}

@@ -1,0 +1,410 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// TestExactAdmission: four clients (four processes' worth of connection
+// pools and deny caches) with 64 goroutines each, on one key, on the
+// server's clock, admit exactly the burst.
+func TestExactAdmission(t *testing.T) {
+	s := redistest.Start(t)
+	const burst = 100
+	l := core.PerHour(burst) // one token back every 36 s: none during the test
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 {
+				c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 64})
+				defer c.Close()
+				lim := redisstore.MustNew(c, l, redisstore.WithAlgorithm(alg), redisstore.WithTimeout(5*time.Second))
+				for range 64 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range 4 {
+							d, err := lim.Allow(context.Background(), "hot", 1)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if d.Allowed {
+								admitted.Add(1)
+							}
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if got := admitted.Load(); got != burst {
+				t.Fatalf("admitted %d of 1024, want exactly %d", got, burst)
+			}
+		})
+	}
+}
+
+// ttls returns every key's PTTL on c.
+func ttls(t *testing.T, c *redis.Client) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	iter := c.Scan(context.Background(), 0, "*", 100).Iterator()
+	for iter.Next(context.Background()) {
+		d, err := c.PTTL(context.Background(), iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[iter.Val()] = d
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestTTL: every key written carries a TTL of its time until whole plus the
+// margin, and a key that lost its TTL gets it back from the next decision,
+// allowed or denied.
+func TestTTL(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
+		lim := redisstore.MustNew(c, core.PerMinute(2), redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0))
+		d, err := lim.Allow(ctx, "a", 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%v: %+v %v", alg, d, err)
+		}
+		ttl, err := c.PTTL(ctx, lim.Key("a")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		max := d.ResetAfter + redisstore.DefaultTTLMargin
+		if ttl <= 0 || ttl > max+time.Millisecond || ttl < d.ResetAfter-time.Second {
+			t.Errorf("%v: TTL %v after a decision resetting in %v, want about %v", alg, ttl, d.ResetAfter, max)
+		}
+		// Lost TTL, repaired by an admission, then by a denial.
+		for i, wantAllowed := range []bool{true, false} {
+			if err := c.Persist(ctx, lim.Key("a")).Err(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := lim.Allow(ctx, "a", 1)
+			if err != nil || d.Allowed != wantAllowed {
+				t.Fatalf("%v step %d: %+v %v", alg, i, d, err)
+			}
+			if ttl, _ := c.PTTL(ctx, lim.Key("a")).Result(); ttl <= 0 {
+				t.Errorf("%v step %d (allowed=%v): key left with PTTL %v", alg, i, wantAllowed, ttl)
+			}
+		}
+	}
+	for k, ttl := range ttls(t, c) {
+		if ttl <= 0 {
+			t.Errorf("key %s has PTTL %v", k, ttl)
+		}
+	}
+}
+
+// TestKeyLayout: keys carry the prefix, the client key as a hash tag, the
+// algorithm and the limit's parameters.
+func TestKeyLayout(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	lim := redisstore.MustNew(c, core.PerMinute(100), redisstore.WithPrefix("svc:"))
+	if got, want := lim.Key("203.0.113.7"), "svc:{203.0.113.7}:tb:100/60000000000:100"; got != want {
+		t.Errorf("key %q, want %q", got, want)
+	}
+	lim = redisstore.MustNew(c, core.PerSecond(10).WithBurst(3), redisstore.WithAlgorithm(core.GCRA))
+	if got, want := lim.Key("u"), "floodgate:{u}:gcra:10/1000000000:3"; got != want {
+		t.Errorf("key %q, want %q", got, want)
+	}
+}
+
+// TestNoScript: after SCRIPT FLUSH (as after a restart) decisions go on,
+// the script sent again.
+func TestNoScript(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	lim := redisstore.MustNew(c, core.PerMinute(3), redisstore.WithDenyCache(0))
+	for i := 0; i < 5; i++ {
+		if i == 2 {
+			if err := c.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := lim.Allow(ctx, "k", 1)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if d.Allowed != (i < 3) {
+			t.Fatalf("call %d: allowed=%v", i, d.Allowed)
+		}
+	}
+}
+
+// skewed is a clock off the system's by a fixed amount.
+type skewed time.Duration
+
+func (s skewed) Now() int64 { return core.SystemClock.Now() + int64(s) }
+
+// TestClockSkew: instances whose clocks are 30 s ahead and behind decide as
+// one, on the server's clock: together they admit exactly the burst, and
+// every refusal's RetryAfter is the server's, not shifted by the skew.
+func TestClockSkew(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	l := core.PerMinute(10)
+	ahead := redisstore.MustNew(c, l, redisstore.WithClock(skewed(30*time.Second)))
+	behind := redisstore.MustNew(c, l, redisstore.WithClock(skewed(-30*time.Second)))
+	admitted := 0
+	for i := 0; i < 40; i++ {
+		lim := ahead
+		if i%2 == 1 {
+			lim = behind
+		}
+		d, err := lim.Allow(ctx, "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+			continue
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > l.Interval() {
+			t.Errorf("call %d: RetryAfter %v, want within (0, %v]", i, d.RetryAfter, l.Interval())
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("admitted %d, want 10", admitted)
+	}
+}
+
+// counter counts the commands a client sends.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestDenyCache: a refused key is refused in process, with no round trip,
+// with waits counting down on the process's clock; other costs and a
+// refund go to the server; with the cache off every call does.
+func TestDenyCache(t *testing.T) {
+	c := single(t).(*redis.Client)
+	var sent counter
+	c.AddHook(&sent)
+	ctx := context.Background()
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerMinute(2), redisstore.WithClock(clk), redisstore.WithScriptClock(clk))
+	var first core.Decision
+	for i := 0; i < 3; i++ {
+		d, err := lim.Allow(ctx, "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = d
+	}
+	if first.Allowed || first.RetryAfter < 29*time.Second {
+		t.Fatalf("third request: %+v, want a refusal for about 30 s", first)
+	}
+	before := sent.n.Load()
+	for i := 0; i < 100; i++ {
+		clk.Advance(100 * time.Millisecond) // 10 s in all, short of the wait
+		d, err := lim.Allow(ctx, "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := first.RetryAfter - time.Duration(i+1)*100*time.Millisecond
+		if d.Allowed || d.RetryAfter != want || d.Remaining != 0 || d.Limit != core.PerMinute(2) {
+			t.Fatalf("cached call %d: %+v, want a refusal with RetryAfter %v", i, d, want)
+		}
+	}
+	if n := sent.n.Load() - before; n != 0 {
+		t.Fatalf("%d commands sent for 100 cached refusals, want 0", n)
+	}
+	if d, err := lim.Allow(ctx, "k", 2); err != nil || d.Allowed {
+		t.Fatalf("cost 2: %+v %v", d, err)
+	}
+	if sent.n.Load()-before == 0 {
+		t.Fatal("a cost-2 request was answered from the cache")
+	}
+	// A refund here clears the entry: the next request asks the server.
+	if err := lim.Refund(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+		t.Fatalf("after a refund: %+v %v", d, err)
+	}
+	// Past RetryAfter, the server decides again.
+	clk.Advance(time.Minute)
+	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+		t.Fatalf("after the wait: %+v %v", d, err)
+	}
+	off := redisstore.MustNew(c, core.PerMinute(1), redisstore.WithDenyCache(0), redisstore.WithPrefix("off:"))
+	before = sent.n.Load()
+	for i := 0; i < 5; i++ {
+		if _, err := off.Allow(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := sent.n.Load() - before; n < 5 {
+		t.Fatalf("deny cache off: %d commands for 5 decisions", n)
+	}
+}
+
+// TestStoreErrors: an unreachable server, a wrong password and a script
+// error each give a *core.StoreError and no admission.
+func TestStoreErrors(t *testing.T) {
+	s := redistest.Start(t, redistest.WithPassword("right"))
+	ctx := context.Background()
+	cases := map[string]func(t *testing.T) (*redisstore.Limiter, func()){
+		"unreachable": func(t *testing.T) (*redisstore.Limiter, func()) {
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+			return redisstore.MustNew(c, core.PerMinute(5)), func() { c.Close() }
+		},
+		"wrong password": func(t *testing.T) (*redisstore.Limiter, func()) {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "wrong"})
+			return redisstore.MustNew(c, core.PerMinute(5)), func() { c.Close() }
+		},
+		"script error": func(t *testing.T) (*redisstore.Limiter, func()) {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			lim := redisstore.MustNew(c, core.PerMinute(5))
+			// A hash where the state should be: GET fails inside the script.
+			if err := c.HSet(ctx, lim.Key("k"), "x", "y").Err(); err != nil {
+				t.Fatal(err)
+			}
+			return lim, func() { c.Close() }
+		},
+		"garbage state": func(t *testing.T) (*redisstore.Limiter, func()) {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			lim := redisstore.MustNew(c, core.PerMinute(5), redisstore.WithPrefix("g:"))
+			if err := c.Set(ctx, lim.Key("k"), "not a state", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return lim, func() { c.Close() }
+		},
+		"timeout": func(t *testing.T) (*redisstore.Limiter, func()) {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			lim := redisstore.MustNew(c, core.PerMinute(5), redisstore.WithTimeout(time.Nanosecond))
+			return lim, func() { c.Close() }
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			lim, done := mk(t)
+			defer done()
+			d, err := lim.Allow(ctx, "k", 1)
+			var se *core.StoreError
+			if !errors.Is(err, core.ErrStore) || !errors.As(err, &se) {
+				t.Fatalf("error %v, want a *core.StoreError", err)
+			}
+			if d.Allowed {
+				t.Fatal("admitted on a store error")
+			}
+			if err := lim.Refund(ctx, "k", 1); !errors.Is(err, core.ErrStore) {
+				t.Fatalf("refund: %v, want a store error", err)
+			}
+		})
+	}
+}
+
+// TestConstruction: what New refuses, and that each message says what to
+// change.
+func TestConstruction(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	cases := []struct {
+		name   string
+		client redis.UniversalClient
+		l      core.Limit
+		opts   []redisstore.Option
+		want   string
+	}{
+		{"nil client", nil, core.PerMinute(1), nil, "nil client"},
+		{"invalid limit", c, core.Limit{Events: 0, Period: time.Second}, nil, "events must be >= 1"},
+		{"span too long", c, core.PerDay(1).WithBurst(60), nil, "at most"},
+		{"window too long", c, core.Limit{Events: 1, Period: 60 * 24 * time.Hour}, []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, "shorten the period"},
+		{"brace in prefix", c, core.PerMinute(1), []redisstore.Option{redisstore.WithPrefix("a{b}")}, "brace"},
+		{"negative timeout", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTimeout(-1)}, "timeout"},
+		{"small margin", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTTLMargin(0)}, "margin"},
+		{"negative cache", c, core.PerMinute(1), []redisstore.Option{redisstore.WithDenyCache(-1)}, "deny cache"},
+		{"nil clock", c, core.PerMinute(1), []redisstore.Option{redisstore.WithClock(nil)}, "nil clock"},
+		{"unknown algorithm", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.Algorithm(9))}, "unknown algorithm"},
+	}
+	for _, tc := range cases {
+		_, err := redisstore.New(tc.client, tc.l, tc.opts...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+	// 50 days is within the bound.
+	if _, err := redisstore.New(c, core.Limit{Events: 1, Period: 50 * 24 * time.Hour}, redisstore.WithAlgorithm(core.SlidingWindow)); err != nil {
+		t.Errorf("50-day window: %v", err)
+	}
+}
+
+// TestCosts: invalid costs fail as in memory, before any round trip.
+func TestCosts(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	lim := redisstore.MustNew(c, core.PerMinute(10).WithBurst(5))
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "k", 0); !errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrCostTooLarge) {
+		t.Errorf("cost 0: %v", err)
+	}
+	if _, err := lim.Allow(ctx, "k", 6); !errors.Is(err, core.ErrCostTooLarge) {
+		t.Errorf("cost 6 over burst 5: %v", err)
+	}
+	if err := lim.Refund(ctx, "k", -1); !errors.Is(err, core.ErrInvalidCost) {
+		t.Errorf("refund -1: %v", err)
+	}
+}
+
+// TestSentinel: through a Sentinel-backed client, decisions go on after the
+// master is killed and the replica promoted.
+func TestSentinel(t *testing.T) {
+	g := redistest.StartSentinel(t)
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs()})
+	defer c.Close()
+	ctx := context.Background()
+	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithTimeout(time.Second))
+	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+		t.Fatalf("before failover: %+v %v", d, err)
+	}
+	old := g.KillMaster()
+	g.WaitForFailover(old)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := lim.Allow(ctx, "k", 1)
+		if err == nil && d.Allowed {
+			break
+		}
+		if !errors.Is(err, core.ErrStore) {
+			t.Fatalf("during failover: %+v %v (want a decision or a store error)", d, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision 15 s after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // real failover; bounded by the deadline
+	}
+}

@@ -1,0 +1,89 @@
+package redisstore
+
+import (
+	"embed"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// One script per algorithm: the shared prelude, then the algorithm. Each is
+// sent once with EVAL when a server answers NOSCRIPT, and run with EVALSHA
+// otherwise (go-redis's Script.Run).
+var scripts = map[core.Algorithm]*redis.Script{
+	core.TokenBucket:   loadScript("tokenbucket.lua"),
+	core.GCRA:          loadScript("gcra.lua"),
+	core.FixedWindow:   loadScript("fixedwindow.lua"),
+	core.SlidingWindow: loadScript("slidingwindow.lua"),
+}
+
+func loadScript(name string) *redis.Script {
+	common, err := luaFiles.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(common) + "\n" + string(body))
+}
+
+// maxSpan is the longest span a limit may have on Redis: the scripts' Lua
+// numbers are doubles, exact below 2⁵³, and every instant they handle lies
+// within two spans and a second of now.
+const maxSpan = time.Duration(1<<52) - 2*time.Second
+
+// params returns the algorithm's script parameters for l (ARGV[6...]), and
+// the largest cost it can ever admit, or an error saying what to change.
+func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
+	span := l.Period
+	if alg == core.TokenBucket || alg == core.GCRA {
+		// Limit.Validate keeps this product far from overflowing.
+		span = l.Interval() * time.Duration(l.EffectiveBurst())
+	}
+	if span > maxSpan {
+		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; on Redis a limit may span at most %v (%s), since Lua numbers are doubles: shorten the period or lower the burst", l, span, maxSpan, "about 52 days")
+	}
+	switch alg {
+	case core.TokenBucket:
+		rate := float64(l.Events) / l.Period.Seconds()
+		burst := float64(l.EffectiveBurst())
+		slack := 2 * rate / float64(time.Second)
+		// A wait for the whole burst is at most its refill time plus float
+		// rounding; searches may look a little further.
+		fill := burst / rate * float64(time.Second)
+		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
+		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10)}, l.EffectiveBurst(), nil
+	case core.GCRA:
+		t := int64(l.Interval())
+		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
+	case core.FixedWindow, core.SlidingWindow:
+		return []string{strconv.FormatInt(int64(l.Period), 10), strconv.Itoa(l.Events)}, l.Events, nil
+	}
+	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow or core.SlidingWindow", int(alg))
+}
+
+// ftoa formats f so that Lua's tonumber reads back the same double.
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// algTag names the algorithm in keys.
+func algTag(alg core.Algorithm) string {
+	switch alg {
+	case core.TokenBucket:
+		return "tb"
+	case core.GCRA:
+		return "gcra"
+	case core.FixedWindow:
+		return "fw"
+	}
+	return "sw"
+}
