@@ -3,10 +3,12 @@ package fallback
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
 )
 
 // Limiter asks a primary limiter and, while the primary fails, decides with
@@ -19,10 +21,12 @@ type Limiter struct {
 	primary core.Limiter
 	local   core.Limiter
 	timeout time.Duration
-	b       breaker
+	b       *breaker.Breaker
+	observe func(Event)
 
 	// Every decision writes one of these: each on its own cache line, so
-	// that counting does not evict the breaker's word from other cores.
+	// that counting does not evict the fields above, which every request
+	// reads, from other cores.
 	_        [64]byte
 	primaryN atomic.Uint64
 	_        [56]byte
@@ -46,15 +50,23 @@ func New(primary, local core.Limiter, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{primary: primary, local: local, timeout: o.timeout}
-	l.b = breaker{
-		clock:      o.clock,
-		threshold:  int64(o.threshold),
-		openFor:    o.openFor,
-		maxOpenFor: o.maxOpenFor,
-		observe:    o.observe,
+	cfg := breaker.Config{
+		Threshold:  o.threshold,
+		OpenFor:    o.openFor,
+		MaxOpenFor: o.maxOpenFor,
+		Clock:      o.clock,
 	}
-	return l, nil
+	if f := o.observe; f != nil {
+		cfg.OnFailure = func(err error) { f(Event{Kind: EventPrimaryFailed, Err: err}) }
+		cfg.OnStateChange = func(from, to breaker.State) {
+			f(Event{Kind: EventStateChanged, From: State(from), To: State(to)})
+		}
+	}
+	b, err := breaker.New(cfg)
+	if err != nil { // buildOptions has checked every field
+		return nil, fmt.Errorf("fallback: %w", err)
+	}
+	return &Limiter{primary: primary, local: local, timeout: o.timeout, b: b, observe: o.observe}, nil
 }
 
 // MustNew is like [New] but panics on error. It is meant for package-level
@@ -74,8 +86,8 @@ func MustNew(primary, local core.Limiter, opts ...Option) *Limiter {
 // any error once the caller's own context has ended; neither counts as a
 // failure.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	if w := l.b.word.Load(); w != wordClosed {
-		if !l.b.tryProbe(w) {
+	if !l.b.Closed() {
+		if !l.b.TryProbe() {
 			return l.allowLocal(ctx, key, cost)
 		}
 		return l.probe(ctx, key, cost)
@@ -91,7 +103,7 @@ func (l *Limiter) probe(ctx context.Context, key string, cost int) (core.Decisio
 	done := false
 	defer func() {
 		if !done {
-			l.b.word.CompareAndSwap(wordProbing, wordHalfOpen)
+			l.b.Inconclusive(true)
 		}
 	}()
 	d, err := l.allowPrimary(ctx, key, cost, true)
@@ -106,7 +118,7 @@ func (l *Limiter) allowPrimary(ctx context.Context, key string, cost int, probe 
 		if cancel != nil {
 			cancel()
 		}
-		l.b.succeeded(probe)
+		l.b.Success(probe)
 		l.primaryN.Add(1)
 		l.decided(Primary)
 		return d, nil
@@ -134,7 +146,7 @@ func (l *Limiter) allowLocal(ctx context.Context, key string, cost int) (core.De
 // local limiter gets them instead, up to its full quota), and units the
 // local limiter charged are given to the primary if it closed in between.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
-	if l.b.word.Load() != wordClosed {
+	if !l.b.Closed() {
 		return l.local.Refund(ctx, key, cost)
 	}
 	cctx, cancel := l.callContext(ctx)
@@ -143,7 +155,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 		if cancel != nil {
 			cancel()
 		}
-		l.b.succeeded(false)
+		l.b.Success(false)
 		return nil
 	}
 	if !l.failure(ctx, cctx, cancel, err, false) {
@@ -155,15 +167,15 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 // State reports the breaker's state. An open breaker whose period has
 // ended reports HalfOpen, although the observer hears of the change only
 // when the next request takes the probe.
-func (l *Limiter) State() State { return l.b.state() }
+func (l *Limiter) State() State { return State(l.b.State()) }
 
 // Stats returns the counters of what l did since it was made.
 func (l *Limiter) Stats() Stats {
 	return Stats{
 		PrimaryDecisions: l.primaryN.Load(),
 		LocalDecisions:   l.localN.Load(),
-		PrimaryFailures:  l.b.failN.Load(),
-		Opens:            l.b.opens.Load(),
+		PrimaryFailures:  l.b.Failures(),
+		Opens:            l.b.Opens(),
 	}
 }
 
@@ -186,15 +198,15 @@ func (l *Limiter) failure(ctx, cctx context.Context, cancel context.CancelFunc, 
 		cancel()
 	}
 	if ctx.Err() != nil || !timedOut && !errors.Is(err, core.ErrStore) {
-		l.b.inconclusive(probe)
+		l.b.Inconclusive(probe)
 		return false
 	}
-	l.b.failed(err, probe)
+	l.b.Failure(err, probe)
 	return true
 }
 
 func (l *Limiter) decided(s Side) {
-	if l.b.observe != nil {
-		l.b.observe(Event{Kind: EventDecided, Side: s})
+	if l.observe != nil {
+		l.observe(Event{Kind: EventDecided, Side: s})
 	}
 }

@@ -1,4 +1,4 @@
-package fallback
+package breaker
 
 import (
 	"math"
@@ -24,7 +24,7 @@ func TestOpenPeriod(t *testing.T) {
 		{1 << 61, math.MaxInt64, 3, math.MaxInt64}, // doubling overflows
 	}
 	for _, tt := range tests {
-		b := breaker{openFor: tt.openFor, maxOpenFor: tt.max}
+		b := Breaker{openFor: tt.openFor, maxOpenFor: tt.max}
 		if got := b.openPeriod(tt.trips); got != tt.want {
 			t.Errorf("openPeriod(%d) from %v up to %v = %v, want %v", tt.trips, tt.openFor, tt.max, got, tt.want)
 		}
@@ -36,7 +36,7 @@ func TestOpenPeriod(t *testing.T) {
 func TestOpenWord(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(time.Unix(0, 1))
-	b := breaker{clock: clock, openFor: time.Second, maxOpenFor: time.Second}
+	b := Breaker{clock: clock, openFor: time.Second, maxOpenFor: time.Second}
 	b.word.Store(b.openWord(0))
 	for _, step := range []struct {
 		at   int64
@@ -48,7 +48,7 @@ func TestOpenWord(t *testing.T) {
 		{1 + int64(time.Second) + 3, HalfOpen},
 	} {
 		clock.Set(time.Unix(0, step.at))
-		if got := b.state(); got != step.want {
+		if got := b.State(); got != step.want {
 			t.Errorf("at %d ns: %v, want %v", step.at, got, step.want)
 		}
 	}

@@ -1,0 +1,249 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// State is a breaker's state.
+type State uint8
+
+// The states, in the order package fallback numbers its own State.
+const (
+	// Closed: calls go through; their failures are counted.
+	Closed State = iota
+	// Open: no call goes through until the open period ends.
+	Open
+	// HalfOpen: the open period has ended; the next caller probes, and
+	// while the probe is out the others are turned away.
+	HalfOpen
+)
+
+// String returns the state's name.
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half-open"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Config is what [New] builds a Breaker from. The owning package validates
+// it first, with messages that name its own options.
+type Config struct {
+	// Threshold is how many failures in a row open a Closed breaker, >= 1.
+	Threshold int
+	// OpenFor is the first open period, > 0; each failed probe doubles it.
+	OpenFor time.Duration
+	// MaxOpenFor caps the doubled period, >= OpenFor.
+	MaxOpenFor time.Duration
+	// Clock times the open periods; nil is an error.
+	Clock core.Clock
+	// OnFailure, if set, is told of every failure reported, with its error,
+	// before any change of state it causes.
+	OnFailure func(err error)
+	// OnStateChange, if set, is told of every change of state. Open to
+	// HalfOpen is reported when a caller takes the probe, not when the
+	// period ends.
+	OnStateChange func(from, to State)
+}
+
+// The state lives in one atomic word, so that a call reads it with one
+// load and a transition is one compare-and-swap: the low two bits are the
+// state and, when Open, the rest is the clock reading at which the open
+// period ends (rounded up to a multiple of 4 ns). Probing is HalfOpen with
+// the probe taken: only the probe's owner moves the word on from it.
+const (
+	wordClosed   int64 = 0
+	wordOpen     int64 = 1
+	wordHalfOpen int64 = 2
+	wordProbing  int64 = 3
+	stateBits    int64 = 3
+)
+
+// Breaker is a lock-free circuit breaker; the package documentation
+// describes its states. Before each call, a caller asks [Breaker.Closed]
+// and, if not, [Breaker.TryProbe]; it reports the outcome of a call it
+// made with [Breaker.Success], [Breaker.Failure] or [Breaker.Inconclusive]. It is safe for concurrent use. Make one with
+// [New].
+type Breaker struct {
+	word     atomic.Int64
+	failures atomic.Int64 // failures in a row while Closed
+	trips    atomic.Int64 // failed probes in a row; doubles the open period
+
+	clock         core.Clock
+	threshold     int64
+	openFor       time.Duration
+	maxOpenFor    time.Duration
+	onFailure     func(error)
+	onStateChange func(from, to State)
+
+	failN atomic.Uint64
+	opens atomic.Uint64
+}
+
+// New returns a Closed breaker configured by c, or an error if c is
+// invalid.
+func New(c Config) (*Breaker, error) {
+	var errs []error
+	if c.Threshold < 1 {
+		errs = append(errs, fmt.Errorf("breaker: threshold must be >= 1, got %d", c.Threshold))
+	}
+	if c.OpenFor <= 0 {
+		errs = append(errs, fmt.Errorf("breaker: open period must be > 0, got %v", c.OpenFor))
+	}
+	if c.MaxOpenFor < c.OpenFor {
+		errs = append(errs, fmt.Errorf("breaker: longest open period %v is shorter than the open period %v", c.MaxOpenFor, c.OpenFor))
+	}
+	if c.Clock == nil {
+		errs = append(errs, errors.New("breaker: nil clock"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Breaker{
+		clock:         c.Clock,
+		threshold:     int64(c.Threshold),
+		openFor:       c.OpenFor,
+		maxOpenFor:    c.MaxOpenFor,
+		onFailure:     c.OnFailure,
+		onStateChange: c.OnStateChange,
+	}, nil
+}
+
+// Closed reports whether the breaker is Closed, with one atomic load: a
+// call may go to the dependency. When it is not, [Breaker.TryProbe] says
+// whether the caller gets the probe.
+func (b *Breaker) Closed() bool { return b.word.Load() == wordClosed }
+
+// TryProbe reports whether the caller, having found the breaker not
+// Closed, now owns the probe: the open period has ended, or an earlier
+// probe was handed on, and no other caller took the probe first. Its owner
+// must report the probe's outcome (probe true); a probe left unreported
+// keeps the breaker from closing for good.
+func (b *Breaker) TryProbe() bool {
+	w := b.word.Load()
+	switch w & stateBits {
+	case wordOpen:
+		if b.clock.Now() < w&^stateBits || !b.word.CompareAndSwap(w, wordProbing) {
+			return false
+		}
+		b.changed(Open, HalfOpen)
+		return true
+	case wordHalfOpen:
+		return b.word.CompareAndSwap(w, wordProbing)
+	}
+	return false
+}
+
+// State reports the state, seen from the clock's reading now: an Open
+// breaker whose period has ended is HalfOpen.
+func (b *Breaker) State() State {
+	w := b.word.Load()
+	switch w & stateBits {
+	case wordClosed:
+		return Closed
+	case wordOpen:
+		if b.clock.Now() < w&^stateBits {
+			return Open
+		}
+	}
+	return HalfOpen
+}
+
+// Failures returns how many failures were reported since b was made.
+func (b *Breaker) Failures() uint64 { return b.failN.Load() }
+
+// Opens returns how often b opened, from Closed or after a failed probe.
+func (b *Breaker) Opens() uint64 { return b.opens.Load() }
+
+// Success records that the dependency answered. A probe closes the
+// breaker; any other success costs one atomic load while nothing failed.
+func (b *Breaker) Success(probe bool) {
+	// A load first, so that a healthy dependency leaves the line unwritten.
+	if probe || b.failures.Load() != 0 {
+		b.reset(probe)
+	}
+}
+
+// reset clears the count of failures in a row and, after a successful
+// probe, closes the breaker.
+func (b *Breaker) reset(probe bool) {
+	b.failures.Store(0)
+	if probe {
+		b.trips.Store(0)
+		b.word.Store(wordClosed)
+		b.changed(HalfOpen, Closed)
+	}
+}
+
+// Failure records that the dependency failed with err. A failed probe
+// opens the breaker again, for twice as long as before; the threshold's
+// worth of failures in a row opens a Closed one.
+func (b *Breaker) Failure(err error, probe bool) {
+	b.failN.Add(1)
+	if b.onFailure != nil {
+		b.onFailure(err)
+	}
+	if probe {
+		b.word.Store(b.openWord(b.trips.Add(1)))
+		b.opens.Add(1)
+		b.changed(HalfOpen, Open)
+		return
+	}
+	if b.failures.Add(1) >= b.threshold && b.word.CompareAndSwap(wordClosed, b.openWord(0)) {
+		b.opens.Add(1)
+		b.changed(Closed, Open)
+	}
+}
+
+// Inconclusive records a call whose outcome says nothing about the
+// dependency: its caller gave up, or the request was refused for a reason
+// of its own. A probe is handed to the next caller. It is also safe to call
+// for a probe whose outcome was already reported (from a deferred call
+// that guards against panics): it then changes nothing, unless another
+// caller has since taken a new probe.
+func (b *Breaker) Inconclusive(probe bool) {
+	if probe {
+		b.word.CompareAndSwap(wordProbing, wordHalfOpen)
+	}
+}
+
+// openPeriod returns the open period after trips failed probes in a row:
+// openFor doubled trips times, at most maxOpenFor.
+func (b *Breaker) openPeriod(trips int64) time.Duration {
+	d := b.openFor
+	for ; trips > 0 && d < b.maxOpenFor; trips-- {
+		d *= 2
+		if d <= 0 { // overflowed
+			return b.maxOpenFor
+		}
+	}
+	return min(d, b.maxOpenFor)
+}
+
+// openWord is the word of an Open breaker whose period, after trips failed
+// probes, starts now.
+func (b *Breaker) openWord(trips int64) int64 {
+	now, d := b.clock.Now(), int64(b.openPeriod(trips))
+	until := int64(math.MaxInt64)
+	if now <= math.MaxInt64-d-stateBits {
+		until = now + d + stateBits
+	}
+	return until&^stateBits | wordOpen
+}
+
+func (b *Breaker) changed(from, to State) {
+	if b.onStateChange != nil {
+		b.onStateChange(from, to)
+	}
+}
