@@ -65,6 +65,12 @@
 // context deadlines on real time, and cut only a primary that honours its
 // context, as Redis clients do.
 //
+// A redisstore.Limiter has the same breaker built in, on by default, with
+// the same defaults. Wrapped here, both work together: while the
+// primary's own breaker is open, its calls fail at once with a store error
+// (redisstore.ErrCircuitOpen), which this breaker answers locally and
+// counts like any other failure.
+//
 // # Cost
 //
 // While the breaker is closed, the wrapper's own work per request is one

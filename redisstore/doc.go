@@ -61,9 +61,38 @@
 // core.ErrStore), and never a decision: the adapters' failure mode decides
 // what the request gets, and reports it to the Observer. core.FailClosed
 // refuses with Retry-After; core.FailOpen admits; and package fallback wraps
-// this Limiter with an in-memory one behind a circuit breaker, so that each
-// instance keeps deciding on its own while Redis is away. Each round trip is
-// bounded by WithTimeout (default 100 ms) as well as the caller's context.
+// this Limiter with an in-memory one, so that each instance keeps deciding
+// on its own while Redis is away. Each round trip is bounded by WithTimeout
+// (default 100 ms) as well as the caller's context.
+//
+// A circuit breaker, on by default, keeps requests off a Redis that is
+// down; a Cluster client gets one per master, so that a dead master turns
+// away only the keys it holds while the others go on deciding.
+// DefaultBreakerThreshold (3) failed round trips in a row open it: any
+// store error of a round trip, a timeout included, but neither an invalid
+// cost (refused before any round trip) nor a call whose caller's context
+// ended first (a caller that gave up says nothing about Redis). A success
+// starts the count over, so a key whose state is broken opens it only if
+// nothing succeeds between its failures. While it is open, for
+// DefaultBreakerOpenFor (1 s), Allow and Refund return at once a
+// *core.StoreError whose cause is ErrCircuitOpen, and send nothing; the
+// deny cache goes on answering the refusals it holds. Then one call probes
+// Redis while the others keep failing fast. A probe that Redis answers
+// closes the breaker; a failed one opens it again for twice as long, up to
+// DefaultBreakerMaxOpenFor (10 s): 1 s, 2 s, 4 s, 8 s, 10 s, 10 s...
+//
+// So under FailOpen or FailClosed only the threshold's requests and the
+// probes wait on a dead or hung server, a long outage costs it one probe
+// every 10 s, and once Redis is back, the first request at most 10 s later
+// probes it and closes the breaker. Keep WithTimeout below the deadlines
+// callers set, or a hung server that outlasts them is never counted.
+// WithBreaker sets the three numbers, WithoutBreaker turns the breaker off,
+// and the clock set by WithClock times its periods. While closed, the
+// breaker costs a decision two atomic loads and no allocation (on a
+// Cluster, also a look-up of the key's master in the client's cluster
+// state, with no round trip). Behind package fallback, which has a breaker
+// of its own, the two work together: a fast ErrCircuitOpen is a store error
+// that fallback answers locally.
 //
 // # Deny cache
 //

@@ -20,6 +20,10 @@ type options struct {
 	timeout   time.Duration
 	margin    time.Duration
 	denyCache int
+
+	breaker             bool // false: WithoutBreaker
+	threshold           int
+	openFor, maxOpenFor time.Duration
 }
 
 // Defaults.
@@ -34,6 +38,18 @@ const (
 	DefaultTTLMargin = time.Second
 	// DefaultDenyCacheSize is how many refused keys the deny cache holds.
 	DefaultDenyCacheSize = 4096
+	// DefaultBreakerThreshold is how many failed round trips in a row open
+	// the circuit breaker: one dropped connection does not, an outage does
+	// after three requests.
+	DefaultBreakerThreshold = 3
+	// DefaultBreakerOpenFor is how long the breaker first stays open: a
+	// dead server is asked once a second, and after a blip (a failover, a
+	// restart) decisions come from Redis again a second later.
+	DefaultBreakerOpenFor = time.Second
+	// DefaultBreakerMaxOpenFor caps the open period that failed probes
+	// double: a long outage costs one probe every 10 s, and Redis decides
+	// again at most 10 s after it is back.
+	DefaultBreakerMaxOpenFor = 10 * time.Second
 )
 
 func defaultOptions() options {
@@ -44,6 +60,11 @@ func defaultOptions() options {
 		timeout:   DefaultTimeout,
 		margin:    DefaultTTLMargin,
 		denyCache: DefaultDenyCacheSize,
+
+		breaker:    true,
+		threshold:  DefaultBreakerThreshold,
+		openFor:    DefaultBreakerOpenFor,
+		maxOpenFor: DefaultBreakerMaxOpenFor,
 	}
 }
 
@@ -57,10 +78,10 @@ func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algori
 func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithClock sets the process's own clock (default core.SystemClock). It
-// times only what happens in process, the deny cache's entries, which are
-// kept relative to it: decisions are made at the server's TIME, the one
-// clock every instance agrees on, so one instance's clock skew changes no
-// decision.
+// times only what happens in process: the deny cache's entries, which are
+// kept relative to it, and the circuit breaker's open periods. Decisions are
+// made at the server's TIME, the one clock every instance agrees on, so one
+// instance's clock skew changes no decision.
 func WithClock(c core.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithScriptClock makes the scripts decide at c's time instead of the
@@ -82,6 +103,27 @@ func WithTTLMargin(d time.Duration) Option { return func(o *options) { o.margin 
 // documentation.
 func WithDenyCache(size int) Option { return func(o *options) { o.denyCache = size } }
 
+// WithBreaker configures the circuit breaker, which is on by default with
+// DefaultBreakerThreshold, DefaultBreakerOpenFor and
+// DefaultBreakerMaxOpenFor: threshold failed round trips in a row (1 to
+// 2³⁰) open it; while open, Allow and Refund fail at once with
+// ErrCircuitOpen and send nothing; after openFor (> 0) one call probes
+// Redis, and each failed probe doubles the period, up to maxOpenFor (at
+// least openFor; pass openFor again for no doubling). A Cluster client
+// gets a breaker so configured for each master. See the package
+// documentation.
+func WithBreaker(threshold int, openFor, maxOpenFor time.Duration) Option {
+	return func(o *options) {
+		o.breaker, o.threshold, o.openFor, o.maxOpenFor = true, threshold, openFor, maxOpenFor
+	}
+}
+
+// WithoutBreaker turns the circuit breaker off: every call goes to Redis,
+// however often it failed before, and waits up to the timeout when the
+// server hangs. It is for callers that handle outages themselves and want
+// every call to reach the server.
+func WithoutBreaker() Option { return func(o *options) { o.breaker = false } }
+
 func (o *options) validate() error {
 	var errs []error
 	if strings.ContainsAny(o.prefix, "{}") {
@@ -98,6 +140,16 @@ func (o *options) validate() error {
 	}
 	if o.clock == nil {
 		errs = append(errs, errors.New("redisstore: nil clock; leave WithClock out for the system clock"))
+	}
+	// Checked even when WithoutBreaker follows: a bad argument is a bug.
+	call := fmt.Sprintf("WithBreaker(%d, %v, %v)", o.threshold, o.openFor, o.maxOpenFor)
+	if o.threshold < 1 || o.threshold > 1<<30 {
+		errs = append(errs, fmt.Errorf("redisstore: %s: the threshold must be from 1 to %d failures in a row", call, 1<<30))
+	}
+	if o.openFor <= 0 {
+		errs = append(errs, fmt.Errorf("redisstore: %s: the open period must be > 0", call))
+	} else if o.maxOpenFor < o.openFor {
+		errs = append(errs, fmt.Errorf("redisstore: %s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call))
 	}
 	if o.script != nil && o.script.Now() < 0 {
 		errs = append(errs, errors.New("redisstore: the script clock reads before the Unix epoch"))

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
 )
 
 // Limiter is a core.Limiter whose per-key state lives in Redis, shared by
@@ -29,6 +30,8 @@ type Limiter struct {
 	testNow core.Clock // nil: the scripts read the server's TIME
 	timeout time.Duration
 	deny    *denyCache
+	breaker *breaker.Breaker // nil: WithoutBreaker, or one per master
+	masters *masters         // a Cluster's breakers; nil for other clients
 }
 
 // New returns a Limiter enforcing l with client, which may be a single
@@ -70,6 +73,17 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
 	}
+	if o.breaker {
+		cfg := breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			lim.masters, err = newMasters(cc, cfg)
+		} else {
+			lim.breaker, err = breaker.New(cfg)
+		}
+		if err != nil { // validate has checked every field
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+	}
 	return lim, nil
 }
 
@@ -93,7 +107,8 @@ func (l *Limiter) Limit() core.Limit { return l.limit }
 // them, in one round trip (none when the deny cache answers). A server that
 // cannot be reached or answers with an error gives a *core.StoreError
 // (errors.Is(err, core.ErrStore)) and no decision: the caller's failure mode
-// decides, never this package.
+// decides, never this package. While the circuit breaker is open, that
+// error comes at once, with cause ErrCircuitOpen.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
 	if err := l.checkCost(cost); err != nil {
 		return core.Decision{}, err
@@ -105,7 +120,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 			return d, nil
 		}
 	}
-	v, err := l.run(ctx, "allow", 'a', key, cost)
+	v, err := l.call(ctx, "allow", 'a', key, cost)
 	if err != nil {
 		return core.Decision{}, err
 	}
@@ -124,7 +139,8 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	return d, nil
 }
 
-// Refund gives back cost units charged to key, never beyond a whole quota.
+// Refund gives back cost units charged to key, never beyond a whole quota,
+// in one round trip. It fails as Allow does, ErrCircuitOpen included.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if err := l.checkCost(cost); err != nil {
 		return err
@@ -132,7 +148,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.run(ctx, "refund", 'r', key, cost)
+	_, err := l.call(ctx, "refund", 'r', key, cost)
 	return err
 }
 
@@ -146,8 +162,9 @@ func (l *Limiter) checkCost(cost int) error {
 	return nil
 }
 
-// run calls the script once and returns its four numbers.
-func (l *Limiter) run(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
+// run calls the script once on the Redis key rkey and returns its four
+// numbers.
+func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	var out [4]int64
 	if l.timeout > 0 {
 		var cancel context.CancelFunc
@@ -164,7 +181,7 @@ func (l *Limiter) run(ctx context.Context, op string, code byte, key string, cos
 	for _, p := range l.params {
 		args = append(args, p)
 	}
-	res, err := l.script.Run(ctx, l.client, []string{l.Key(key)}, args...).Int64Slice()
+	res, err := l.script.Run(ctx, l.client, []string{rkey}, args...).Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}

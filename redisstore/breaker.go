@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
+)
+
+// ErrCircuitOpen is the cause of the *core.StoreError that Allow and Refund
+// return at once, with no round trip, while the circuit breaker of the
+// server that holds the key is open: that server failed too often in a
+// row, and only one probe at a time goes to it until it answers again (see
+// "When Redis fails" in the package documentation). errors.Is(err,
+// core.ErrStore) holds as for any other store failure, so the adapters'
+// failure mode applies unchanged.
+var ErrCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not called; it failed repeatedly and is probed until it answers")
+
+// The errors of a breaker that turns a call away, made once so that
+// failing fast allocates nothing. Callers must not modify them.
+var (
+	errOpenAllow  = &core.StoreError{Op: "allow", Err: ErrCircuitOpen}
+	errOpenRefund = &core.StoreError{Op: "refund", Err: ErrCircuitOpen}
+)
+
+// call makes one round trip for key through the circuit breaker of the
+// server that holds it, if there is one: while that breaker is open, only
+// its probe goes to Redis and every other call gets ErrCircuitOpen at once.
+func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
+	var rkey string // made at most once; not at all to fail fast, but on a Cluster
+	b := l.breaker
+	if l.masters != nil {
+		rkey = l.Key(key)
+		b = l.masters.forKey(ctx, rkey)
+	}
+	if b != nil && !b.Closed() {
+		if !b.TryProbe() {
+			if code == 'r' {
+				return [4]int64{}, errOpenRefund
+			}
+			return [4]int64{}, errOpenAllow
+		}
+		if rkey == "" {
+			rkey = l.Key(key)
+		}
+		return l.probe(ctx, b, op, code, rkey, cost)
+	}
+	if rkey == "" {
+		rkey = l.Key(key)
+	}
+	v, err := l.run(ctx, op, code, rkey, cost)
+	if b != nil {
+		settle(ctx, b, err, false)
+	}
+	return v, err
+}
+
+// probe is call for the caller that owns b's probe.
+func (l *Limiter) probe(ctx context.Context, b *breaker.Breaker, op string, code byte, rkey string, cost int) ([4]int64, error) {
+	// A client that panics must not keep the probe, or Redis would never
+	// be called again.
+	done := false
+	defer func() {
+		if !done {
+			b.Inconclusive(true)
+		}
+	}()
+	v, err := l.run(ctx, op, code, rkey, cost)
+	done = true
+	settle(ctx, b, err, true)
+	return v, err
+}
+
+// settle tells b how a round trip went. Every error of a round trip is a
+// store failure, unless the caller's own context has ended: a caller that
+// gave up says nothing about Redis.
+func settle(ctx context.Context, b *breaker.Breaker, err error, probe bool) {
+	switch {
+	case err == nil:
+		b.Success(probe)
+	case ctx.Err() != nil:
+		b.Inconclusive(probe)
+	default:
+		b.Failure(err, probe)
+	}
+}
+
+// masters keeps a breaker per Cluster master, so that a dead master turns
+// away only the keys it holds while the others go on deciding. Masters are
+// told apart by address, which a restarted node keeps.
+type masters struct {
+	client *redis.ClusterClient
+	cfg    breaker.Config
+	// unknown counts the calls whose master the client cannot name: it
+	// has no cluster state yet, and loading it failed.
+	unknown *breaker.Breaker
+
+	byAddr atomic.Pointer[map[string]*breaker.Breaker] // copied on write
+	mu     sync.Mutex                                  // serializes writes
+}
+
+func newMasters(c *redis.ClusterClient, cfg breaker.Config) (*masters, error) {
+	unknown, err := breaker.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &masters{client: c, cfg: cfg, unknown: unknown}
+	m.byAddr.Store(&map[string]*breaker.Breaker{})
+	return m, nil
+}
+
+// forKey returns the breaker of the master that holds the Redis key rkey.
+// With the cluster state loaded, finding the master takes no round trip.
+func (m *masters) forKey(ctx context.Context, rkey string) *breaker.Breaker {
+	if !m.unknown.Closed() {
+		// The state could not be loaded: calls wait on unknown's probe
+		// rather than try again, each, to load it.
+		return m.unknown
+	}
+	node, err := m.client.MasterForKey(ctx, rkey)
+	if err != nil {
+		return m.unknown
+	}
+	addr := node.Options().Addr
+	if b := (*m.byAddr.Load())[addr]; b != nil {
+		return b
+	}
+	return m.add(addr)
+}
+
+// add returns addr's breaker, made if no other caller made it first.
+func (m *masters) add(addr string) *breaker.Breaker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.byAddr.Load()
+	if b := old[addr]; b != nil {
+		return b
+	}
+	b, _ := breaker.New(m.cfg) // cfg made unknown, so it is valid
+	next := make(map[string]*breaker.Breaker, len(old)+1)
+	for a, x := range old {
+		next[a] = x
+	}
+	next[addr] = b
+	m.byAddr.Store(&next)
+	return b
+}

@@ -1,0 +1,487 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// breakerRig is a Limiter on a real server whose breaker runs on a fake
+// clock, with every command its client tries counted, sent or not.
+type breakerRig struct {
+	srv  *redistest.Server
+	lim  *redisstore.Limiter
+	clk  *coretest.Clock
+	sent *counter
+}
+
+// newBreakerRig starts a server; its client never retries, so that each
+// round trip is one command.
+func newBreakerRig(t *testing.T, opts ...redisstore.Option) *breakerRig {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	r := &breakerRig{srv: srv, clk: coretest.NewClock(coretest.T0), sent: &counter{}}
+	c.AddHook(r.sent)
+	opts = append([]redisstore.Option{redisstore.WithClock(r.clk)}, opts...)
+	r.lim = redisstore.MustNew(c, core.PerMinute(1000), opts...)
+	return r
+}
+
+// roundTrip calls Allow and checks that it went to the server (one
+// command) and failed with a store error other than ErrCircuitOpen, or
+// succeeded when ok.
+func (r *breakerRig) roundTrip(t *testing.T, ctx context.Context, what string, ok bool) {
+	t.Helper()
+	before := r.sent.n.Load()
+	d, err := r.lim.Allow(ctx, "k", 1)
+	if n := r.sent.n.Load() - before; n < 1 {
+		t.Fatalf("%s: no command sent, want a round trip (err %v)", what, err)
+	}
+	switch {
+	case ok && (err != nil || !d.Allowed):
+		t.Fatalf("%s: %+v, %v; want an admission from Redis", what, d, err)
+	case !ok && (!errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen)):
+		t.Fatalf("%s: %v; want a store error from the round trip", what, err)
+	}
+}
+
+// failFast checks that n calls each of Allow and Refund fail at once with
+// ErrCircuitOpen, as a *core.StoreError, sending nothing.
+func (r *breakerRig) failFast(t *testing.T, what string, n int) {
+	t.Helper()
+	before := r.sent.n.Load()
+	for i := 0; i < n; i++ {
+		d, err := r.lim.Allow(context.Background(), fmt.Sprint("k", i), 1)
+		var se *core.StoreError
+		if !errors.Is(err, redisstore.ErrCircuitOpen) || !errors.Is(err, core.ErrStore) || !errors.As(err, &se) || se.Op != "allow" || d.Allowed {
+			t.Fatalf("%s: Allow %d: %+v, %v; want a *core.StoreError with cause ErrCircuitOpen", what, i, d, err)
+		}
+		err = r.lim.Refund(context.Background(), "k", 1)
+		if !errors.Is(err, redisstore.ErrCircuitOpen) || !errors.As(err, &se) || se.Op != "refund" {
+			t.Fatalf("%s: Refund %d: %v; want ErrCircuitOpen", what, i, err)
+		}
+	}
+	if sent := r.sent.n.Load() - before; sent != 0 {
+		t.Fatalf("%s: %d commands sent while the breaker is open, want 0", what, sent)
+	}
+}
+
+// TestBreakerOutage: Redis killed, the breaker opens after the threshold
+// and calls fail fast; each open period ends in exactly one probe, and a
+// failed probe doubles the period; once Redis is back, the next probe
+// closes the breaker and Redis decides again.
+func TestBreakerOutage(t *testing.T) {
+	r := newBreakerRig(t)
+	ctx := context.Background()
+	r.roundTrip(t, ctx, "before the outage", true)
+	r.srv.Kill()
+	for i := 1; i <= redisstore.DefaultBreakerThreshold; i++ {
+		r.roundTrip(t, ctx, fmt.Sprintf("failure %d", i), false)
+	}
+	r.failFast(t, "open", 50)
+	r.clk.Advance(redisstore.DefaultBreakerOpenFor - time.Nanosecond)
+	r.failFast(t, "1 ns before the end of the open period", 5)
+
+	r.clk.Advance(time.Nanosecond)
+	before := r.sent.n.Load()
+	r.roundTrip(t, ctx, "first probe", false)
+	if n := r.sent.n.Load() - before; n != 1 {
+		t.Fatalf("first probe sent %d commands, want 1", n)
+	}
+	r.failFast(t, "after the failed probe", 20)
+	r.clk.Advance(2*redisstore.DefaultBreakerOpenFor - time.Nanosecond)
+	r.failFast(t, "1 ns before the end of the doubled period", 5)
+
+	r.srv.Restart()
+	r.failFast(t, "Redis back, period not over", 5)
+	r.clk.Advance(time.Nanosecond)
+	r.roundTrip(t, ctx, "second probe", true)
+	for i := 0; i < 5; i++ {
+		r.roundTrip(t, ctx, fmt.Sprintf("closed again, call %d", i), true)
+	}
+}
+
+// gate is a client hook that, once armed, holds the next command until
+// released: a probe that stays out as long as the test needs.
+type gate struct {
+	armed            chan struct{} // arm's token, taken by the next command
+	entered, release chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{armed: make(chan struct{}, 1), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gate) arm() { g.armed <- struct{}{} }
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		select {
+		case <-g.armed:
+			close(g.entered)
+			<-g.release
+		default:
+		}
+		return next(ctx, cmd)
+	}
+}
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestBreakerOneProbe: while the probe is out, every other call, from
+// many goroutines, fails fast and sends nothing.
+func TestBreakerOneProbe(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	var sent counter
+	g := newGate()
+	c.AddHook(&sent)
+	c.AddHook(g)
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithClock(clk), redisstore.WithBreaker(2, time.Second, 4*time.Second))
+	srv.Kill()
+	for i := 0; i < 2; i++ {
+		if _, err := lim.Allow(context.Background(), "k", 1); errors.Is(err, redisstore.ErrCircuitOpen) || err == nil {
+			t.Fatalf("failure %d: %v", i, err)
+		}
+	}
+	clk.Advance(time.Second)
+	g.arm()
+	probed := make(chan error)
+	go func() {
+		_, err := lim.Allow(context.Background(), "k", 1)
+		probed <- err
+	}()
+	<-g.entered
+	before := sent.n.Load()
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Go(func() {
+			for i := 0; i < 20; i++ {
+				if _, err := lim.Allow(context.Background(), "k", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
+					t.Errorf("while the probe is out: %v, want ErrCircuitOpen", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := sent.n.Load() - before; n != 0 {
+		t.Errorf("%d commands sent while the probe was out, want 0", n)
+	}
+	close(g.release)
+	if err := <-probed; !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("probe: %v, want the dead server's store error", err)
+	}
+	clk.Advance(2*time.Second - time.Nanosecond)
+	if _, err := lim.Allow(context.Background(), "k", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("1 ns before the doubled period ends: %v, want ErrCircuitOpen", err)
+	}
+}
+
+// blackhole listens on 127.0.0.1 and accepts connections that it never
+// answers: a server that hangs.
+func blackhole(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestBreakerHungServer: a server that accepts and never answers costs
+// the threshold's requests a timeout each; after that no request waits.
+func TestBreakerHungServer(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	c := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer c.Close()
+	var sent counter
+	c.AddHook(&sent)
+	lim := redisstore.MustNew(c, core.PerMinute(10), redisstore.WithTimeout(timeout), redisstore.WithClock(coretest.NewClock(coretest.T0)))
+	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
+		start := time.Now()
+		_, err := lim.Allow(context.Background(), "k", 1)
+		if !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
+			t.Fatalf("call %d to the hung server: %v, want a timeout", i, err)
+		}
+		if took := time.Since(start); took < timeout {
+			t.Fatalf("call %d to the hung server failed after %v, before the %v timeout: %v", i, took, timeout, err)
+		}
+	}
+	before := sent.n.Load()
+	start := time.Now()
+	const n = 100
+	for i := 0; i < n; i++ {
+		if _, err := lim.Allow(context.Background(), "k", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
+			t.Fatalf("call %d after the threshold: %v, want ErrCircuitOpen", i, err)
+		}
+	}
+	// Waiting would have taken n timeouts, 5 s; the bound is generous
+	// for -race on a loaded machine.
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("%d calls with the breaker open took %v", n, took)
+	}
+	if s := sent.n.Load() - before; s != 0 {
+		t.Errorf("%d commands sent to the hung server with the breaker open, want 0", s)
+	}
+}
+
+// TestBreakerCallerGaveUp: calls whose own context has ended fail without
+// counting, closed or probing: the breaker opens after the threshold's
+// worth of real failures, and a probe whose caller gave up is taken by the
+// next call.
+func TestBreakerCallerGaveUp(t *testing.T) {
+	r := newBreakerRig(t)
+	r.srv.Kill()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for i := 0; i < 10; i++ {
+		for _, ctx := range []context.Context{canceled, expired} {
+			if _, err := r.lim.Allow(ctx, "k", 1); err == nil || errors.Is(err, redisstore.ErrCircuitOpen) {
+				t.Fatalf("Allow with an ended context: %v", err)
+			}
+			if err := r.lim.Refund(ctx, "k", 1); err == nil || errors.Is(err, redisstore.ErrCircuitOpen) {
+				t.Fatalf("Refund with an ended context: %v", err)
+			}
+		}
+	}
+	for i := 1; i <= redisstore.DefaultBreakerThreshold; i++ {
+		r.roundTrip(t, context.Background(), fmt.Sprintf("failure %d after 40 given up", i), false)
+	}
+	r.failFast(t, "open", 5)
+	r.clk.Advance(redisstore.DefaultBreakerOpenFor)
+	if _, err := r.lim.Allow(canceled, "k", 1); err == nil || errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("probe with a canceled context: %v, want the probe taken and failed", err)
+	}
+	r.roundTrip(t, context.Background(), "the probe, handed on", false)
+	r.failFast(t, "after the failed probe", 5)
+}
+
+// TestBreakerInvalidCost: invalid costs are refused before the breaker,
+// never count, and are refused as such while it is open.
+func TestBreakerInvalidCost(t *testing.T) {
+	r := newBreakerRig(t, redisstore.WithBreaker(1, time.Second, time.Second))
+	r.srv.Kill()
+	bad := func(what string) {
+		t.Helper()
+		for _, cost := range []int{0, -1, 1001} {
+			if _, err := r.lim.Allow(context.Background(), "k", cost); !errors.Is(err, core.ErrInvalidCost) {
+				t.Fatalf("%s: Allow cost %d: %v, want ErrInvalidCost", what, cost, err)
+			}
+			if err := r.lim.Refund(context.Background(), "k", cost); !errors.Is(err, core.ErrInvalidCost) {
+				t.Fatalf("%s: Refund cost %d: %v, want ErrInvalidCost", what, cost, err)
+			}
+		}
+	}
+	bad("closed")
+	r.roundTrip(t, context.Background(), "the first real failure", false)
+	bad("open")
+	r.failFast(t, "open", 1)
+}
+
+// TestBreakerDenyCache: a key refused before the outage is still refused,
+// from the deny cache, while the breaker is open.
+func TestBreakerDenyCache(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	var sent counter
+	c.AddHook(&sent)
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerMinute(1), redisstore.WithClock(clk))
+	ctx := context.Background()
+	for i, want := range []bool{true, false} {
+		if d, err := lim.Allow(ctx, "k", 1); err != nil || d.Allowed != want {
+			t.Fatalf("call %d: %+v, %v", i, d, err)
+		}
+	}
+	srv.Kill()
+	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
+		lim.Allow(ctx, fmt.Sprint("other", i), 1)
+	}
+	if _, err := lim.Allow(ctx, "other", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("after %d failures: %v, want ErrCircuitOpen", redisstore.DefaultBreakerThreshold, err)
+	}
+	clk.Advance(redisstore.DefaultBreakerOpenFor / 2)
+	before := sent.n.Load()
+	d, err := lim.Allow(ctx, "k", 1)
+	if err != nil || d.Allowed || d.RetryAfter <= 0 || d.Limit != core.PerMinute(1) {
+		t.Fatalf("cached refusal with the breaker open: %+v, %v; want a refusal", d, err)
+	}
+	if n := sent.n.Load() - before; n != 0 {
+		t.Errorf("cached refusal sent %d commands", n)
+	}
+}
+
+// TestWithoutBreaker: every call goes to the dead server (and, as go-redis
+// dials again and again within the call, waits out the timeout).
+func TestWithoutBreaker(t *testing.T) {
+	r := newBreakerRig(t, redisstore.WithoutBreaker())
+	r.srv.Kill()
+	for i := 0; i < 10; i++ {
+		r.roundTrip(t, context.Background(), fmt.Sprintf("call %d", i), false)
+	}
+}
+
+// TestBreakerOptions: what New refuses, each message naming the option.
+func TestBreakerOptions(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, tc := range []struct {
+		opts []redisstore.Option
+		want []string
+	}{
+		{[]redisstore.Option{redisstore.WithBreaker(0, time.Second, time.Second)}, []string{"WithBreaker(0, 1s, 1s): the threshold must be from 1 to 1073741824"}},
+		{[]redisstore.Option{redisstore.WithBreaker(1<<30+1, time.Second, time.Second)}, []string{"the threshold must be from 1"}},
+		{[]redisstore.Option{redisstore.WithBreaker(3, 0, time.Second)}, []string{"WithBreaker(3, 0s, 1s): the open period must be > 0"}},
+		{[]redisstore.Option{redisstore.WithBreaker(3, -time.Second, time.Second)}, []string{"the open period must be > 0"}},
+		{[]redisstore.Option{redisstore.WithBreaker(3, time.Minute, time.Second)}, []string{"WithBreaker(3, 1m0s, 1s): the longest open period is shorter than the open period; raise it"}},
+		{[]redisstore.Option{redisstore.WithBreaker(-1, 0, 0)}, []string{"threshold", "open period must be > 0"}},
+		{[]redisstore.Option{redisstore.WithBreaker(0, time.Second, time.Second), redisstore.WithoutBreaker()}, []string{"threshold"}},
+	} {
+		_, err := redisstore.New(c, core.PerMinute(1), tc.opts...)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Errorf("error %v, want one saying %q", err, w)
+			}
+		}
+	}
+	for _, opts := range [][]redisstore.Option{
+		{redisstore.WithBreaker(1, time.Second, time.Second)},
+		{redisstore.WithBreaker(1<<30, time.Nanosecond, time.Hour)},
+		{redisstore.WithoutBreaker()},
+		{redisstore.WithoutBreaker(), redisstore.WithBreaker(5, time.Second, time.Minute)},
+	} {
+		if _, err := redisstore.New(c, core.PerMinute(1), opts...); err != nil {
+			t.Errorf("valid breaker options: %v", err)
+		}
+	}
+}
+
+// TestBreakerAddsNoAllocation: with the breaker closed, a decision
+// allocates exactly as much as without it.
+func TestBreakerAddsNoAllocation(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	sameAllocs(t, c)
+}
+
+// sameAllocs checks that a decision on c allocates as much with the
+// breaker, closed, as without it.
+func sameAllocs(t *testing.T, c redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	allocs := func(opts ...redisstore.Option) float64 {
+		lim := redisstore.MustNew(c, core.PerSecond(1e6), opts...)
+		if _, err := lim.Allow(ctx, "k", 1); err != nil { // loads the script
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(200, func() {
+			if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatal(d, err)
+			}
+		})
+	}
+	without, with := allocs(redisstore.WithoutBreaker()), allocs()
+	if with != without {
+		t.Errorf("a decision allocates %v times with the breaker, %v without", with, without)
+	}
+}
+
+// TestBreakerClusterMaster: on a Cluster, each master has its breaker: a
+// dead master's keys fail fast, sending nothing, while keys on the others
+// are decided by Redis; once it is back, its probe closes its breaker.
+// Finding a key's master allocates nothing.
+func TestBreakerClusterMaster(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer cc.Close()
+	sameAllocs(t, cc)
+	var sent counter
+	cc.AddHook(&sent)
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(cc, core.PerMinute(1000), redisstore.WithClock(clk))
+	victim := cl.Nodes()[1]
+	var dead, alive []string
+	for i := 0; len(dead) < 8 || len(alive) < 8; i++ {
+		k := fmt.Sprint("k", i)
+		if cl.NodeFor(lim.Key(k)) == victim {
+			dead = append(dead, k)
+		} else {
+			alive = append(alive, k)
+		}
+	}
+	ctx := context.Background()
+	decided := func(what string, keys []string) {
+		t.Helper()
+		for _, k := range keys {
+			if d, err := lim.Allow(ctx, k, 1); err != nil || !d.Allowed {
+				t.Fatalf("%s: key %s: %+v, %v; want an admission from Redis", what, k, d, err)
+			}
+		}
+	}
+	decided("before the outage", append(dead[:1:1], alive...))
+
+	victim.Kill()
+	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
+		if _, err := lim.Allow(ctx, dead[i], 1); !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
+			t.Fatalf("failure %d on the dead master: %v", i+1, err)
+		}
+	}
+	decided("a master down, keys on the others", alive)
+	before := sent.n.Load()
+	for _, k := range dead {
+		if _, err := lim.Allow(ctx, k, 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
+			t.Fatalf("key %s on the dead master: %v, want ErrCircuitOpen", k, err)
+		}
+	}
+	if n := sent.n.Load() - before; n != 0 {
+		t.Fatalf("%d commands sent for keys on the dead master with its breaker open", n)
+	}
+	decided("still, keys on the others", alive)
+
+	victim.Restart()
+	cl.WaitOK()
+	clk.Advance(redisstore.DefaultBreakerOpenFor)
+	decided("the master back, its probe and then its keys", dead)
+}
