@@ -51,13 +51,13 @@
 // timeout, so it waits no longer than a request while closed; the others
 // are decided locally and never wait for it. A probe
 // the primary answers closes the breaker. A failed probe opens it again for
-// twice the previous period, up to [WithMaxOpenFor] (10 s): 1 s, 2 s, 4 s,
-// 8 s, 10 s, 10 s... by default, so that a long outage costs one probe every
-// 10 s. A probe whose caller gives up, or that the primary refuses for a
+// twice the previous period, up to [WithMaxOpenFor] (4 s): 1 s, 2 s, 4 s,
+// 4 s... by default, so that a long outage costs one probe every
+// 4 s. A probe whose caller gives up, or that the primary refuses for a
 // reason of its own (a bad cost), hands the probe to the next request.
 //
 // So once the primary is back, the primary decides again within
-// MaxOpenFor (10 s by default) plus the next request's round trip: the
+// MaxOpenFor (4 s by default) plus the next request's round trip: the
 // breaker was opened at most MaxOpenFor earlier, and the first request
 // after that probes.
 //

@@ -235,8 +235,8 @@ func TestBackoff(t *testing.T) {
 	r := newRig(t)
 	r.open(t)
 	r.primary.set(storeDown)
-	// Each failed probe doubles the open period, up to the cap.
-	for i, period := range []time.Duration{1, 2, 4, 8, 10, 10} {
+	// Each failed probe doubles the open period, up to the cap of 4 s.
+	for i, period := range []time.Duration{1, 2, 4, 4, 4} {
 		period *= time.Second
 		r.clock.Advance(period - time.Nanosecond)
 		if s := r.State(); s != fallback.Open {
@@ -248,7 +248,7 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 	// A success starts over from the first period.
-	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(fallback.DefaultMaxOpenFor)
 	r.primary.set(nil)
 	if got := r.allow(t, t.Context()); got != "primary" {
 		t.Fatalf("probe: %s, want primary", got)

@@ -17,7 +17,7 @@ const (
 	DefaultTimeout          = 100 * time.Millisecond
 	DefaultFailureThreshold = 3
 	DefaultOpenFor          = time.Second
-	DefaultMaxOpenFor       = 10 * time.Second
+	DefaultMaxOpenFor       = 4 * time.Second
 )
 
 type options struct {
@@ -86,10 +86,10 @@ func WithOpenFor(d time.Duration) Option {
 }
 
 // WithMaxOpenFor caps the open period that failed probes double (default
-// [DefaultMaxOpenFor], 10 s, or the [WithOpenFor] period if that is
+// [DefaultMaxOpenFor], 4 s, or the [WithOpenFor] period if that is
 // longer; pass the same d to both to turn the doubling off). It bounds how
 // long decisions stay local after the primary is back (see the package
-// documentation), while a long outage costs one probe every d: 10 s keeps
+// documentation), while a long outage costs one probe every d: 4 s keeps
 // both small.
 func WithMaxOpenFor(d time.Duration) Option {
 	return func(o *options) {

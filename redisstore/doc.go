@@ -63,7 +63,11 @@
 // refuses with Retry-After; core.FailOpen admits; and package fallback wraps
 // this Limiter with an in-memory one, so that each instance keeps deciding
 // on its own while Redis is away. Each round trip is bounded by WithTimeout
-// (default 100 ms) as well as the caller's context.
+// (default 100 ms) as well as the caller's context, provided the client
+// honours contexts on the socket: set ContextTimeoutEnabled in its options
+// (go-redis otherwise waits for a hung server's reply up to its ReadTimeout,
+// 3 s by default), and keep MaxRetries low (go-redis retries a refused dial
+// inside one call).
 //
 // A circuit breaker, on by default, keeps requests off a Redis that is
 // down; a Cluster client gets one per master, so that a dead master turns
@@ -79,11 +83,11 @@
 // deny cache goes on answering the refusals it holds. Then one call probes
 // Redis while the others keep failing fast. A probe that Redis answers
 // closes the breaker; a failed one opens it again for twice as long, up to
-// DefaultBreakerMaxOpenFor (10 s): 1 s, 2 s, 4 s, 8 s, 10 s, 10 s...
+// DefaultBreakerMaxOpenFor (4 s): 1 s, 2 s, 4 s, 4 s...
 //
 // So under FailOpen or FailClosed only the threshold's requests and the
 // probes wait on a dead or hung server, a long outage costs it one probe
-// every 10 s, and once Redis is back, the first request at most 10 s later
+// every 4 s, and once Redis is back, the first request at most 4 s later
 // probes it and closes the breaker. Keep WithTimeout below the deadlines
 // callers set, or a hung server that outlasts them is never counted.
 // WithBreaker sets the three numbers, WithoutBreaker turns the breaker off,

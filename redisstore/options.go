@@ -47,9 +47,9 @@ const (
 	// restart) decisions come from Redis again a second later.
 	DefaultBreakerOpenFor = time.Second
 	// DefaultBreakerMaxOpenFor caps the open period that failed probes
-	// double: a long outage costs one probe every 10 s, and Redis decides
-	// again at most 10 s after it is back.
-	DefaultBreakerMaxOpenFor = 10 * time.Second
+	// double: a long outage costs one probe every 4 s, and Redis decides
+	// again at most 4 s after it is back.
+	DefaultBreakerMaxOpenFor = 4 * time.Second
 )
 
 func defaultOptions() options {

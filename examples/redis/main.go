@@ -148,7 +148,9 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	defer stopAll()
 	for _, name := range []string{"A", "B"} {
 		// A client per server, as two processes would each have their own.
-		client := redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
+		// ContextTimeoutEnabled lets redisstore's per-round-trip timeout
+		// hold on the socket; go-redis ignores context deadlines without it.
+		client := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, ContextTimeoutEnabled: true, MaxRetries: 1})
 		s := &server{name: name, client: client}
 		servers = append(servers, s)
 		var err error
