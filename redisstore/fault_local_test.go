@@ -1,0 +1,256 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// counting is a core.Limiter that counts the Allow calls reaching the
+// limiter it wraps.
+type counting struct {
+	core.Limiter
+	calls atomic.Int64
+}
+
+func (c *counting) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	c.calls.Add(1)
+	return c.Limiter.Allow(ctx, key, cost)
+}
+
+// TestFaultFailLocal: fallback over redisstore behind httpmw, under load,
+// Redis killed and restarted: no 5xx and no store error ever reaches the
+// middleware; while Redis is down a fresh key gets exactly the local
+// burst, the breaker opens and Redis is called only a handful of times
+// (the failures that open it, the requests in flight, one probe per open
+// period); within 5 s of the restart the breaker is closed and Redis
+// decides again.
+func TestFaultFailLocal(t *testing.T) {
+	srv := redistest.Start(t)
+	c := faultClient(t, srv.Addr())
+	primary := &counting{Limiter: redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))}
+	const openFor = 200 * time.Millisecond
+	fb := fallback.MustNew(primary, core.MustNew(faultLimit),
+		fallback.WithTimeout(faultTimeout), fallback.WithOpenFor(openFor), fallback.WithMaxOpenFor(2*openFor))
+	// FailClosed: a store error that got past fallback would be refused,
+	// and seen.
+	r := serve(t, fb, core.FailClosed)
+	burst := faultLimit.EffectiveBurst()
+	var (
+		fresh        []sample
+		sawOpen      bool
+		calls        int64
+		downFor      time.Duration
+		atRestart    fallback.Stats
+		closedAgain  bool
+		primaryAgain uint64
+	)
+	samples := outage(t, r, srv, func() {
+		start, before := time.Now(), primary.calls.Load()
+		for range 2 * burst {
+			fresh = append(fresh, r.get("outage-fresh"))
+		}
+		for time.Since(start) < 900*time.Millisecond {
+			if fb.State() == fallback.Open {
+				sawOpen = true
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		calls, downFor = primary.calls.Load()-before, time.Since(start)
+		atRestart = fb.Stats()
+	}, func() bool {
+		st := fb.Stats()
+		closedAgain, primaryAgain = fb.State() == fallback.Closed, st.PrimaryDecisions-atRestart.PrimaryDecisions
+		return closedAgain && primaryAgain > 0
+	})
+
+	checkNoServerErrors(t, samples)
+	// Every worker key is fresh: whichever side decides admits it.
+	for _, s := range samples {
+		if s.status != http.StatusOK || s.outcome != "allowed" || !s.decided {
+			t.Fatalf("%v; want an admission decided by Redis or locally", s)
+		}
+	}
+	if n := r.obs.n[core.OutcomeStoreError].Load(); n != 0 {
+		t.Errorf("%d store errors reached the middleware; fallback answers them locally", n)
+	}
+	checkLatency(t, "while down", during(samples, phaseDown))
+
+	admitted := 0
+	for _, s := range fresh {
+		switch {
+		case s.status == http.StatusOK && s.decided:
+			admitted++
+		case s.status == http.StatusTooManyRequests && s.outcome == "denied" && s.decided:
+			if secs, err := strconv.Atoi(s.retryAfter); err != nil || secs < 1 {
+				t.Errorf("local refusal without a Retry-After of whole seconds >= 1: %v", s)
+			}
+		default:
+			t.Errorf("fresh key while Redis is down: %v; want a local decision", s)
+		}
+	}
+	// All decided locally, on a whole quota that refills one token every
+	// 3 minutes: exactly the burst.
+	if admitted != burst {
+		t.Errorf("fresh key while Redis is down: %d of %d admitted, want the local burst %d", admitted, len(fresh), burst)
+	}
+
+	st := fb.Stats()
+	t.Logf("fallback: %+v; %d calls to Redis in the %v it was down", st, calls, downFor.Round(time.Millisecond))
+	if !sawOpen || st.Opens == 0 || atRestart.LocalDecisions == 0 {
+		t.Errorf("while Redis was down: breaker seen open %v, stats %+v; want it open and local decisions", sawOpen, atRestart)
+	}
+	// Redis is called by the requests that open the breaker (the threshold,
+	// and those already in flight: the workers and this goroutine), then
+	// by one probe each time an open period ends.
+	if bound := int64(faultWorkers+1+fallback.DefaultFailureThreshold) + int64(downFor/openFor) + 1; calls > bound {
+		t.Errorf("%d calls to Redis while it was down for %v, want at most %d: the breaker did not stop them", calls, downFor, bound)
+	}
+	if !closedAgain || primaryAgain == 0 {
+		t.Errorf("after the restart: breaker closed %v, %d primary decisions; want closed and Redis deciding", closedAgain, primaryAgain)
+	}
+	checkTTLs(t, c)
+}
+
+// TestFaultConcurrentAllow: goroutines calling Allow and Refund while
+// Redis is killed and restarted twice never panic; redisstore never
+// returns a decision together with an error, and its only errors are
+// store errors; fallback over it never returns an error at all.
+func TestFaultConcurrentAllow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := faultClient(t, srv.Addr())
+	l := core.PerHour(5) // a small burst: refusals (and the deny cache) too
+	limiters := []struct {
+		name     string
+		lim      core.Limiter
+		fallback bool
+	}{
+		{"redis", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout)), false},
+		{"redis-no-deny-cache", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithDenyCache(0), redisstore.WithPrefix("nc:")), false},
+		{"fallback", fallback.MustNew(redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithPrefix("fb:")), core.MustNew(l),
+			fallback.WithTimeout(faultTimeout), fallback.WithOpenFor(100*time.Millisecond)), true},
+	}
+	var allowed, denied, storeErrs atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 24 {
+		lim := limiters[g%len(limiters)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic: %v", lim.name, p)
+				}
+			}()
+			ctx := context.Background()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("k%d", (g*31+n)%40)
+				if n%5 == 4 {
+					err := lim.lim.Refund(ctx, key, 1)
+					if err != nil && (lim.fallback || !errors.Is(err, core.ErrStore)) {
+						t.Errorf("%s: refund: %v", lim.name, err)
+						return
+					}
+					continue
+				}
+				d, err := lim.lim.Allow(ctx, key, 1)
+				switch {
+				case err != nil && lim.fallback:
+					t.Errorf("%s: %v; fallback answers store errors locally", lim.name, err)
+					return
+				case err != nil && (d != core.Decision{} || !errors.Is(err, core.ErrStore)):
+					t.Errorf("%s: decision %+v with error %v; want no decision, and a store error", lim.name, d, err)
+					return
+				case err != nil:
+					storeErrs.Add(1)
+				case d.Allowed:
+					allowed.Add(1)
+				default:
+					denied.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	for range 2 {
+		time.Sleep(300 * time.Millisecond)
+		srv.Kill()
+		time.Sleep(300 * time.Millisecond)
+		srv.Restart()
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d allowed, %d denied, %d store errors", allowed.Load(), denied.Load(), storeErrs.Load())
+	if allowed.Load() == 0 || denied.Load() == 0 || storeErrs.Load() == 0 {
+		t.Error("want admissions, refusals and store errors all seen")
+	}
+	checkTTLs(t, c)
+}
+
+// hungCalls pauses every client of s (CLIENT PAUSE, as a stalled host
+// would) for a while and returns, for each limiter in turn, how long its
+// Allow took on the paused server, its decision and its error.
+func hungCalls(t *testing.T, s *redistest.Server, lims ...core.Limiter) (took []time.Duration, ds []core.Decision, errs []error) {
+	t.Helper()
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer admin.Close()
+	ctx := context.Background()
+	for _, l := range lims {
+		if d, err := l.Allow(ctx, "warm-up", 1); err != nil || !d.Allowed {
+			t.Fatalf("before the pause: %+v %v", d, err)
+		}
+	}
+	// Long enough for the calls below; it ends by itself.
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "700", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lims {
+		start := time.Now()
+		d, err := l.Allow(ctx, "k", 1)
+		took, ds, errs = append(took, time.Since(start)), append(ds, d), append(errs, err)
+	}
+	return took, ds, errs
+}
+
+// hungBound bounds a call to a hung server: the deadline fires at
+// faultTimeout, the rest is room for a busy machine.
+const hungBound = 4 * faultTimeout
+
+// TestFaultHungServer: a server that accepts a command and does not answer
+// costs a decision the redisstore timeout when the client lets the
+// context's deadline reach the socket (ContextTimeoutEnabled), and
+// fallback decides locally within its own timeout.
+func TestFaultHungServer(t *testing.T) {
+	srv := redistest.Start(t)
+	c := faultClient(t, srv.Addr())
+	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))
+	fb := fallback.MustNew(redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(time.Second)), core.MustNew(faultLimit),
+		fallback.WithTimeout(faultTimeout))
+	took, ds, errs := hungCalls(t, srv, lim, fb)
+	if !errors.Is(errs[0], core.ErrStore) || took[0] > hungBound {
+		t.Errorf("redisstore on a hung server: %+v %v after %v; want a store error within %v", ds[0], errs[0], took[0], hungBound)
+	}
+	if errs[1] != nil || !ds[1].Allowed || took[1] > hungBound {
+		t.Errorf("fallback on a hung server: %+v %v after %v; want a local admission within %v", ds[1], errs[1], took[1], hungBound)
+	}
+}
