@@ -1,33 +1,26 @@
 package fallback
 
-import "fmt"
+import (
+	"fmt"
 
-// State is the circuit breaker's state.
-type State uint8
+	"github.com/floodgate/floodgate/internal/breaker"
+)
+
+// State is the circuit breaker's state: Closed, Open or HalfOpen. Its
+// String method gives "closed", "open" or "half-open", fit for a metric
+// label or a log.
+type State = breaker.State
 
 const (
 	// Closed: the primary decides; its failures are counted.
-	Closed State = iota
+	Closed = breaker.Closed
 	// Open: the local limiter decides and the primary is not called, until
 	// the open period ends.
-	Open
+	Open = breaker.Open
 	// HalfOpen: the open period has ended. The next request probes the
 	// primary; while the probe is out, the others are decided locally.
-	HalfOpen
+	HalfOpen = breaker.HalfOpen
 )
-
-// String returns the state's name, fit for a metric label or a log.
-func (s State) String() string {
-	switch s {
-	case Closed:
-		return "closed"
-	case Open:
-		return "open"
-	case HalfOpen:
-		return "half-open"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 // Side names the limiter that decided.
 type Side uint8

@@ -59,7 +59,7 @@ func New(primary, local core.Limiter, opts ...Option) (*Limiter, error) {
 	if f := o.observe; f != nil {
 		cfg.OnFailure = func(err error) { f(Event{Kind: EventPrimaryFailed, Err: err}) }
 		cfg.OnStateChange = func(from, to breaker.State) {
-			f(Event{Kind: EventStateChanged, From: State(from), To: State(to)})
+			f(Event{Kind: EventStateChanged, From: from, To: to})
 		}
 	}
 	b, err := breaker.New(cfg)
@@ -167,7 +167,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 // State reports the breaker's state. An open breaker whose period has
 // ended reports HalfOpen, although the observer hears of the change only
 // when the next request takes the probe.
-func (l *Limiter) State() State { return State(l.b.State()) }
+func (l *Limiter) State() State { return l.b.State() }
 
 // Stats returns the counters of what l did since it was made.
 func (l *Limiter) Stats() Stats {
