@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/redistest"
 )
 
 // burstAt counts how many of tries calls admit at (almost) one instant: it
@@ -179,5 +181,76 @@ func TestMiddlewareBenchPolicyLasts(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkBurst makes tries calls in a row on a fresh key, too slow (a round
+// trip or more each) to fit in one refill interval: a fresh key must get
+// the burst, and at most one more admission per interval the calls took.
+func checkBurst(t *testing.T, tries int, call func(key string) (bool, error)) {
+	t.Helper()
+	admitted := 0
+	start := time.Now()
+	for i := range tries {
+		ok, err := call("fresh")
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if ok {
+			admitted++
+		}
+	}
+	took := time.Since(start)
+	if most := burst + int(took/policy.Interval()) + 1; admitted < burst || admitted > most {
+		t.Errorf("a fresh key got %d of %d calls in %v, want %d to %d", admitted, tries, took, burst, most)
+	}
+}
+
+// TestRedisPolicy checks that every Redis limiter of BenchmarkRedis is
+// configured to the policy (a fresh key gets the burst, and no more than
+// refills allow; another key is limited apart), and that the repeat-offender row
+// answers from floodgate's deny cache, with no round trip.
+func TestRedisPolicy(t *testing.T) {
+	srv := redistest.Start(t)
+	rb := &redisBench{srv: srv}
+	ctx := context.Background()
+	for _, im := range redisImpls {
+		if im.kind == baseline {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) {
+			c, rt := rb.client(t, im.opts)
+			flush(t, c)
+			d := im.new(t, c)
+			if im.kind == cachedDen {
+				key := prepare(t, c, im, d, 1)
+				trips, admitted := rt.n.Load(), 0
+				start := time.Now()
+				for i := range 1000 {
+					ok, err := d.decide(ctx, key)
+					if err != nil {
+						t.Fatalf("call %d on a drained key: %v", i, err)
+					}
+					if ok {
+						admitted++
+					}
+				}
+				// A refusal is cached for its RetryAfter, at most one interval
+				// (10 ms); then a round trip may admit a refilled token, and
+				// the next refusal is cached again.
+				intervals := int(time.Since(start)/policy.Interval()) + 1
+				if admitted > intervals {
+					t.Errorf("%d of 1000 calls on a drained key admitted in %d intervals", admitted, intervals)
+				}
+				if n := rt.n.Load() - trips; n > int64(2*intervals) {
+					t.Errorf("%d round trips for 1000 calls on a drained key in %d intervals", n, intervals)
+				}
+				return
+			}
+			checkBurst(t, burst+50, func(key string) (bool, error) { return d.decide(ctx, key) })
+			if ok, err := d.decide(ctx, "another"); err != nil || !ok {
+				t.Errorf("another key: ok=%v, err=%v; keys are not limited apart", ok, err)
+			}
+		})
 	}
 }

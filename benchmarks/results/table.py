@@ -3,8 +3,9 @@
     python3 results/table.py FILE...
 
 Each row is a median over rounds. "×floor" is the median of the per-round
-ratios to the floor, and HTTP overhead the median of per-round differences
-to the bare handler (rounds pair up by order within a file). A benchmark
+ratios to the floor, "×PING" (BenchmarkRedis) the median of the per-round
+ratios to PING in the same mode, and HTTP overhead the median of per-round
+differences to the bare handler (rounds pair up by order within a file). A benchmark
 name found in a later file replaces that name's rows from earlier files.
 Failed benchmarks (lines without ns/op) are skipped.
 """
@@ -22,6 +23,42 @@ for path in sys.argv[1:]:
             here[name][f[i+1]].append(float(f[i]))
     rows.update(here)
 med = lambda xs: st.median(xs)
+
+def redis_table():
+    """BenchmarkRedis: µs/op, the median of per-round ratios to PING, and
+    what the server saw (round trips, commands, server µs in PING/scripts)."""
+    names = []
+    for k in rows:
+        if k.startswith("BenchmarkRedis/"):
+            n = k.split("/")[1]
+            if n not in names: names.append(n)
+    print("| row | seq µs/op | ×PING | par64 µs/op | ×PING | pipe64 µs/op | round trips/op | commands/op | server µs/op | B/op | allocs/op (seq/par64) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cell = lambda n, m, u: rows.get(f"BenchmarkRedis/{n}/{m}", {}).get(u, [])
+    for n in names:
+        out = [n]
+        for m in ["seq", "par64"]:
+            v, p = cell(n, m, "ns/op"), cell("ping", m, "ns/op")
+            if not v: out += ["–", "–"]; continue
+            us = med(v) / 1000
+            out.append(f"{us:.3f}" if us < 1 else f"{us:.1f}")
+            out.append(f"{med([a/b for a, b in zip(v, p)]):.2f}×" if p else "–")
+        v = cell(n, "pipe64", "ns/op")
+        out.append(f"{med(v)/1000:.2f}" if v else "–")
+        mode = next(m for m in ["seq", "par64", "pipe64"] if cell(n, m, "ns/op"))
+        out.append(f'{med(cell(n, mode, "rt/op")):.3g}')
+        out.append(f'{med(cell(n, mode, "cmds/op")):.3g}')
+        out.append(f'{med(cell(n, mode, "srv-µs/op")):.2g}')
+        out.append(f'{med(cell(n, mode, "B/op")):.0f}')
+        out.append("/".join(f'{med(cell(n, m, "allocs/op")):.0f}' if cell(n, m, "allocs/op") else "–" for m in ["seq", "par64"]))
+        print("| " + " | ".join(out) + " |")
+    print("n per row:", {k: len(v["ns/op"]) for k, v in rows.items() if k.startswith("BenchmarkRedis/ping/")})
+    print("(round trips, commands, server µs and B/op from seq, else the row's only mode)")
+
+if any(k.startswith("BenchmarkRedis/") for k in rows):
+    redis_table()
+if not any(k.startswith("BenchmarkDecision/") for k in rows):
+    sys.exit()
 impls = ["floor","floodgate","floodgate-gcra","xrate-map","xrate-lru","sethvargo","httprate","ulule","throttled","tollbooth"]
 peers = impls[3:]
 wl = ["hot_seq","hot_par","zipf_par","churn_par"]
