@@ -24,8 +24,7 @@ type Limiter struct {
 	maxCost int
 	suffix  string     // "}:" plus the algorithm and the limit's parameters
 	prefix  string     // the key prefix plus "{"
-	params  []string   // the algorithm's script parameters
-	margin  string     // TTL margin in ms
+	fixed   []any      // the TTL margin in ms, then the algorithm's parameters
 	clock   core.Clock // the process's clock, for the deny cache
 	testNow core.Clock // nil: the scripts read the server's TIME
 	timeout time.Duration
@@ -64,8 +63,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		maxCost: maxCost,
 		prefix:  o.prefix + "{",
 		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
-		params:  p,
-		margin:  strconv.FormatInt(o.margin.Milliseconds(), 10),
+		fixed:   fixedArgs(o.margin, p),
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
@@ -85,6 +83,15 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		}
 	}
 	return lim, nil
+}
+
+// fixedArgs returns the script arguments that never change: ARGV[5...].
+func fixedArgs(margin time.Duration, params []string) []any {
+	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
+	for _, p := range params {
+		a = append(a, p)
+	}
+	return a
 }
 
 // MustNew is New, panicking on error; for limits and options fixed in code.
@@ -162,25 +169,46 @@ func (l *Limiter) checkCost(cost int) error {
 	return nil
 }
 
+// Script arguments boxed once: converting a string to any allocates.
+var (
+	argAllow, argRefund, argNoClock any = "a", "r", ""
+	smallCosts                          = func() (c [65]any) {
+		for i := range c {
+			c[i] = strconv.Itoa(i)
+		}
+		return c
+	}()
+)
+
 // run calls the script once on the Redis key rkey and returns its four
 // numbers.
 func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	var out [4]int64
 	if l.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.timeout)
-		defer cancel()
+		// The caller's own deadline, when sooner, bounds the call alone,
+		// and saves the timer and its allocations.
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > l.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, l.timeout)
+			defer cancel()
+		}
 	}
-	args := make([]any, 0, 5+len(l.params))
-	sec, nsec := "", ""
+	args := make([]any, 4, 4+len(l.fixed))
+	args[0] = argAllow
+	if code == 'r' {
+		args[0] = argRefund
+	}
+	if cost < len(smallCosts) {
+		args[1] = smallCosts[cost]
+	} else {
+		args[1] = strconv.Itoa(cost)
+	}
+	args[2], args[3] = argNoClock, argNoClock
 	if l.testNow != nil {
 		t := l.testNow.Now()
-		sec, nsec = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
+		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
 	}
-	args = append(args, string(code), strconv.Itoa(cost), sec, nsec, l.margin)
-	for _, p := range l.params {
-		args = append(args, p)
-	}
+	args = append(args, l.fixed...)
 	res, err := l.script.Run(ctx, l.client, []string{rkey}, args...).Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
