@@ -30,7 +30,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -58,28 +57,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "examples/redis:", err)
 		os.Exit(1)
 	}
-}
-
-// errNoRedis is the whole message when there is no Redis to use.
-var errNoRedis = errors.New("no Redis: set REDIS_ADDR=host:port or install redis-server (Debian/Ubuntu: apt-get install redis-server)")
-
-// withRedis calls fn with the address of a Redis and a few words on where
-// it came from: REDIS_ADDR, or else a throwaway redis-server that is
-// stopped, and its directory removed, when fn returns.
-func withRedis(ctx context.Context, fn func(addr, about string) error) error {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		return fn(addr, "from REDIS_ADDR")
-	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return errNoRedis
-	}
-	srv, err := startRedis(ctx, bin)
-	if err != nil {
-		return err
-	}
-	err = fn(srv.addr, "a throwaway redis-server in "+srv.dir+", no persistence, stopped on exit")
-	return errors.Join(err, srv.stop())
 }
 
 // config is what one run needs.

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/redisproc"
 )
 
 const (
-	busOffset      = 10000 // a node's cluster bus listens on port+10000
 	slotCount      = 16384
 	clusterNodes   = 3
 	clusterTimeout = 15 * time.Second // redis-cli --cluster create, or cluster_state:ok
@@ -38,10 +39,10 @@ func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	o := collect(opts)
 	c := &Cluster{t: t}
 	for range clusterNodes {
-		s := newServer(t, bin, o.password, func(s *Server, port int) string {
-			return s.dataConfig(port, o,
+		s := newServer(t, bin, o.password, func(s *Server) []string {
+			return dataConfig(o,
 				"cluster-enabled yes",
-				"cluster-config-file "+quote(filepath.Join(s.dir, "nodes.conf")),
+				"cluster-config-file "+redisproc.Quote(filepath.Join(s.dir, "nodes.conf")),
 				// Small, so a killed node is noticed, and a restarted one
 				// taken back, within seconds.
 				"cluster-node-timeout 2000")
@@ -98,7 +99,7 @@ func (c *Cluster) create(cli, password string) error {
 	if password != "" {
 		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
 	}
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = redisproc.SysProcAttr(false)
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -111,7 +112,7 @@ func (c *Cluster) waitOK() error {
 	deadline := time.Now().Add(clusterTimeout)
 	for _, n := range c.nodes {
 		for {
-			info, err := commandString(n.Addr(), n.password, "CLUSTER", "INFO")
+			info, err := redisproc.CommandString(n.Addr(), n.password, "CLUSTER", "INFO")
 			if err == nil && strings.Contains(info, "cluster_state:ok") {
 				break
 			}
@@ -132,7 +133,7 @@ func (c *Cluster) loadSlots() error {
 		byAddr[n.Addr()] = n
 	}
 	n0 := c.nodes[0]
-	reply, err := command(n0.Addr(), n0.password, "CLUSTER", "SLOTS")
+	reply, err := redisproc.Command(n0.Addr(), n0.password, "CLUSTER", "SLOTS")
 	if err != nil {
 		return fmt.Errorf("CLUSTER SLOTS on %s: %v", n0.Addr(), err)
 	}

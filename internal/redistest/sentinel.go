@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/redisproc"
 )
 
 const (
@@ -36,8 +37,8 @@ func StartSentinel(t testing.TB, opts ...Option) *Sentinel {
 	// replica's first sync immediate.
 	repl := []string{"repl-diskless-sync yes", "repl-diskless-sync-delay 0"}
 	start := func(extra ...string) *Server {
-		s := newServer(t, bin, o.password, func(s *Server, port int) string {
-			return s.dataConfig(port, o, append(repl, extra...)...)
+		s := newServer(t, bin, o.password, func(*Server) []string {
+			return dataConfig(o, append(repl, extra...)...)
 		})
 		if err := s.startFresh(false); err != nil {
 			t.Fatalf("redistest: %v", err)
@@ -53,16 +54,17 @@ func StartSentinel(t testing.TB, opts ...Option) *Sentinel {
 
 	// Started after the replica is in sync, so the sentinel's first INFO
 	// to the master already lists the replica.
-	g.sentinel = newServer(t, bin, "", func(s *Server, port int) string {
-		lines := append(s.baseConfig(port),
+	g.sentinel = newServer(t, bin, "", func(*Server) []string {
+		lines := []string{
 			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", masterName, g.master.port),
-			"sentinel down-after-milliseconds "+masterName+" 1000",
-			"sentinel failover-timeout "+masterName+" 5000",
-			"sentinel parallel-syncs "+masterName+" 1")
-		if o.password != "" {
-			lines = append(lines, "sentinel auth-pass "+masterName+" "+quote(o.password))
+			"sentinel down-after-milliseconds " + masterName + " 1000",
+			"sentinel failover-timeout " + masterName + " 5000",
+			"sentinel parallel-syncs " + masterName + " 1",
 		}
-		return strings.Join(lines, "\n") + "\n"
+		if o.password != "" {
+			lines = append(lines, "sentinel auth-pass "+masterName+" "+redisproc.Quote(o.password))
+		}
+		return lines
 	})
 	g.sentinel.sentinel = true
 	if err := g.sentinel.startFresh(false); err != nil {
@@ -137,7 +139,7 @@ func (g *Sentinel) WaitForFailover(old string) string {
 }
 
 func (g *Sentinel) masterAddr() (string, error) {
-	reply, err := command(g.sentinel.Addr(), "", "SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterName)
+	reply, err := redisproc.Command(g.sentinel.Addr(), "", "SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterName)
 	if err != nil {
 		return "", fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME on %s: %v", g.sentinel.Addr(), err)
 	}
@@ -152,15 +154,15 @@ func (g *Sentinel) masterAddr() (string, error) {
 
 // role returns the role line of INFO replication on addr.
 func (g *Sentinel) role(addr string) (string, error) {
-	info, err := commandString(addr, g.master.password, "INFO", "replication")
-	return infoField(info, "role"), err
+	info, err := redisproc.CommandString(addr, g.master.password, "INFO", "replication")
+	return redisproc.InfoField(info, "role"), err
 }
 
 func (g *Sentinel) waitInSync() error {
 	r := g.replica
 	return waitUntil(sentinelTimeout, func() (bool, string) {
-		info, err := commandString(r.Addr(), r.password, "INFO", "replication")
-		status := infoField(info, "master_link_status")
+		info, err := redisproc.CommandString(r.Addr(), r.password, "INFO", "replication")
+		status := redisproc.InfoField(info, "master_link_status")
 		return status == "up", fmt.Sprintf("replica %s master_link_status %q (%v); log:\n%s", r.Addr(), status, err, r.logTail())
 	})
 }
@@ -173,9 +175,9 @@ func (g *Sentinel) waitWatching() error {
 		if err != nil || addr != g.master.Addr() {
 			return false, fmt.Sprintf("sentinel reports master %q (%v), want %s", addr, err, g.master.Addr())
 		}
-		reply, err := command(g.sentinel.Addr(), "", "SENTINEL", "REPLICAS", masterName)
-		if _, unknown := err.(respError); unknown { // before Redis 5
-			reply, err = command(g.sentinel.Addr(), "", "SENTINEL", "SLAVES", masterName)
+		reply, err := redisproc.Command(g.sentinel.Addr(), "", "SENTINEL", "REPLICAS", masterName)
+		if _, unknown := err.(redisproc.ReplyError); unknown { // before Redis 5
+			reply, err = redisproc.Command(g.sentinel.Addr(), "", "SENTINEL", "SLAVES", masterName)
 		}
 		replicas, _ := reply.([]any)
 		for _, r := range replicas {
@@ -208,14 +210,4 @@ func waitUntil(timeout time.Duration, done func() (bool, string)) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// infoField returns the value of "name:value" in an INFO reply.
-func infoField(info, name string) string {
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			return v
-		}
-	}
-	return ""
 }

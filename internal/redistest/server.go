@@ -1,29 +1,19 @@
 package redistest
 
 import (
-	"errors"
-	"fmt"
+	"context"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/redisproc"
 )
 
-const (
-	readyTimeout = 10 * time.Second // start or restart until PONG
-	stopGrace    = 5 * time.Second  // SIGTERM until SIGKILL
-	killTimeout  = 10 * time.Second // SIGKILL until the process is reaped
-	startTries   = 5                // fresh ports tried when one is taken
-)
-
-// errPortInUse: the server could not bind its port (or cluster bus port),
-// which another process took after the harness found it free.
-var errPortInUse = errors.New("port already in use")
+// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const stopGrace = 5 * time.Second
 
 // Server is one redis-server process listening on 127.0.0.1. Its methods
 // report failures through the testing.TB it was started with, so call them
@@ -33,13 +23,12 @@ type Server struct {
 	bin      string
 	dir      string
 	password string
-	sentinel bool                  // started with --sentinel
-	config   func(port int) string // redis.conf for a port
+	sentinel bool            // started with --sentinel
+	lines    func() []string // redis.conf after redisproc's own lines
 	port     int
-	confPort int // port of the redis.conf written; 0 before the first
-	cmd      *exec.Cmd
-	done     chan struct{} // closed once cmd has exited and been reaped
-	expected bool          // the harness stopped the process itself
+	proc     *redisproc.Process // the running or last process; nil before the first
+	cmd      *exec.Cmd          // proc's
+	expected bool               // the harness stopped the process itself
 }
 
 // Start starts a redis-server for t on a free 127.0.0.1 port, waits until
@@ -48,8 +37,8 @@ type Server struct {
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	o := collect(opts)
-	s := newServer(t, Require(t), o.password, func(s *Server, port int) string {
-		return s.dataConfig(port, o)
+	s := newServer(t, Require(t), o.password, func(s *Server) []string {
+		return dataConfig(o)
 	})
 	if err := s.startFresh(false); err != nil {
 		t.Fatalf("redistest: %v", err)
@@ -57,9 +46,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	return s
 }
 
-func newServer(t testing.TB, bin, password string, config func(s *Server, port int) string) *Server {
+func newServer(t testing.TB, bin, password string, lines func(s *Server) []string) *Server {
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), password: password}
-	s.config = func(port int) string { return config(s, port) }
+	s.lines = func() []string { return lines(s) }
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)
 	return s
@@ -102,151 +91,59 @@ func (s *Server) Restart() {
 	if err := s.terminate(syscall.SIGTERM, stopGrace); err != nil {
 		s.t.Fatalf("redistest: restart %s: %v", s.Addr(), err)
 	}
-	// The port was ours a moment ago; give a lingering holder a little time.
-	var err error
-	for try := 0; try < startTries; try++ {
-		if err = s.launch(); !errors.Is(err, errPortInUse) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	p, err := s.proc.Restart(context.Background())
 	if err != nil {
 		s.t.Fatalf("redistest: restart %s: %v", s.Addr(), err)
 	}
+	s.running(p)
 }
 
-// startFresh picks a free port (with a free cluster bus port if bus) and
-// launches the server, trying another port when one is taken meanwhile.
+// startFresh starts the server on a free port (with a free cluster bus port
+// if bus).
 func (s *Server) startFresh(bus bool) error {
-	var err error
-	for try := 0; try < startTries; try++ {
-		if s.port, err = freePort(bus); err != nil {
-			return err
-		}
-		if err = s.launch(); !errors.Is(err, errPortInUse) {
-			return err
-		}
+	var args []string
+	if s.sentinel {
+		args = []string{"--sentinel"}
 	}
-	return fmt.Errorf("%d ports in a row were taken before redis-server could bind them: %w", startTries, err)
-}
-
-// launch writes the config for s.port, starts the process and waits for
-// PONG; if the process exits first, it is reaped and its log returned.
-func (s *Server) launch() error {
-	conf := filepath.Join(s.dir, "redis.conf")
-	// A restart keeps the file: the server or a sentinel may have rewritten
-	// it (CONFIG REWRITE after a failover) and must come back as it left.
-	if s.confPort != s.port {
-		if err := os.WriteFile(conf, []byte(s.config(s.port)), 0o644); err != nil {
-			return err
-		}
-		s.confPort = s.port
-	}
-	out, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := redisproc.Start(context.Background(), redisproc.Config{
+		Bin:        s.bin,
+		Dir:        s.dir,
+		Lines:      s.lines(),
+		Args:       args,
+		Password:   s.password,
+		ClusterBus: bus,
+	})
 	if err != nil {
 		return err
 	}
-	args := []string{conf}
-	if s.sentinel {
-		args = append(args, "--sentinel")
-	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
-	out.Close() // the child has its own descriptor
-	if err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done, s.expected = cmd, done, false
-	err = s.waitReady()
-	// The error already quotes the log; the cleanup need not repeat it.
-	s.expected = err != nil
-	return err
+	s.running(p)
+	return nil
 }
 
-func (s *Server) waitReady() error {
-	deadline := time.Now().Add(readyTimeout)
-	delay := 5 * time.Millisecond
-	for {
-		select {
-		case <-s.done:
-			// Logs accumulate over attempts and restarts: only this port
-			// (or its cluster bus port) being taken counts.
-			log := s.logTail()
-			if strings.Contains(log, fmt.Sprintf(":%d: bind: Address already in use", s.port)) ||
-				strings.Contains(log, fmt.Sprintf(":%d: bind: Address already in use", s.port+busOffset)) {
-				return fmt.Errorf("%s: %w", s.Addr(), errPortInUse)
-			}
-			return fmt.Errorf("redis-server on %s exited (%v) before answering PING; log:\n%s", s.Addr(), s.cmd.ProcessState, log)
-		default:
-		}
-		reply, err := command(s.Addr(), s.password, "PING")
-		if err == nil && reply == "PONG" {
-			// Another process may have taken the port, and ours not exited
-			// yet; only our own server will do.
-			if reply, err = s.ownPID(); err == nil {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s did not answer PING within %v (last: %v %v); log:\n%s", s.Addr(), readyTimeout, reply, err, s.logTail())
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, 100*time.Millisecond)
-	}
-}
-
-// ownPID checks that the server answering on s.port is s's process.
-func (s *Server) ownPID() (string, error) {
-	info, err := commandString(s.Addr(), s.password, "INFO", "server")
-	pid := infoField(info, "process_id")
-	if err == nil && pid != strconv.Itoa(s.cmd.Process.Pid) {
-		err = fmt.Errorf("%s is answered by process %q, not by redis-server pid %d", s.Addr(), pid, s.cmd.Process.Pid)
-	}
-	return pid, err
+func (s *Server) running(p *redisproc.Process) {
+	s.proc, s.cmd, s.port, s.expected = p, p.Cmd(), p.Port(), false
 }
 
 // terminate sends sig, waits grace, then sends SIGKILL and waits for the
 // process to be reaped.
 func (s *Server) terminate(sig syscall.Signal, grace time.Duration) error {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return nil
 	}
 	select {
-	case <-s.done:
+	case <-s.proc.Done():
 		return nil
 	default:
 	}
 	s.expected = true
-	if sig != syscall.SIGKILL {
-		s.cmd.Process.Signal(sig)
-		select {
-		case <-s.done:
-			return nil
-		case <-time.After(grace):
-		}
-	}
-	s.cmd.Process.Kill()
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(killTimeout):
-		return fmt.Errorf("redis-server (pid %d) still running %v after SIGKILL", s.cmd.Process.Pid, killTimeout)
-	}
+	return s.proc.Terminate(sig, grace)
 }
 
 func (s *Server) cleanup() {
-	if s.cmd != nil && !s.expected {
+	if s.proc != nil && !s.expected {
 		select {
-		case <-s.done:
-			s.t.Logf("redistest: redis-server on %s had exited on its own (%v); log:\n%s", s.Addr(), s.cmd.ProcessState, s.logTail())
+		case <-s.proc.Done():
+			s.t.Logf("redistest: redis-server on %s had exited on its own (%v); log:\n%s", s.Addr(), s.proc.Wait(), s.logTail())
 		default:
 		}
 	}
@@ -257,17 +154,4 @@ func (s *Server) cleanup() {
 
 // logTail returns the last lines of the server's log and of what it wrote
 // to stdout or stderr before its log was open.
-func (s *Server) logTail() string {
-	var b strings.Builder
-	for _, name := range []string{"stdout.log", "redis.log"} {
-		data, _ := os.ReadFile(filepath.Join(s.dir, name))
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 20 {
-			lines = lines[len(lines)-20:]
-		}
-		if len(data) > 0 {
-			fmt.Fprintf(&b, "--- %s\n%s\n", name, strings.Join(lines, "\n"))
-		}
-	}
-	return b.String()
-}
+func (s *Server) logTail() string { return s.proc.LogTail() }
