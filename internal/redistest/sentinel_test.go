@@ -18,6 +18,11 @@ func TestSentinel(t *testing.T) {
 		t.Fatalf("sentinel PING = %v", got)
 	}
 	mustDo(t, g.Master(), "SET", "k", "v")
+	// Replication is asynchronous: wait until the replica has the write,
+	// or killing the master may lose it.
+	if got := mustDo(t, g.Master(), "WAIT", "1", "5000"); got != int64(1) {
+		t.Fatalf("WAIT 1 5000 = %v, want 1 replica", got)
+	}
 	if _, err := do(t, g.Replica(), "SET", "k", "w"); err == nil {
 		t.Error("the replica accepted a write")
 	}
