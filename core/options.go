@@ -43,7 +43,7 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 // memory never grows past it, and until the table holds n keys every new key
 // is tracked on its own, however the keys spread over the table's shards
 // (up to 64 independently locked parts, fewer for small capacities: at
-// least 256 keys' worth each). Keys whose quota is whole again are dropped
+// least 64 keys' worth each). Keys whose quota is whole again are dropped
 // to make room; what a new key gets when the table holds n keys and none of
 // them can be dropped is set by [WithFullPolicy].
 func WithCapacity(n int) Option { return func(o *options) { o.capacity = n } }

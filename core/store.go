@@ -68,11 +68,11 @@ type shard struct {
 }
 
 // shardsFor is how many shards a table of capacity keys gets by default:
-// up to 64, but at least 256 keys' worth each, so that a small table is not
+// up to 64, but at least 64 keys' worth each, so that a small table is not
 // cut into shards of a few keys.
 func shardsFor(capacity int) int {
 	n := 64
-	for n > 1 && capacity/n < 256 {
+	for n > 1 && capacity/n < 64 {
 		n /= 2
 	}
 	return n
