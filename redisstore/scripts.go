@@ -15,26 +15,28 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// One script per algorithm: the shared prelude, then the algorithm. Each is
-// sent once with EVAL when a server answers NOSCRIPT, and run with EVALSHA
-// otherwise (go-redis's Script.Run).
+// One script per algorithm: the shared prelude, the window helpers for the
+// window algorithms, then the algorithm. Each is sent once with EVAL when a
+// server answers NOSCRIPT, and run with EVALSHA otherwise (go-redis's
+// Script.Run). Every function a script defines is made again on each call
+// (Lua closures), so each script holds only the ones it uses.
 var scripts = map[core.Algorithm]*redis.Script{
-	core.TokenBucket:   loadScript("tokenbucket.lua"),
-	core.GCRA:          loadScript("gcra.lua"),
-	core.FixedWindow:   loadScript("fixedwindow.lua"),
-	core.SlidingWindow: loadScript("slidingwindow.lua"),
+	core.TokenBucket:   loadScript("common.lua", "tokenbucket.lua"),
+	core.GCRA:          loadScript("common.lua", "gcra.lua"),
+	core.FixedWindow:   loadScript("common.lua", "windows.lua", "fixedwindow.lua"),
+	core.SlidingWindow: loadScript("common.lua", "windows.lua", "slidingwindow.lua"),
 }
 
-func loadScript(name string) *redis.Script {
-	common, err := luaFiles.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(err)
+func loadScript(names ...string) *redis.Script {
+	var src []byte
+	for _, name := range names {
+		b, err := luaFiles.ReadFile("lua/" + name)
+		if err != nil {
+			panic(err)
+		}
+		src = append(append(src, b...), '\n')
 	}
-	body, err := luaFiles.ReadFile("lua/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	return redis.NewScript(string(src))
 }
 
 // maxSpan is the longest span a limit may have on Redis: the scripts' Lua

@@ -32,37 +32,6 @@ local function idiv(a, b)
   return q, r
 end
 
--- muldiv returns floor(a * b / m) and the remainder, for integers with
--- a < 2^31, b < 2^53 and m <= 2^52, where a * b itself may not be exact. The
--- quotient is exact whenever it is below 2^53; callers cap larger ones.
-local function muldiv(a, b, m)
-  local a0 = a
-  local qb, rb = idiv(b, m)
-  -- a * b = a * qb * m + a * rb: the first part divides exactly, and a * rb
-  -- is divided by binary long multiplication, r staying below m and every
-  -- sum below 2m.
-  local q, r = 0, 0
-  local bit = 1073741824 -- 2^30; a < 2^31
-  while bit >= 1 do
-    q = q * 2
-    r = r * 2
-    if r >= m then
-      r = r - m
-      q = q + 1
-    end
-    if a >= bit then
-      a = a - bit
-      r = r + rb
-      if r >= m then
-        r = r - m
-        q = q + 1
-      end
-    end
-    bit = bit / 2
-  end
-  return a0 * qb + q, r
-end
-
 local R, now
 if ARGV[3] ~= '' then
   R, now = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -86,55 +55,24 @@ local function abs(t)
   return string.format('%.0f %.0f', R + q, r)
 end
 
--- windowStart is the start of the period-long window holding now, windows
--- being aligned to multiples of period since the Unix epoch.
-local function windowStart(period)
-  -- (R * 1e9) mod period, then now's offset in the window.
-  local base
-  if period % E9 == 0 then
-    local _, rs = idiv(R, period / E9)
-    base = rs * E9
-  else
-    local _, x = idiv(R, period)
-    -- x * 1e9 mod period by doubling: every value stays below 2 * period.
-    base = 0
-    local bit = 536870912 -- 2^29; 1e9 < 2^30
-    local k = E9
-    while bit >= 1 do
-      base = base * 2
-      if base >= period then base = base - period end
-      if k >= bit then
-        k = k - bit
-        base = base + x
-        if base >= period then base = base - period end
-      end
-      bit = bit / 2
-    end
-  end
-  local _, m = idiv(base + now, period)
-  return now - m
-end
+-- PATTERNS match a stored state of 2, 3 or 4 fields.
+local PATTERNS = {nil, '^(%S+) (%S+)$', '^(%S+) (%S+) (%S+)$', '^(%S+) (%S+) (%S+) (%S+)$'}
 
 local key = KEYS[1]
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
 local margin = tonumber(ARGV[5])
 
--- ttl is the key's time to live in ms: until it is whole again (reset ns
--- from now), plus the margin.
-local function ttl(reset)
-  return math.max(1, math.ceil(reset / 1000000) + margin)
-end
-
--- save writes the state with its TTL.
+-- save writes the state with its TTL in ms: until the key is whole again
+-- (reset ns from now), plus the margin.
 local function save(value, reset)
-  redis.call('SET', key, value, 'PX', ttl(reset))
+  redis.call('SET', key, value, 'PX', math.max(1, math.ceil(reset / 1000000) + margin))
 end
 
 -- repair gives a key found without a TTL one; a denial writes nothing else.
 local function repair(reset)
   if reset > 0 and redis.call('PTTL', key) == -1 then
-    redis.call('PEXPIRE', key, ttl(reset))
+    redis.call('PEXPIRE', key, math.max(1, math.ceil(reset / 1000000) + margin))
   end
 end
 
@@ -146,16 +84,13 @@ local function fields(n)
   if not v then
     return nil
   end
-  local f = {}
-  for w in string.gmatch(v, '%S+') do
-    local x = tonumber(w)
+  local f = {string.match(v, PATTERNS[n])}
+  for i = 1, n do
+    local x = tonumber(f[i])
     if x == nil or x ~= x or x == math.huge or x == -math.huge then
-      break
+      return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(v, 1, 64))
     end
-    f[#f + 1] = x
-  end
-  if #f ~= n then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(v, 1, 64))
+    f[i] = x
   end
   return f
 end

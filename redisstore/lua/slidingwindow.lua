@@ -3,6 +3,37 @@
 -- 'seconds nanoseconds previous current'. At t in window [w, w+P) the key
 -- has used ceil(previous × (w+P−t) / P) + current.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+-- muldiv returns floor(a * b / m) and the remainder, for integers with
+-- a < 2^31, b < 2^53 and m <= 2^52, where a * b itself may not be exact. The
+-- quotient is exact whenever it is below 2^53; callers cap larger ones.
+local function muldiv(a, b, m)
+  local a0 = a
+  local qb, rb = idiv(b, m)
+  -- a * b = a * qb * m + a * rb: the first part divides exactly, and a * rb
+  -- is divided by binary long multiplication, r staying below m and every
+  -- sum below 2m.
+  local q, r = 0, 0
+  local bit = 1073741824 -- 2^30; a < 2^31
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if r >= m then
+      r = r - m
+      q = q + 1
+    end
+    if a >= bit then
+      a = a - bit
+      r = r + rb
+      if r >= m then
+        r = r - m
+        q = q + 1
+      end
+    end
+    bit = bit / 2
+  end
+  return a0 * qb + q, r
+end
+
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 -- weighted is ceil(count × left / P).
