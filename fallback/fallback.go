@@ -112,7 +112,7 @@ func (l *Limiter) probe(ctx context.Context, key string, cost int) (core.Decisio
 }
 
 func (l *Limiter) allowPrimary(ctx context.Context, key string, cost int, probe bool) (core.Decision, error) {
-	cctx, cancel := l.callContext(ctx)
+	cctx, cancel := breaker.Bound(ctx, l.timeout)
 	d, err := l.primary.Allow(cctx, key, cost)
 	if err == nil {
 		if cancel != nil {
@@ -149,7 +149,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if !l.b.Closed() {
 		return l.local.Refund(ctx, key, cost)
 	}
-	cctx, cancel := l.callContext(ctx)
+	cctx, cancel := breaker.Bound(ctx, l.timeout)
 	err := l.primary.Refund(cctx, key, cost)
 	if err == nil {
 		if cancel != nil {
@@ -177,16 +177,6 @@ func (l *Limiter) Stats() Stats {
 		PrimaryFailures:  l.b.Failures(),
 		Opens:            l.b.Opens(),
 	}
-}
-
-// callContext returns the context the primary is called with: the caller's,
-// when it ends within the timeout anyway (no allocation), or one that ends
-// at the timeout, with its cancel function.
-func (l *Limiter) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= l.timeout {
-		return ctx, nil
-	}
-	return context.WithTimeout(ctx, l.timeout)
 }
 
 // failure reports whether err, returned by the primary under cctx, is a

@@ -1,11 +1,10 @@
 package fallback
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Option configures a [Limiter] made by [New].
@@ -27,14 +26,11 @@ type options struct {
 	maxOpenFor time.Duration // 0: DefaultMaxOpenFor, or openFor if longer
 	clock      core.Clock
 	observe    func(Event)
-	errs       []error
+	errs       option.Errors
 }
 
 func (o *options) require(ok bool, format string, args ...any) bool {
-	if !ok {
-		o.errs = append(o.errs, fmt.Errorf("fallback: "+format, args...))
-	}
-	return ok
+	return o.errs.Require(ok, format, args...)
 }
 
 // WithTimeout sets how long one call to the primary may take before the
@@ -128,16 +124,14 @@ func buildOptions(opts []Option) (options, error) {
 		threshold: DefaultFailureThreshold,
 		openFor:   DefaultOpenFor,
 		clock:     core.SystemClock,
+		errs:      option.Errors{Prefix: "fallback: "},
 	}
-	for i, opt := range opts {
-		if opt == nil {
-			return o, fmt.Errorf("fallback: nil Option (argument %d); leave it out instead", i+1)
-		}
-		opt(&o)
+	if err := option.Apply(&o, &o.errs, opts); err != nil {
+		return o, err
 	}
 	if o.maxOpenFor == 0 {
 		o.maxOpenFor = max(DefaultMaxOpenFor, o.openFor)
 	}
 	o.require(o.maxOpenFor >= o.openFor, "WithMaxOpenFor(%v) is shorter than WithOpenFor(%v); raise it, or pass the same value to both for no backoff", o.maxOpenFor, o.openFor)
-	return o, errors.Join(o.errs...)
+	return o, o.errs.Err()
 }

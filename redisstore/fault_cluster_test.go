@@ -93,16 +93,7 @@ func TestFaultKeysKeepTTLs(t *testing.T) {
 // surviving keys does not depend on how fast the cluster notices.
 func TestFaultClusterNodeDown(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 cl.Addrs(),
-		ContextTimeoutEnabled: true,
-		DialTimeout:           100 * time.Millisecond,
-		ReadTimeout:           100 * time.Millisecond,
-		WriteTimeout:          100 * time.Millisecond,
-		PoolTimeout:           100 * time.Millisecond,
-		MaxRetries:            1,
-		PoolSize:              2 * faultWorkers,
-	})
+	cc := redis.NewClusterClient(faultOptions(cl.Addrs()...).Cluster())
 	t.Cleanup(func() { cc.Close() })
 	lim := redisstore.MustNew(cc, faultLimit, redisstore.WithTimeout(faultTimeout))
 	r := serve(t, lim, core.FailOpen)

@@ -43,12 +43,12 @@ const (
 	faultWorkers  = 8
 )
 
-// faultClient returns a client that never waits long on a dead or hung
-// server: the context's deadline reaches the socket, and its own timeouts
-// and retries are short too.
-func faultClient(t *testing.T, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{
-		Addr:                  addr,
+// faultOptions are client options that never wait long on a dead or hung
+// server: the context's deadline reaches the socket, and the client's own
+// timeouts and retries are short too.
+func faultOptions(addrs ...string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs:                 addrs,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           100 * time.Millisecond,
 		ReadTimeout:           100 * time.Millisecond,
@@ -56,7 +56,12 @@ func faultClient(t *testing.T, addr string) *redis.Client {
 		PoolTimeout:           100 * time.Millisecond,
 		MaxRetries:            1,
 		PoolSize:              2 * faultWorkers,
-	})
+	}
+}
+
+// faultClient returns a client of addr with faultOptions.
+func faultClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(faultOptions(addr).Simple())
 	t.Cleanup(func() { c.Close() })
 	return c
 }

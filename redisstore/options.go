@@ -1,12 +1,12 @@
 package redisstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Option configures a Limiter.
@@ -124,35 +124,18 @@ func WithBreaker(threshold int, openFor, maxOpenFor time.Duration) Option {
 // every call to reach the server.
 func WithoutBreaker() Option { return func(o *options) { o.breaker = false } }
 
-func (o *options) validate() error {
-	var errs []error
-	if strings.ContainsAny(o.prefix, "{}") {
-		errs = append(errs, fmt.Errorf("redisstore: prefix %q contains a brace; braces would move keys out of their hash slot", o.prefix))
-	}
-	if o.timeout < 0 {
-		errs = append(errs, fmt.Errorf("redisstore: timeout must be >= 0, got %v", o.timeout))
-	}
-	if o.margin < time.Millisecond {
-		errs = append(errs, fmt.Errorf("redisstore: TTL margin must be >= 1ms, got %v", o.margin))
-	}
-	if o.denyCache < 0 {
-		errs = append(errs, fmt.Errorf("redisstore: deny cache size must be >= 0 (0 turns it off), got %d", o.denyCache))
-	}
-	if o.clock == nil {
-		errs = append(errs, errors.New("redisstore: nil clock; leave WithClock out for the system clock"))
-	}
+func (o *options) validate(errs *option.Errors) error {
+	errs.Require(!strings.ContainsAny(o.prefix, "{}"), "prefix %q contains a brace; braces would move keys out of their hash slot", o.prefix)
+	errs.Require(o.timeout >= 0, "timeout must be >= 0, got %v", o.timeout)
+	errs.Require(o.margin >= time.Millisecond, "TTL margin must be >= 1ms, got %v", o.margin)
+	errs.Require(o.denyCache >= 0, "deny cache size must be >= 0 (0 turns it off), got %d", o.denyCache)
+	errs.Require(o.clock != nil, "nil clock; leave WithClock out for the system clock")
 	// Checked even when WithoutBreaker follows: a bad argument is a bug.
 	call := fmt.Sprintf("WithBreaker(%d, %v, %v)", o.threshold, o.openFor, o.maxOpenFor)
-	if o.threshold < 1 || o.threshold > 1<<30 {
-		errs = append(errs, fmt.Errorf("redisstore: %s: the threshold must be from 1 to %d failures in a row", call, 1<<30))
+	errs.Require(o.threshold >= 1 && o.threshold <= 1<<30, "%s: the threshold must be from 1 to %d failures in a row", call, 1<<30)
+	if errs.Require(o.openFor > 0, "%s: the open period must be > 0", call) {
+		errs.Require(o.maxOpenFor >= o.openFor, "%s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call)
 	}
-	if o.openFor <= 0 {
-		errs = append(errs, fmt.Errorf("redisstore: %s: the open period must be > 0", call))
-	} else if o.maxOpenFor < o.openFor {
-		errs = append(errs, fmt.Errorf("redisstore: %s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call))
-	}
-	if o.script != nil && o.script.Now() < 0 {
-		errs = append(errs, errors.New("redisstore: the script clock reads before the Unix epoch"))
-	}
-	return errors.Join(errs...)
+	errs.Require(o.script == nil || o.script.Now() >= 0, "the script clock reads before the Unix epoch")
+	return errs.Err()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/breaker"
+	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Limiter is a core.Limiter whose per-key state lives in Redis, shared by
@@ -45,10 +46,11 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		return nil, err
 	}
 	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
+	errs := option.Errors{Prefix: "redisstore: "}
+	if err := option.Apply(&o, &errs, opts); err != nil {
+		return nil, err
 	}
-	if err := o.validate(); err != nil {
+	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
 	p, maxCost, err := params(o.algorithm, l)
@@ -184,14 +186,9 @@ var (
 // numbers.
 func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	var out [4]int64
-	if l.timeout > 0 {
-		// The caller's own deadline, when sooner, bounds the call alone,
-		// and saves the timer and its allocations.
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > l.timeout {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, l.timeout)
-			defer cancel()
-		}
+	ctx, cancel := breaker.Bound(ctx, l.timeout)
+	if cancel != nil {
+		defer cancel()
 	}
 	args := make([]any, 4, 4+len(l.fixed))
 	args[0] = argAllow

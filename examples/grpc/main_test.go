@@ -17,7 +17,6 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core/coretest"
@@ -123,41 +122,25 @@ func callCtx(t *testing.T) context.Context {
 }
 
 // listServices asks server reflection (v1 or v1alpha) for the service
-// names.
+// names. The two versions' messages are the same on the wire, so v1's
+// types serve both; only the method differs.
 func listServices(ctx context.Context, cc *grpc.ClientConn, alpha bool) ([]string, error) {
+	method := reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName
 	if alpha {
-		stream, err := reflectionv1alpha.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
-		if err != nil {
-			return nil, err
-		}
-		req := &reflectionv1alpha.ServerReflectionRequest{
-			MessageRequest: &reflectionv1alpha.ServerReflectionRequest_ListServices{ListServices: "*"},
-		}
-		if err := stream.Send(req); err != nil {
-			return nil, err
-		}
-		resp, err := stream.Recv()
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, s := range resp.GetListServicesResponse().GetService() {
-			names = append(names, s.GetName())
-		}
-		return names, stream.CloseSend()
+		method = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 	}
-	stream, err := reflectionv1.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	stream, err := cc.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, method)
 	if err != nil {
 		return nil, err
 	}
 	req := &reflectionv1.ServerReflectionRequest{
 		MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{ListServices: "*"},
 	}
-	if err := stream.Send(req); err != nil {
+	if err := stream.SendMsg(req); err != nil {
 		return nil, err
 	}
-	resp, err := stream.Recv()
-	if err != nil {
+	resp := new(reflectionv1.ServerReflectionResponse)
+	if err := stream.RecvMsg(resp); err != nil {
 		return nil, err
 	}
 	var names []string

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -246,4 +247,18 @@ func (b *Breaker) changed(from, to State) {
 	if b.onStateChange != nil {
 		b.onStateChange(from, to)
 	}
+}
+
+// Bound returns the context a call guarded by a breaker is made with, so
+// that a hung dependency costs at most d: ctx itself when it ends within d
+// anyway, or d is 0 (no timer, no allocation, and a nil cancel), else a
+// context that ends after d, with its cancel function.
+func Bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, nil
+	}
+	return context.WithTimeout(ctx, d)
 }

@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -304,5 +305,28 @@ func TestClosedPathAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("closed path allocates %v times per call, want 0", n)
+	}
+}
+
+// TestBound: no timer when the caller's deadline comes first or d is 0,
+// else a context that ends after d.
+func TestBound(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := breaker.Bound(context.Background(), 0)
+	if cancel != nil || ctx != context.Background() {
+		t.Error("d = 0: want the caller's context and no cancel")
+	}
+	soon, stop := context.WithTimeout(context.Background(), time.Millisecond)
+	defer stop()
+	if ctx, cancel := breaker.Bound(soon, time.Hour); cancel != nil || ctx != soon {
+		t.Error("the caller's deadline comes first: want its context and no cancel")
+	}
+	ctx, cancel = breaker.Bound(context.Background(), time.Hour)
+	if cancel == nil {
+		t.Fatal("no deadline: want a bounded context")
+	}
+	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Hour {
+		t.Errorf("deadline %v %v, want within an hour", dl, ok)
 	}
 }
