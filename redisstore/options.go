@@ -21,6 +21,9 @@ type options struct {
 	margin    time.Duration
 	denyCache int
 
+	batching            bool // false: WithoutBatching
+	inFlight, batchSize int
+
 	breaker             bool // false: WithoutBreaker
 	threshold           int
 	openFor, maxOpenFor time.Duration
@@ -38,6 +41,11 @@ const (
 	DefaultTTLMargin = time.Second
 	// DefaultDenyCacheSize is how many refused keys the deny cache holds.
 	DefaultDenyCacheSize = 4096
+	// DefaultInFlight is how many round trips one Limiter has in flight at
+	// once before further calls queue and go together in pipelines.
+	DefaultInFlight = 2
+	// DefaultBatchSize is the most calls one pipeline carries.
+	DefaultBatchSize = 128
 	// DefaultBreakerThreshold is how many failed round trips in a row open
 	// the circuit breaker: one dropped connection does not, an outage does
 	// after three requests.
@@ -60,6 +68,9 @@ func defaultOptions() options {
 		timeout:   DefaultTimeout,
 		margin:    DefaultTTLMargin,
 		denyCache: DefaultDenyCacheSize,
+		batching:  true,
+		inFlight:  DefaultInFlight,
+		batchSize: DefaultBatchSize,
 
 		breaker:    true,
 		threshold:  DefaultBreakerThreshold,
@@ -103,6 +114,20 @@ func WithTTLMargin(d time.Duration) Option { return func(o *options) { o.margin 
 // documentation.
 func WithDenyCache(size int) Option { return func(o *options) { o.denyCache = size } }
 
+// WithBatching sets how concurrent calls share round trips (default
+// DefaultInFlight and DefaultBatchSize): a call is sent at once while fewer
+// than inFlight of the Limiter's round trips are under way; otherwise it
+// waits for one to end and goes with the other calls that waited, in one
+// pipeline of at most size scripts. A lone caller is never delayed; under
+// load, many decisions share a round trip. See the package documentation.
+func WithBatching(inFlight, size int) Option {
+	return func(o *options) { o.batching, o.inFlight, o.batchSize = true, inFlight, size }
+}
+
+// WithoutBatching sends every call in a round trip of its own, however many
+// are under way.
+func WithoutBatching() Option { return func(o *options) { o.batching = false } }
+
 // WithBreaker configures the circuit breaker, which is on by default with
 // DefaultBreakerThreshold, DefaultBreakerOpenFor and
 // DefaultBreakerMaxOpenFor: threshold failed round trips in a row (1 to
@@ -129,6 +154,8 @@ func (o *options) validate(errs *option.Errors) error {
 	errs.Require(o.timeout >= 0, "timeout must be >= 0, got %v", o.timeout)
 	errs.Require(o.margin >= time.Millisecond, "TTL margin must be >= 1ms, got %v", o.margin)
 	errs.Require(o.denyCache >= 0, "deny cache size must be >= 0 (0 turns it off), got %d", o.denyCache)
+	// Checked even when WithoutBatching follows, as the breaker's are.
+	errs.Require(o.inFlight >= 1 && o.batchSize >= 1, "WithBatching(%d, %d): both numbers must be >= 1 (WithoutBatching turns batching off)", o.inFlight, o.batchSize)
 	errs.Require(o.clock != nil, "nil clock; leave WithClock out for the system clock")
 	// Checked even when WithoutBreaker follows: a bad argument is a bug.
 	call := fmt.Sprintf("WithBreaker(%d, %v, %v)", o.threshold, o.openFor, o.maxOpenFor)

@@ -32,6 +32,7 @@ type Limiter struct {
 	deny    *denyCache
 	breaker *breaker.Breaker // nil: WithoutBreaker, or one per master
 	masters *masters         // a Cluster's breakers; nil for other clients
+	queue   *queue           // nil: WithoutBatching
 }
 
 // New returns a Limiter enforcing l with client, which may be a single
@@ -72,6 +73,9 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	}
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
+	}
+	if o.batching {
+		lim.queue = &queue{limit: o.inFlight, size: o.batchSize}
 	}
 	if o.breaker {
 		cfg := breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
@@ -182,14 +186,8 @@ var (
 	}()
 )
 
-// run calls the script once on the Redis key rkey and returns its four
-// numbers.
-func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, cost int) ([4]int64, error) {
-	var out [4]int64
-	ctx, cancel := breaker.Bound(ctx, l.timeout)
-	if cancel != nil {
-		defer cancel()
-	}
+// args returns the script's arguments for one call: ARGV[1...].
+func (l *Limiter) args(code byte, cost int) []any {
 	args := make([]any, 4, 4+len(l.fixed))
 	args[0] = argAllow
 	if code == 'r' {
@@ -205,8 +203,13 @@ func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, co
 		t := l.testNow.Now()
 		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
 	}
-	args = append(args, l.fixed...)
-	res, err := l.script.Run(ctx, l.client, []string{rkey}, args...).Int64Slice()
+	return append(args, l.fixed...)
+}
+
+// reply reads the script's four numbers from cmd.
+func reply(op string, cmd *redis.Cmd) ([4]int64, error) {
+	var out [4]int64
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}

@@ -348,6 +348,8 @@ func TestConstruction(t *testing.T) {
 		{"negative timeout", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTimeout(-1)}, "timeout"},
 		{"small margin", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTTLMargin(0)}, "margin"},
 		{"negative cache", c, core.PerMinute(1), []redisstore.Option{redisstore.WithDenyCache(-1)}, "deny cache"},
+		{"no round trips", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(0, 128)}, "WithBatching(0, 128)"},
+		{"empty batches", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(2, 0), redisstore.WithoutBatching()}, "both numbers must be >= 1"},
 		{"nil option", c, core.PerMinute(1), []redisstore.Option{nil}, "nil Option"},
 		{"nil clock", c, core.PerMinute(1), []redisstore.Option{redisstore.WithClock(nil)}, "nil clock"},
 		{"unknown algorithm", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.Algorithm(9))}, "unknown algorithm"},

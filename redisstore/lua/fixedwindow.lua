@@ -6,30 +6,37 @@ local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 local w = windowStart(period)
 local start, count = w, 0
-local f = fields(3)
-if f and f.err then
-  return f
-end
-if f then
-  local s = rel(f[1], f[2])
-  if s and s >= w then
-    start, count = s, f[3]
+if state then
+  local s, n, c = string.match(state, '^(%-?%d+) (%d+) (%d+)$')
+  if not s then
+    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  end
+  s = tonumber(s)
+  if s >= R - STALE and s <= R + STALE then
+    s = (s - R) * 1e9 + tonumber(n)
+    if s >= w then
+      start, count = s, tonumber(c)
+    end
   end
 end
-local finish = start + period
+local reset = start + period - now
 
 if op == 'r' then
-  if not f or count == 0 then
+  if count == 0 then
     return {0, 0, 0, 0}
   end
   count = math.max(0, count - cost)
-  save(abs(start) .. ' ' .. count, finish - now)
-  return {1, 0, 0, finish - now}
+elseif count + cost <= events then
+  count = count + cost
+else
+  -- Refused: nothing to write, but a key found without a TTL gets one.
+  if redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+  end
+  return {0, events - count, reset, reset}
 end
-
-if count + cost <= events then
-  save(abs(start) .. string.format(' %.0f', count + cost), finish - now)
-  return {1, events - count - cost, 0, finish - now}
+redis.call('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
+if op == 'r' then
+  return {1, 0, 0, reset}
 end
-repair(finish - now)
-return {0, events - count, finish - now, finish - now}
+return {1, events - count, 0, reset}

@@ -4,30 +4,36 @@
 local interval, span = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 local tat = now
-local f = fields(2)
-if f and f.err then
-  return f
-end
-if f then
-  tat = rel(f[1], f[2]) or now
+if state then
+  local s, n = string.match(state, '^(%-?%d+) (%d+)$')
+  if not s then
+    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  end
+  s = tonumber(s)
+  if s >= R - STALE and s <= R + STALE then
+    tat = (s - R) * 1e9 + tonumber(n)
+  end
 end
 
+local t -- the new tat
 if op == 'r' then
   if tat <= now then
     return {0, 0, 0, 0}
   end
-  tat = math.max(now, tat - cost * interval)
-  save(abs(tat), tat - now)
-  return {1, 0, 0, tat - now}
+  t = math.max(now, tat - cost * interval)
+else
+  tat = math.max(tat, now)
+  t = tat + cost * interval
+  if t - now > span then
+    -- Refused: nothing to write, but a key found without a TTL gets one.
+    if tat > now and redis.call('PTTL', key) == -1 then
+      redis.call('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
+    end
+    return {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
+  end
 end
-
-tat = math.max(tat, now)
-local nxt = tat + cost * interval
-if nxt - now <= span then
-  save(abs(nxt), nxt - now)
-  local left = idiv(span - (nxt - now), interval)
-  return {1, left, 0, nxt - now}
+redis.call('SET', key, stamp(t), 'PX', math.ceil((t - now) / 1e6) + margin)
+if op == 'r' then
+  return {1, 0, 0, t - now}
 end
-repair(tat - now)
-local left = idiv(math.max(0, span - (tat - now)), interval)
-return {0, left, nxt - now - span, tat - now}
+return {1, idiv(span - (t - now), interval), 0, t - now}

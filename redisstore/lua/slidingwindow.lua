@@ -7,6 +7,10 @@
 -- a < 2^31, b < 2^53 and m <= 2^52, where a * b itself may not be exact. The
 -- quotient is exact whenever it is below 2^53; callers cap larger ones.
 local function muldiv(a, b, m)
+  if a * b < 9007199254740992 then
+    -- The product is exact: divide it at once.
+    return idiv(a * b, m)
+  end
   local a0 = a
   local qb, rb = idiv(b, m)
   -- a * b = a * qb * m + a * rb: the first part divides exactly, and a * rb
@@ -53,16 +57,19 @@ end
 
 local w = windowStart(period)
 local prev, cur = 0, 0
-local f = fields(4)
-if f and f.err then
-  return f
-end
-if f then
-  local s = rel(f[1], f[2])
-  if s and s >= w then
-    w, prev, cur = s, f[3], f[4]
-  elseif s and s + period == w then
-    prev = f[4]
+if state then
+  local s, n, p, c = string.match(state, '^(%-?%d+) (%d+) (%d+) (%d+)$')
+  if not s then
+    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  end
+  s = tonumber(s)
+  if s >= R - STALE and s <= R + STALE then
+    s = (s - R) * 1e9 + tonumber(n)
+    if s >= w then
+      w, prev, cur = s, tonumber(p), tonumber(c)
+    elseif s + period == w then
+      prev = tonumber(c)
+    end
   end
 end
 local at = math.max(now, w)
@@ -78,7 +85,7 @@ local function store(p, c)
     redis.call('DEL', key)
     return
   end
-  save(abs(w) .. string.format(' %.0f %.0f', p, c), reset)
+  redis.call('SET', key, stamp(w) .. string.format(' %.0f %.0f', p, c), 'PX', math.ceil(reset / 1e6) + margin)
 end
 
 if op == 'r' then
@@ -111,5 +118,8 @@ if cur > 0 then
 elseif prev > 0 then
   reset = w + period - now
 end
-repair(reset)
+-- Refused: nothing to write, but a key found without a TTL gets one.
+if reset > 0 and redis.call('PTTL', key) == -1 then
+  redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+end
 return {0, math.max(0, events - used), retryAt - now, reset}

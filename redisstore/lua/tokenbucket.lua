@@ -9,69 +9,81 @@
 -- wait may reach, in ns.
 local rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 
--- seconds is Go's time.Duration(d).Seconds() for d > 0.
-local function seconds(d)
-  local sec, nsec = idiv(d, E9)
-  return sec + nsec / 1e9
+-- level is the token count at t of a bucket holding tk at lst
+-- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).
+local function level(tk, lst, t)
+  if t <= lst then
+    return tk
+  end
+  local sec, nsec = idiv(t - lst, 1e9)
+  tk = tk + (sec + nsec / 1e9) * rate
+  if tk > burst then
+    return burst
+  end
+  return tk
 end
 
-local function tokensAt(tokens, last, t)
-  if t <= last then
-    return tokens
-  end
-  tokens = tokens + seconds(t - last) * rate
-  if tokens > burst then
-    tokens = burst
-  end
-  return tokens
+-- fits is x/time/rate's test: what is left is not negative, or the wait
+-- for the shortfall truncates to zero nanoseconds.
+local function fits(tk, n)
+  local left = tk - n
+  return left >= 0 or (-left <= slack and -left / rate * 1e9 < 1)
 end
 
--- fits is x/time/rate's test: what is left is not negative, or the wait for
--- the shortfall truncates to zero nanoseconds.
-local function fits(tokens, n)
-  local left = tokens - n
-  if left >= 0 then
-    return true
+-- wait is the shortest wait after now until n tokens fit, exact in whole
+-- nanoseconds (core's tokenBucket.waitFor, step for step).
+local function wait(tk, lst, n)
+  local have = level(tk, lst, now)
+  if fits(have, n) then
+    return 0
   end
-  if -left > slack then
-    return false
+  local lead = math.max(0, lst - now)
+  local limit = lead + reach
+  local d = math.min(math.max(lead + math.floor((n - have) / rate * 1e9), 1), limit)
+  -- The estimate is off by a few nanoseconds at most: step up to it...
+  for _ = 1, 4 do
+    if d > limit then
+      break
+    end
+    if fits(level(tk, lst, now + d), n) then
+      -- ...and down to the first nanosecond that fits.
+      for _ = 1, 4 do
+        if d == 1 or not fits(level(tk, lst, now + d - 1), n) then
+          return d
+        end
+        d = d - 1
+      end
+      break
+    end
+    d = d + 1
   end
-  return -left / rate * 1e9 < 1
-end
-
-local function fitsAfter(tokens, last, d, n)
-  return fits(tokensAt(tokens, last, now + d), n)
-end
-
--- search brackets the wait from the estimate d by galloping, then bisects.
-local function search(tokens, last, d, limit, n)
+  -- Otherwise bracket the wait by galloping from d, then bisect.
+  d = math.min(d, limit)
   local lo, hi = 0, 0
-  if fitsAfter(tokens, last, d, n) then
+  if fits(level(tk, lst, now + d), n) then
     hi = d
     local step = 2
     while true do
       lo = math.max(hi - step, 0)
-      if lo == 0 or not fitsAfter(tokens, last, lo, n) then
+      if lo == 0 or not fits(level(tk, lst, now + lo), n) then
         break
       end
-      hi = lo
-      step = step * 2
+      hi, step = lo, step * 2
     end
   else
     lo = d
     local step = 1
     while true do
       hi = math.min(lo + step, limit)
-      if hi == limit or fitsAfter(tokens, last, hi, n) then
+      if hi == limit or fits(level(tk, lst, now + hi), n) then
         break
       end
-      lo = hi
-      step = step * 2
+      lo, step = hi, step * 2
     end
   end
   while hi - lo > 1 do
     local mid = lo + math.floor((hi - lo) / 2)
-    if fitsAfter(tokens, last, mid, n) then
+    if fits(level(tk, lst, now + mid), n) then
       hi = mid
     else
       lo = mid
@@ -80,86 +92,61 @@ local function search(tokens, last, d, limit, n)
   return hi
 end
 
--- waitFor is the shortest wait after now until n tokens fit, exact in whole
--- nanoseconds (core's tokenBucket.waitFor, step for step).
-local function waitFor(tokens, last, n)
-  local have = tokensAt(tokens, last, now)
-  if fits(have, n) then
-    return 0
-  end
-  local lead = math.max(0, last - now)
-  local limit = lead + reach
-  local d = lead + math.floor((n - have) / rate * 1e9)
-  d = math.min(math.max(d, 1), limit)
-  local ok = false
-  local i = 0
-  while i < 4 and d <= limit do
-    if fitsAfter(tokens, last, d, n) then
-      ok = true
-      break
-    end
-    d = d + 1
-    i = i + 1
-  end
-  if ok then
-    for _ = 1, 4 do
-      if d == 1 or not fitsAfter(tokens, last, d - 1, n) then
-        return d
-      end
-      d = d - 1
-    end
-  end
-  return search(tokens, last, math.min(d, limit), limit, n)
-end
-
-local function floorCount(t)
-  if t <= 0 then
-    return 0
-  end
-  return math.floor(t)
-end
-
-local function remaining(t)
-  local n = floorCount(t)
-  if n < burst and fits(t, n + 1) then
-    n = n + 1
-  end
-  return n
-end
-
 local tokens, last = burst, now
-local f = fields(3)
-if f and f.err then
-  return f
-end
-if f then
-  local l = rel(f[2], f[3])
-  -- An update more than 2^51 ns ahead (the clock stepped back weeks) is
-  -- dropped, which keeps every wait below 2^53.
-  if l and l - now <= 2251799813685248 then
-    tokens, last = f[1], l
+if state then
+  local tk, s, n = string.match(state, '^(%S+) (%-?%d+) (%d+)$')
+  tk = tonumber(tk)
+  if not tk or tk ~= tk or tk == math.huge or tk == -math.huge then
+    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  end
+  s = tonumber(s)
+  if s >= R - STALE and s <= R + STALE then
+    local l = (s - R) * 1e9 + tonumber(n)
+    -- An update more than 2^51 ns ahead (the clock stepped back weeks) is
+    -- dropped, which keeps every wait below 2^53.
+    if l - now <= 2251799813685248 then
+      tokens, last = tk, l
+    end
   end
 end
 
+local have, reset, result
 if op == 'r' then
-  if not f then
+  if not state then
     return {0, 0, 0, 0}
   end
-  tokens = math.min(burst, tokensAt(tokens, last, now) + cost)
+  tokens = math.min(burst, level(tokens, last, now) + cost)
   last = math.max(last, now)
-  local reset = waitFor(tokens, last, burst)
-  save(string.format('%.17g ', tokens) .. abs(last), reset)
-  return {1, 0, 0, reset}
+  reset = wait(tokens, last, burst)
+  result = {1, 0, 0, reset}
+else
+  have = level(tokens, last, now)
+  if not fits(have, cost) then
+    reset = wait(tokens, last, burst)
+    -- Refused: nothing to write, but a key found without a TTL gets one.
+    if reset > 0 and redis.call('PTTL', key) == -1 then
+      redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+    end
+    local left = 0
+    if have > 0 then
+      left = math.floor(have)
+    end
+    if left < burst and fits(have, left + 1) then
+      left = left + 1
+    end
+    return {0, left, wait(tokens, last, cost), reset}
+  end
+  tokens = have - cost
+  last = math.max(last, now)
+  reset = wait(tokens, last, burst)
+  local left = 0
+  if tokens > 0 then
+    left = math.floor(tokens)
+  end
+  if left < burst and fits(tokens, left + 1) then
+    left = left + 1
+  end
+  result = {1, left, 0, reset}
 end
-
-local have = tokensAt(tokens, last, now)
-if fits(have, cost) then
-  local left = have - cost
-  local nlast = math.max(last, now)
-  local reset = waitFor(left, nlast, burst)
-  save(string.format('%.17g ', left) .. abs(nlast), reset)
-  return {1, remaining(left), 0, reset}
-end
-local reset = waitFor(tokens, last, burst)
-repair(reset)
-return {0, remaining(have), waitFor(tokens, last, cost), reset}
+redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
+return result

@@ -6,15 +6,15 @@
 local function windowStart(period)
   -- (R * 1e9) mod period, then now's offset in the window.
   local base
-  if period % E9 == 0 then
-    local _, rs = idiv(R, period / E9)
-    base = rs * E9
+  if period % 1e9 == 0 then
+    local _, rs = idiv(R, period / 1e9)
+    base = rs * 1e9
   else
     local _, x = idiv(R, period)
     -- x * 1e9 mod period by doubling: every value stays below 2 * period.
     base = 0
     local bit = 536870912 -- 2^29; 1e9 < 2^30
-    local k = E9
+    local k = 1e9
     while bit >= 1 do
       base = base * 2
       if base >= period then base = base - period end
