@@ -11,7 +11,7 @@ import (
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
-// queue batches one Limiter's concurrent calls: at most limit round trips
+// queue batches one Limiter's concurrent calls to one server: at most limit round trips
 // are in flight at once; a call that finds them all taken waits, and the
 // calls that gathered meanwhile go together, in one pipeline of at most
 // size scripts, as soon as a round trip ends. A call that finds a free slot
@@ -38,13 +38,13 @@ type pending struct {
 
 // run makes the round trip of one call on the Redis key rkey and returns
 // the script's four numbers.
-func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, cost int) ([4]int64, error) {
+// q is the server's queue, nil without batching.
+func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	ctx, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
 	}
 	args := l.args(code, cost)
-	q := l.queue
 	if q == nil {
 		return reply(op, l.script.Run(ctx, l.client, []string{rkey}, args...))
 	}
@@ -52,7 +52,7 @@ func (l *Limiter) run(ctx context.Context, op string, code byte, rkey string, co
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
-		defer l.handOff()
+		defer l.handOff(q)
 		return reply(op, l.script.Run(ctx, l.client, []string{rkey}, args...))
 	}
 	p := &pending{op: op, keys: []string{rkey}, args: args, done: make(chan struct{})}
@@ -91,17 +91,17 @@ func (q *queue) next() []*pending {
 
 // handOff ends a lone call's round trip: the calls that queued behind it,
 // if any, go on in a goroutine of their own, which keeps the slot.
-func (l *Limiter) handOff() {
-	if batch := l.queue.next(); batch != nil {
-		go l.flush(batch)
+func (l *Limiter) handOff(q *queue) {
+	if batch := q.next(); batch != nil {
+		go l.flush(q, batch)
 	}
 }
 
 // flush sends batches until no call waits.
-func (l *Limiter) flush(batch []*pending) {
+func (l *Limiter) flush(q *queue, batch []*pending) {
 	for batch != nil {
 		l.pipeline(batch)
-		batch = l.queue.next()
+		batch = q.next()
 	}
 }
 

@@ -28,16 +28,17 @@ var (
 	errOpenRefund = &core.StoreError{Op: "refund", Err: ErrCircuitOpen}
 )
 
-// call makes one round trip for key through the circuit breaker of the
-// server that holds it, if there is one: while that breaker is open, only
-// its probe goes to Redis and every other call gets ErrCircuitOpen at once.
+// call makes one round trip for key through the route of the server that
+// holds it: while that server's breaker is open, only its probe goes to
+// Redis and every other call gets ErrCircuitOpen at once.
 func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
-	b := l.breaker
+	r := l.one
 	if l.masters != nil {
 		rkey = l.Key(key)
-		b = l.masters.forKey(ctx, rkey)
+		r = l.masters.forKey(ctx, rkey)
 	}
+	b := r.b
 	if b != nil && !b.Closed() {
 		if !b.TryProbe() {
 			if code == 'r' {
@@ -48,12 +49,12 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 		if rkey == "" {
 			rkey = l.Key(key)
 		}
-		return l.probe(ctx, b, op, code, rkey, cost)
+		return l.probe(ctx, r, op, code, rkey, cost)
 	}
 	if rkey == "" {
 		rkey = l.Key(key)
 	}
-	v, err := l.run(ctx, op, code, rkey, cost)
+	v, err := l.run(ctx, r.q, op, code, rkey, cost)
 	if b != nil {
 		settle(ctx, b, err, false)
 	}
@@ -61,7 +62,8 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 }
 
 // probe is call for the caller that owns b's probe.
-func (l *Limiter) probe(ctx context.Context, b *breaker.Breaker, op string, code byte, rkey string, cost int) ([4]int64, error) {
+func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int) ([4]int64, error) {
+	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
 	done := false
@@ -70,7 +72,7 @@ func (l *Limiter) probe(ctx context.Context, b *breaker.Breaker, op string, code
 			b.Inconclusive(true)
 		}
 	}()
-	v, err := l.run(ctx, op, code, rkey, cost)
+	v, err := l.run(ctx, r.q, op, code, rkey, cost)
 	done = true
 	settle(ctx, b, err, true)
 	return v, err
@@ -90,34 +92,64 @@ func settle(ctx context.Context, b *breaker.Breaker, err error, probe bool) {
 	}
 }
 
-// masters keeps a breaker per Cluster master, so that a dead master turns
+// route is what the calls to one server share: its circuit breaker and its
+// batching queue, each nil when turned off. Calls to one server wait only
+// on that server: a dead Cluster master holds up none of the others' keys.
+type route struct {
+	b *breaker.Breaker
+	q *queue
+}
+
+// routes makes routes as the options say.
+type routes struct {
+	breaker        *breaker.Config // nil: WithoutBreaker
+	batching       bool
+	inFlight, size int
+}
+
+func (rs routes) make() (*route, error) {
+	r := &route{}
+	if rs.breaker != nil {
+		b, err := breaker.New(*rs.breaker)
+		if err != nil {
+			return nil, err
+		}
+		r.b = b
+	}
+	if rs.batching {
+		r.q = &queue{limit: rs.inFlight, size: rs.size}
+	}
+	return r, nil
+}
+
+// masters keeps a route per Cluster master, so that a dead master turns
 // away only the keys it holds while the others go on deciding. Masters are
 // told apart by address, which a restarted node keeps.
 type masters struct {
 	client *redis.ClusterClient
-	cfg    breaker.Config
-	// unknown counts the calls whose master the client cannot name: it
-	// has no cluster state yet, and loading it failed.
-	unknown *breaker.Breaker
+	routes routes
+	// unknown takes the calls whose master the client cannot name: it has
+	// no cluster state yet, and loading it failed.
+	unknown *route
 
-	byAddr atomic.Pointer[map[string]*breaker.Breaker] // copied on write
-	mu     sync.Mutex                                  // serializes writes
+	byAddr atomic.Pointer[map[string]*route] // copied on write
+	mu     sync.Mutex                        // serializes writes
 }
 
-func newMasters(c *redis.ClusterClient, cfg breaker.Config) (*masters, error) {
-	unknown, err := breaker.New(cfg)
+func newMasters(c *redis.ClusterClient, rs routes) (*masters, error) {
+	unknown, err := rs.make()
 	if err != nil {
 		return nil, err
 	}
-	m := &masters{client: c, cfg: cfg, unknown: unknown}
-	m.byAddr.Store(&map[string]*breaker.Breaker{})
+	m := &masters{client: c, routes: rs, unknown: unknown}
+	m.byAddr.Store(&map[string]*route{})
 	return m, nil
 }
 
-// forKey returns the breaker of the master that holds the Redis key rkey.
+// forKey returns the route of the master that holds the Redis key rkey.
 // With the cluster state loaded, finding the master takes no round trip.
-func (m *masters) forKey(ctx context.Context, rkey string) *breaker.Breaker {
-	if !m.unknown.Closed() {
+func (m *masters) forKey(ctx context.Context, rkey string) *route {
+	if b := m.unknown.b; b != nil && !b.Closed() {
 		// The state could not be loaded: calls wait on unknown's probe
 		// rather than try again, each, to load it.
 		return m.unknown
@@ -127,26 +159,26 @@ func (m *masters) forKey(ctx context.Context, rkey string) *breaker.Breaker {
 		return m.unknown
 	}
 	addr := node.Options().Addr
-	if b := (*m.byAddr.Load())[addr]; b != nil {
-		return b
+	if r := (*m.byAddr.Load())[addr]; r != nil {
+		return r
 	}
 	return m.add(addr)
 }
 
-// add returns addr's breaker, made if no other caller made it first.
-func (m *masters) add(addr string) *breaker.Breaker {
+// add returns addr's route, made if no other caller made it first.
+func (m *masters) add(addr string) *route {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.byAddr.Load()
-	if b := old[addr]; b != nil {
-		return b
+	if r := old[addr]; r != nil {
+		return r
 	}
-	b, _ := breaker.New(m.cfg) // cfg made unknown, so it is valid
-	next := make(map[string]*breaker.Breaker, len(old)+1)
+	r, _ := m.routes.make() // the same routes made unknown, so they are valid
+	next := make(map[string]*route, len(old)+1)
 	for a, x := range old {
 		next[a] = x
 	}
-	next[addr] = b
+	next[addr] = r
 	m.byAddr.Store(&next)
-	return b
+	return r
 }

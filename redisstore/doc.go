@@ -26,8 +26,10 @@
 // round trips under way is sent at once, in a round trip of its own: a lone
 // caller waits for nothing. Under load, a decision that finds both taken
 // waits for one to end, then goes with every decision that gathered
-// meanwhile in one pipeline (at most DefaultBatchSize, 128, per pipeline;
-// on a Cluster, one pipeline per master). Each decision is still its own
+// meanwhile in one pipeline (at most DefaultBatchSize, 128, per pipeline).
+// On a Cluster each master has its round trips and its queue, as it has its
+// circuit breaker, so a dead master holds up no other master's keys. Each
+// decision is still its own
 // script, atomic and at the server's time, so batching changes no decision;
 // it saves the round trips and system calls, which cost a local server more
 // than the scripts do. From 64 goroutines, a batched decision costs less

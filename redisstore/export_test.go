@@ -1,11 +1,13 @@
 package redisstore
 
-// Waiting returns how many of l's calls wait for a round trip.
+// Waiting returns how many of l's calls wait for a round trip to its
+// server (not a Cluster's).
 func Waiting(l *Limiter) int {
-	if l.queue == nil {
+	q := l.one.q
+	if q == nil {
 		return 0
 	}
-	l.queue.mu.Lock()
-	defer l.queue.mu.Unlock()
-	return len(l.queue.waiting)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
 }

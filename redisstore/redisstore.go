@@ -30,9 +30,8 @@ type Limiter struct {
 	testNow core.Clock // nil: the scripts read the server's TIME
 	timeout time.Duration
 	deny    *denyCache
-	breaker *breaker.Breaker // nil: WithoutBreaker, or one per master
-	masters *masters         // a Cluster's breakers; nil for other clients
-	queue   *queue           // nil: WithoutBatching
+	one     *route   // the server's breaker and queue; nil on a Cluster
+	masters *masters // a Cluster's, one route per master; nil for other clients
 }
 
 // New returns a Limiter enforcing l with client, which may be a single
@@ -74,19 +73,17 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
 	}
-	if o.batching {
-		lim.queue = &queue{limit: o.inFlight, size: o.batchSize}
-	}
+	rs := routes{batching: o.batching, inFlight: o.inFlight, size: o.batchSize}
 	if o.breaker {
-		cfg := breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
-		if cc, ok := client.(*redis.ClusterClient); ok {
-			lim.masters, err = newMasters(cc, cfg)
-		} else {
-			lim.breaker, err = breaker.New(cfg)
-		}
-		if err != nil { // validate has checked every field
-			return nil, fmt.Errorf("redisstore: %w", err)
-		}
+		rs.breaker = &breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		lim.masters, err = newMasters(cc, rs)
+	} else {
+		lim.one, err = rs.make()
+	}
+	if err != nil { // validate has checked every field
+		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	return lim, nil
 }
