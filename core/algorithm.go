@@ -33,6 +33,24 @@ const (
 	// plus the current window's count, must stay within Events. Burst is
 	// ignored. It assumes the previous window's requests were spread evenly.
 	SlidingWindow
+	// LeakyBucket shapes instead of refusing: requests leave one interval
+	// (Period/Events) apart, in the order they came, each admitted with the
+	// Delay it must wait for its turn, up to the longest wait set by
+	// [WithMaxDelay] (default [DefaultMaxDelay]); a request whose turn
+	// would come later is refused, with RetryAfter the wait until it would
+	// not. Burst is ignored: a fresh key's first request goes at once and
+	// the next one interval later (Sentinel's throttling with a maximum
+	// queueing time, uber-go/ratelimit's pacing). Refund gives a cancelled
+	// wait's turn back.
+	LeakyBucket
+	// WarmUp is Guava's SmoothWarmingUp: a key that has been idle is cold
+	// and starts slow, one request per Interval × cold factor, speeding up
+	// to the full rate over the warm-up period; idle again, it cools back.
+	// [WithWarmUp] sets the period and the cold factor (default 3). As in
+	// Guava, a request is admitted when the key's next free instant has
+	// come, and pays for itself by moving that instant on, so requests are
+	// spaced, never bunched: Burst is ignored and Remaining is 0 or 1.
+	WarmUp
 )
 
 // String returns the algorithm's name.
@@ -46,6 +64,10 @@ func (a Algorithm) String() string {
 		return "fixed-window"
 	case SlidingWindow:
 		return "sliding-window"
+	case LeakyBucket:
+		return "leaky-bucket"
+	case WarmUp:
+		return "warm-up"
 	}
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }
@@ -60,6 +82,7 @@ type verdict struct {
 	allowed                bool
 	remaining              int64
 	retryAfter, resetAfter int64
+	delay                  int64 // LeakyBucket's wait for an admitted request's turn
 }
 
 // algo is an algorithm bound to one Limit. Its methods are pure functions of
@@ -85,11 +108,20 @@ type algo interface {
 	maxCost() int64
 }
 
-func newAlgo(a Algorithm, l Limit) (algo, error) {
+func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
+	if o.overdraft && a != TokenBucket {
+		return nil, fmt.Errorf("core: WithOverdraft applies to the token bucket only, not %v", a)
+	}
+	if o.maxDelay != 0 && a != LeakyBucket {
+		return nil, fmt.Errorf("core: WithMaxDelay applies to LeakyBucket only, not %v", a)
+	}
+	if o.warmUp != 0 && a != WarmUp {
+		return nil, fmt.Errorf("core: WithWarmUp applies to WarmUp only, not %v", a)
+	}
 	switch a {
 	case TokenBucket:
 		rate := float64(l.Events) / l.Period.Seconds()
-		return &tokenBucket{rate: rate, burst: float64(l.EffectiveBurst()), slack: 2 * rate / float64(time.Second)}, nil
+		return &tokenBucket{rate: rate, burst: float64(l.EffectiveBurst()), slack: 2 * rate / float64(time.Second), overdraft: o.overdraft}, nil
 	case GCRA:
 		t := int64(l.Interval())
 		return &gcra{interval: t, span: t * int64(l.EffectiveBurst()), burst: int64(l.EffectiveBurst())}, nil
@@ -97,6 +129,10 @@ func newAlgo(a Algorithm, l Limit) (algo, error) {
 		return &fixedWindow{period: int64(l.Period), events: int64(l.Events)}, nil
 	case SlidingWindow:
 		return &slidingWindow{period: int64(l.Period), events: int64(l.Events)}, nil
+	case LeakyBucket:
+		return newLeakyBucket(l, o.maxDelay)
+	case WarmUp:
+		return newWarmUp(l, o.warmUp, o.coldFactor)
 	}
-	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow or SlidingWindow", int(a))
+	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket or WarmUp", int(a))
 }

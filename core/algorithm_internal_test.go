@@ -14,7 +14,7 @@ var sinkVerdict verdict
 func BenchmarkAlgorithmAdmit(b *testing.B) {
 	for _, alg := range []Algorithm{TokenBucket, GCRA, FixedWindow, SlidingWindow} {
 		b.Run(alg.String(), func(b *testing.B) {
-			a, err := newAlgo(alg, PerSecond(100))
+			a, err := newAlgo(alg, PerSecond(100), &options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,14 +5,19 @@
 // [PerSecond], [PerMinute], [PerHour], [PerDay], [Every] or read from a
 // configuration string by [ParseLimit] ("100/s", "1000/h burst=50",
 // "10/s name=login"). [New] returns a [Keyed] limiter that applies one Limit
-// to every key separately, in memory, with one of four algorithms:
+// to every key separately, in memory, with one of six algorithms:
 //
 //   - [TokenBucket] (the default): golang.org/x/time/rate's arithmetic and
-//     decisions, per key.
+//     decisions, per key; with [WithOverdraft] it lends a request more than
+//     is left while the bucket is not in debt.
 //   - [GCRA]: the same admissions in integer nanoseconds.
 //   - [FixedWindow]: Events per clock-aligned window.
 //   - [SlidingWindow]: the sliding-window counter (previous window weighted by
 //     its overlap).
+//   - [LeakyBucket]: a shaper: requests leave one interval apart, each
+//     admitted with the Delay it waits for its turn, up to [WithMaxDelay].
+//   - [WarmUp]: Guava's SmoothWarmingUp: an idle key is cold and starts
+//     slow, reaching the full rate over the period [WithWarmUp] sets.
 //
 // Every algorithm keeps 16 bytes of state per key; the table holding them is
 // bounded (see [WithCapacity] and [FullPolicy]), so memory never grows past

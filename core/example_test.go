@@ -70,3 +70,46 @@ func ExampleErrInvalidCost() {
 	// true
 	// core: invalid cost: more than the limit can ever admit at once: cost 6, at most 5 under 10/s burst=5
 }
+
+// A leaky bucket shapes: 4 per second, so one request every 250 ms, each
+// admitted with the wait for its turn, up to 600 ms.
+func ExampleWithMaxDelay() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	lim, err := core.New(core.PerSecond(4), core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(600*time.Millisecond), core.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 4; i++ {
+		d, _ := lim.Allow(context.Background(), "batch-job", 1)
+		fmt.Printf("allowed=%v delay=%v retry-after=%v\n", d.Allowed, d.Delay, d.RetryAfter)
+	}
+	// Output:
+	// allowed=true delay=0s retry-after=0s
+	// allowed=true delay=250ms retry-after=0s
+	// allowed=true delay=500ms retry-after=0s
+	// allowed=false delay=0s retry-after=150ms
+}
+
+// A warm-up limiter starts a cold key at a third of its rate (Guava's
+// default cold factor) and reaches the full rate over the warm-up period.
+func ExampleWithWarmUp() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	lim, err := core.New(core.PerSecond(10), core.WithAlgorithm(core.WarmUp), core.WithWarmUp(time.Second, 3), core.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 7; i++ {
+		d, _ := lim.Allow(context.Background(), "cold-key", 1)
+		d2, _ := lim.Allow(context.Background(), "cold-key", 1)
+		fmt.Printf("at %v: allowed=%v, next in %v\n", time.Duration(clock.Now()), d.Allowed, d2.RetryAfter)
+		clock.Advance(d2.RetryAfter)
+	}
+	// Output:
+	// at 0s: allowed=true, next in 280ms
+	// at 280ms: allowed=true, next in 240ms
+	// at 520ms: allowed=true, next in 200ms
+	// at 720ms: allowed=true, next in 160ms
+	// at 880ms: allowed=true, next in 120ms
+	// at 1s: allowed=true, next in 100ms
+	// at 1.1s: allowed=true, next in 100ms
+}

@@ -22,7 +22,7 @@ type call struct{ at, cost int64 }
 func replay(t *testing.T, l core.Limit, alg core.Algorithm, history []call) core.Decision {
 	t.Helper()
 	clk := coretest.NewClock(time.Unix(0, history[0].at))
-	lim, err := core.New(l, core.WithAlgorithm(alg), core.WithClock(clk), core.WithCapacity(1))
+	lim, err := core.New(l, append(algOptions(alg, l), core.WithClock(clk), core.WithCapacity(1))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,16 @@ func replay(t *testing.T, l core.Limit, alg core.Algorithm, history []call) core
 		}
 	}
 	return d
+}
+
+// algOptions are the options the fuzzer gives alg on l: a warm-up period
+// of one Period for WarmUp, and LeakyBucket's default longest wait.
+func algOptions(alg core.Algorithm, l core.Limit) []core.Option {
+	opts := []core.Option{core.WithAlgorithm(alg)}
+	if alg == core.WarmUp {
+		opts = append(opts, core.WithWarmUp(l.Period, core.DefaultColdFactor))
+	}
+	return opts
 }
 
 // FuzzAlgorithms plays a sequence of steps (advance the clock, then ask for
@@ -57,15 +67,20 @@ func FuzzAlgorithms(f *testing.F) {
 	f.Add(uint8(core.TokenBucket), uint32(7), int64(3*time.Second), uint32(4), t0ns, []byte{1, 2, 3, 4, 3, 0, 0, 0, 0, 1, 9, 9, 9, 9, 2, 0, 0, 0, 0, 4})
 	f.Add(uint8(core.FixedWindow), uint32(5), int64(time.Second), uint32(0), t0ns+999_999_999, []byte{0, 0, 0, 0, 5, 0, 0, 0, 1, 5, 0, 0, 0, 0, 1})
 	f.Add(uint8(core.SlidingWindow), uint32(5), int64(time.Second), uint32(0), t0ns, []byte{0, 0, 0, 0, 5, 0, 0, 0, 128, 3, 0, 0, 0, 64, 2})
+	f.Add(uint8(core.LeakyBucket), uint32(10), int64(time.Second), uint32(4), t0ns, []byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 200, 2})
+	f.Add(uint8(core.WarmUp), uint32(3), int64(time.Second), uint32(2), t0ns, []byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 64, 2, 0, 0, 0, 255, 1})
 	f.Fuzz(func(t *testing.T, algByte uint8, events uint32, period int64, burst uint32, start int64, steps []byte) {
-		alg := core.Algorithm(algByte % 4)
+		alg := core.Algorithm(algByte % 6)
 		l := core.Limit{Events: int(events), Period: time.Duration(period), Burst: int(burst)}
 		if l.Validate() != nil || len(steps) > 5*64 {
 			return
 		}
 		clk := coretest.NewClock(time.Unix(0, start))
-		lim, err := core.New(l, core.WithAlgorithm(alg), core.WithClock(clk))
+		lim, err := core.New(l, append(algOptions(alg, l), core.WithClock(clk))...)
 		if err != nil {
+			if alg == core.WarmUp {
+				return // a cold burst too long for the clock's range: refused, as it must be
+			}
 			t.Fatalf("New(%v): %v", l, err)
 		}
 		maxCost := int64(l.EffectiveBurst())
@@ -142,6 +157,23 @@ func checkBound(t *testing.T, alg core.Algorithm, l core.Limit, start, now, admi
 		bound := refill.Add(refill, new(big.Rat).SetInt64(int64(l.EffectiveBurst())))
 		bound.Add(bound, new(big.Rat).SetFrac64(admissions, 1_000_000))
 		ok = new(big.Rat).SetInt64(admitted).Cmp(bound) <= 0
+	case core.LeakyBucket:
+		// Each unit holds the line an interval, and a request is admitted
+		// only when its turn is at most the longest wait away.
+		iv := big.NewInt(int64(l.Interval()))
+		lhs := new(big.Int).Mul(big.NewInt(admitted), iv)
+		rhs := new(big.Int).Add(elapsed, big.NewInt(int64(core.DefaultMaxDelay)))
+		rhs.Add(rhs, new(big.Int).Mul(big.NewInt(int64(l.EffectiveBurst())), iv))
+		ok = lhs.Cmp(rhs) <= 0
+	case core.WarmUp:
+		// Each permit moves the next free instant at least Period/Events
+		// on, less at most 2 ns of truncation per admission, and a
+		// request is admitted only once that instant has come.
+		stable := new(big.Rat).SetFrac64(int64(l.Period), int64(l.Events))
+		lhs := new(big.Rat).Mul(new(big.Rat).SetInt64(admitted), stable)
+		rhs := new(big.Rat).Add(new(big.Rat).SetInt(elapsed), new(big.Rat).Mul(new(big.Rat).SetInt64(int64(l.EffectiveBurst())), stable))
+		rhs.Add(rhs, new(big.Rat).SetInt64(2*admissions+2))
+		ok = lhs.Cmp(rhs) <= 0
 	default:
 		// Events per window, in every window touched.
 		windows := now/int64(l.Period) - start/int64(l.Period) + 1

@@ -60,7 +60,7 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	alg, err := newAlgo(o.algorithm, l)
+	alg, err := newAlgo(o.algorithm, l, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +215,7 @@ func (k *Keyed) decision(v verdict) Decision {
 		Remaining:  int(v.remaining),
 		RetryAfter: time.Duration(v.retryAfter),
 		ResetAfter: time.Duration(v.resetAfter),
+		Delay:      time.Duration(v.delay),
 	}
 }
 

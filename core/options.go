@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
+	"time"
 )
 
 // Option configures a limiter made by [New].
@@ -16,6 +18,11 @@ type options struct {
 	full      FullPolicy
 	denyCache bool
 	seed      *maphash.Seed
+
+	overdraft  bool
+	maxDelay   time.Duration // LeakyBucket; 0: DefaultMaxDelay
+	warmUp     time.Duration // WarmUp; required
+	coldFactor float64       // WarmUp; 0: DefaultColdFactor
 }
 
 // DefaultCapacity is how many keys a limiter tracks unless [WithCapacity]
@@ -57,6 +64,34 @@ func withShards(n int) Option { return func(o *options) { o.shards = n } }
 // withSeed sets the seed keys are hashed with (default: random per
 // limiter), so that tests can build two limiters that place keys alike.
 func withSeed(s maphash.Seed) Option { return func(o *options) { o.seed = &s } }
+
+// WithOverdraft lets the token bucket lend: a request larger than what is
+// left is admitted as long as the bucket is not already in debt (no whole
+// token short), and the requests after it wait until the debt is paid back
+// (Guava's "the next caller pays"; seed 000's loaned burst). Without it,
+// the default, a request is admitted only when its whole cost is there. A
+// full bucket so admits Burst cost-1 requests at once and then one more.
+func WithOverdraft() Option { return func(o *options) { o.overdraft = true } }
+
+// DefaultMaxDelay is the longest a [LeakyBucket] makes a request wait for
+// its turn unless [WithMaxDelay] says otherwise.
+const DefaultMaxDelay = time.Second
+
+// WithMaxDelay sets the longest wait a [LeakyBucket] admits a request with
+// (default [DefaultMaxDelay]); 0 < d <= the limit's period × 2³⁰.
+func WithMaxDelay(d time.Duration) Option { return func(o *options) { o.maxDelay = d } }
+
+// DefaultColdFactor is how many times slower than the full rate a cold
+// [WarmUp] key starts, as in Guava.
+const DefaultColdFactor = 3
+
+// WithWarmUp sets the [WarmUp] algorithm's warm-up period, the time a cold
+// key takes to reach the full rate under steady demand, and its cold
+// factor (at least 1; 0 means [DefaultColdFactor]): a cold key's requests
+// are Interval × coldFactor apart. WarmUp requires it.
+func WithWarmUp(period time.Duration, coldFactor float64) Option {
+	return func(o *options) { o.warmUp, o.coldFactor = period, coldFactor }
+}
 
 // WithFullPolicy sets what a new key gets when the table is full of live
 // keys (default [FullOverflow]).
@@ -106,6 +141,15 @@ func (o *options) validate() error {
 	}
 	if o.full != FullOverflow && o.full != FullEvictLRU {
 		return fmt.Errorf("core: unknown full policy %d; use FullOverflow or FullEvictLRU", int(o.full))
+	}
+	if o.maxDelay < 0 {
+		return fmt.Errorf("core: WithMaxDelay(%v): the longest wait must be > 0", o.maxDelay)
+	}
+	if o.warmUp < 0 || o.warmUp > maxSpan {
+		return fmt.Errorf("core: WithWarmUp(%v, %v): the warm-up period must be > 0 and <= %v", o.warmUp, o.coldFactor, time.Duration(maxSpan))
+	}
+	if o.coldFactor != 0 && !(o.coldFactor >= 1 && o.coldFactor <= 1<<20) || math.IsNaN(o.coldFactor) {
+		return fmt.Errorf("core: WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, DefaultColdFactor)
 	}
 	return nil
 }

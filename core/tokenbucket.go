@@ -10,9 +10,10 @@ import (
 //
 // Memory per key: the 16-byte state.
 type tokenBucket struct {
-	rate  float64 // events per second, as rate.Limit
-	burst float64
-	slack float64 // tokens refilled in 2 ns
+	rate      float64 // events per second, as rate.Limit
+	burst     float64
+	slack     float64 // tokens refilled in 2 ns
+	overdraft bool    // WithOverdraft: admit any cost while not in debt
 }
 
 func (tb *tokenBucket) fresh(now int64) state {
@@ -149,8 +150,17 @@ func (tb *tokenBucket) fitsAfter(s state, now, d int64, n float64) bool {
 // remaining is how many cost-1 requests fit, one after another, in tokens:
 // the whole tokens, plus one when the fraction left is close enough to a
 // token for x/time/rate's test to admit it.
+//
+// With overdraft, a request goes through while the bucket is not in debt,
+// whatever it leaves: the whole tokens, and one more into debt.
 func (tb *tokenBucket) remaining(tokens float64) int64 {
 	n := floorCount(tokens)
+	if tb.overdraft {
+		for tb.fits(tokens-float64(n), 0) {
+			n++
+		}
+		return n
+	}
 	if float64(n) < tb.burst && tb.fits(tokens, float64(n+1)) {
 		n++
 	}
@@ -160,7 +170,12 @@ func (tb *tokenBucket) remaining(tokens float64) int64 {
 func (tb *tokenBucket) decide(s state, now, cost int64) (state, verdict) {
 	tokens := tb.tokensAt(s, now)
 	n := float64(cost)
+	if tb.overdraft {
+		// Admitted while not in debt: the wait is for the debt alone.
+		n = 0
+	}
 	if tb.fits(tokens, n) {
+		n = float64(cost)
 		left := tokens - n
 		ns := state{a: int64(math.Float64bits(left)), b: max(s.b, now)}
 		return ns, verdict{allowed: true, remaining: tb.remaining(left), resetAfter: tb.waitFor(ns, now, tb.burst)}
