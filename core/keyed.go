@@ -209,14 +209,18 @@ func (k *Keyed) insert(sh *shard, h uint64, now, cost int64) Decision {
 }
 
 func (k *Keyed) decision(v verdict) Decision {
-	return Decision{
+	d := Decision{
 		Allowed:    v.allowed,
 		Limit:      k.limit,
 		Remaining:  int(v.remaining),
-		RetryAfter: time.Duration(v.retryAfter),
 		ResetAfter: time.Duration(v.resetAfter),
-		Delay:      time.Duration(v.delay),
 	}
+	if v.allowed {
+		d.Delay = time.Duration(v.retryAfter)
+	} else {
+		d.RetryAfter = time.Duration(v.retryAfter)
+	}
+	return d
 }
 
 // deniedOne returns the verdict for cost 1 on st at now, if st denies it,

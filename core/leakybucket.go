@@ -40,7 +40,7 @@ func (lb *leakyBucket) decide(s state, now, cost int64) (state, verdict) {
 	if left <= lb.maxDelay {
 		remaining = (lb.maxDelay-left)/lb.interval + 1
 	}
-	return state{a: next}, verdict{allowed: true, remaining: remaining, resetAfter: left, delay: delay}
+	return state{a: next}, verdict{allowed: true, remaining: remaining, retryAfter: delay, resetAfter: left} // retryAfter: the Delay
 }
 
 func (lb *leakyBucket) idleAt(s state) int64         { return s.a }
