@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"hash/maphash"
-	"math"
 	"time"
 )
 
@@ -78,7 +77,8 @@ func WithOverdraft() Option { return func(o *options) { o.overdraft = true } }
 const DefaultMaxDelay = time.Second
 
 // WithMaxDelay sets the longest wait a [LeakyBucket] admits a request with
-// (default [DefaultMaxDelay]); 0 < d <= the limit's period × 2³⁰.
+// (default [DefaultMaxDelay]; 0 also means the default). It must not be
+// negative, nor longer than about 73 years.
 func WithMaxDelay(d time.Duration) Option { return func(o *options) { o.maxDelay = d } }
 
 // DefaultColdFactor is how many times slower than the full rate a cold
@@ -148,7 +148,7 @@ func (o *options) validate() error {
 	if o.warmUp < 0 || o.warmUp > maxSpan {
 		return fmt.Errorf("core: WithWarmUp(%v, %v): the warm-up period must be > 0 and <= %v", o.warmUp, o.coldFactor, time.Duration(maxSpan))
 	}
-	if o.coldFactor != 0 && !(o.coldFactor >= 1 && o.coldFactor <= 1<<20) || math.IsNaN(o.coldFactor) {
+	if o.coldFactor != 0 && !(o.coldFactor >= 1 && o.coldFactor <= 1<<20) { // NaN fails both
 		return fmt.Errorf("core: WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, DefaultColdFactor)
 	}
 	return nil

@@ -170,19 +170,18 @@ func (tb *tokenBucket) remaining(tokens float64) int64 {
 func (tb *tokenBucket) decide(s state, now, cost int64) (state, verdict) {
 	tokens := tb.tokensAt(s, now)
 	n := float64(cost)
+	need := n // what must be there for the request to go
 	if tb.overdraft {
-		// Admitted while not in debt: the wait is for the debt alone.
-		n = 0
+		need = 0 // not in debt; a refusal waits for the debt alone
 	}
-	if tb.fits(tokens, n) {
-		n = float64(cost)
+	if tb.fits(tokens, need) {
 		left := tokens - n
 		ns := state{a: int64(math.Float64bits(left)), b: max(s.b, now)}
 		return ns, verdict{allowed: true, remaining: tb.remaining(left), resetAfter: tb.waitFor(ns, now, tb.burst)}
 	}
 	return s, verdict{
 		remaining:  tb.remaining(tokens),
-		retryAfter: tb.waitFor(s, now, n),
+		retryAfter: tb.waitFor(s, now, need),
 		resetAfter: tb.waitFor(s, now, tb.burst),
 	}
 }

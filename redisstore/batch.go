@@ -11,12 +11,12 @@ import (
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
-// queue batches one Limiter's concurrent calls to one server: at most limit round trips
-// are in flight at once; a call that finds them all taken waits, and the
-// calls that gathered meanwhile go together, in one pipeline of at most
-// size scripts, as soon as a round trip ends. A call that finds a free slot
-// is sent at once, alone, exactly as without a queue, so a lone caller
-// waits for nothing.
+// queue batches one Limiter's concurrent calls to one server: at most
+// limit round trips are in flight at once; a call that finds them all
+// taken waits, and the calls that gathered meanwhile go together, in one
+// pipeline of at most size scripts, as soon as a round trip ends. A call
+// that finds a free slot is sent at once, alone, exactly as without a
+// queue, so a lone caller waits for nothing.
 type queue struct {
 	limit, size int
 
@@ -36,9 +36,9 @@ type pending struct {
 	gone atomic.Bool   // the caller stopped waiting: do not send it
 }
 
-// run makes the round trip of one call on the Redis key rkey and returns
-// the script's four numbers.
-// q is the server's queue, nil without batching.
+// run makes the round trip of one call on the Redis key rkey, through q,
+// the queue of the server that holds it (nil without batching), and
+// returns the script's four numbers.
 func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	ctx, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
