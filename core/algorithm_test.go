@@ -22,8 +22,8 @@ func TestDecisionTables(t *testing.T) {
 	for _, tab := range coretest.Tables() {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/cache=%v", tab.Name, cache), func(t *testing.T) {
-				coretest.Run(t, tab, func(t testing.TB, alg core.Algorithm, l core.Limit, clk *coretest.Clock) core.Limiter {
-					lim, err := core.New(l, core.WithAlgorithm(alg), core.WithClock(clk), core.WithDenyCache(cache))
+				coretest.Run(t, tab, func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
+					lim, err := core.New(tab.Limit, append(tab.CoreOptions(), core.WithClock(clk), core.WithDenyCache(cache))...)
 					if err != nil {
 						t.Fatal(err)
 					}

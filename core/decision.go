@@ -31,6 +31,10 @@ type Decision struct {
 	// full of live keys (see FullOverflow). Observers count it; a steady
 	// rate of overflow decisions means the capacity is too small.
 	Overflow bool
+	// Lease is non-nil only for an admission under a concurrency limit:
+	// the request holds a slot until Lease.Release is called, which the
+	// adapters do when the request ends. Releasing a nil Lease is a no-op.
+	Lease *Lease
 }
 
 // Limiter decides whether a key may spend cost units now. It is the one

@@ -26,10 +26,10 @@ func single(t *testing.T) redis.UniversalClient {
 
 // factory makes Redis limiters deciding at the fake clock's time.
 func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factory {
-	return func(t testing.TB, alg core.Algorithm, l core.Limit, clk *coretest.Clock) core.Limiter {
-		o := append([]redisstore.Option{redisstore.WithAlgorithm(alg), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+	return func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
+		o := append([]redisstore.Option{redisstore.WithAlgorithm(tab.Algorithm), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))}, opts...)
-		lim, err := redisstore.New(c, l, o...)
+		lim, err := redisstore.New(c, tab.Limit, o...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestMatchesMemory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				red := factory(c)(t, alg, l, clk)
+				red := factory(c)(t, coretest.Table{Algorithm: alg, Limit: l}, clk)
 				maxCost := l.EffectiveBurst()
 				if alg == core.FixedWindow || alg == core.SlidingWindow {
 					maxCost = l.Events
