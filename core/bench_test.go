@@ -171,3 +171,47 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStack: a key under two limits at once (the PEERS policy and
+// 100,000/h, fixed window), against the same policy alone: the cost of
+// deciding all or nothing.
+func BenchmarkStack(b *testing.B) {
+	keys := benchKeys(b, zipfKeys)
+	seq := benchwork.Zipf(zipfKeys)
+	mk := map[string]func() core.Limiter{
+		"one": func() core.Limiter { return core.MustNew(benchLimit, core.WithCapacity(2*zipfKeys)) },
+		"two": func() core.Limiter {
+			s, err := core.NewStack([]core.Layer{
+				{Limit: benchLimit},
+				{Limit: core.PerHour(100_000), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+			}, core.WithCapacity(2*zipfKeys))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+	}
+	for _, name := range []string{"one", "two"} {
+		b.Run(name+"/hot-seq", func(b *testing.B) {
+			lim := mk[name]()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				lim.Allow(ctx, "hot", 1)
+			}
+		})
+		b.Run(name+"/zipf-par", func(b *testing.B) {
+			lim := mk[name]()
+			var worker atomic.Uint32
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				i := int(worker.Add(1)) * 7919
+				for pb.Next() {
+					lim.Allow(ctx, keys[seq[i&(len(seq)-1)]], 1)
+					i++
+				}
+			})
+		})
+	}
+}

@@ -25,6 +25,12 @@
 // BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
 // wherever they sit in the table, at amortised constant cost per new key.
 //
+// A [Stack] ([NewStack]) enforces several limits on every key at once, each
+// with its own algorithm — 5/s and 100,000/h — all or nothing: when one
+// limit refuses, none is charged. Its decision names the limit that refused
+// (the one with the longest wait) or the one with the least left, and
+// [Stack.Policies] lists them all for RateLimit-Policy.
+//
 // Limiters read the clock as nanoseconds since the Unix epoch and accept
 // readings from 0 to 2⁶²−1 (1970 to 2116), so that no time arithmetic can
 // overflow; outside that range a check fails with [ErrClockRange].

@@ -113,3 +113,33 @@ func ExampleWithWarmUp() {
 	// at 1s: allowed=true, next in 100ms
 	// at 1.1s: allowed=true, next in 100ms
 }
+
+// A stack enforces 3 per second and 5 per minute on every key, all or
+// nothing: a request one limit refuses is charged to none.
+func ExampleNewStack() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerSecond(3).WithName("burst")},
+		{Limit: core.PerMinute(5).WithName("minute"), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	}, core.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 4; i++ {
+		d, _ := s.Allow(context.Background(), "user-1", 1)
+		fmt.Printf("allowed=%v limit=%s remaining=%d retry-after=%v\n", d.Allowed, d.Limit.Name, d.Remaining, d.RetryAfter)
+	}
+	clock.Advance(time.Second)
+	for i := 0; i < 3; i++ {
+		d, _ := s.Allow(context.Background(), "user-1", 1)
+		fmt.Printf("allowed=%v limit=%s remaining=%d retry-after=%v\n", d.Allowed, d.Limit.Name, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// allowed=true limit=burst remaining=2 retry-after=0s
+	// allowed=true limit=burst remaining=1 retry-after=0s
+	// allowed=true limit=burst remaining=0 retry-after=0s
+	// allowed=false limit=burst remaining=0 retry-after=333.333333ms
+	// allowed=true limit=minute remaining=1 retry-after=0s
+	// allowed=true limit=minute remaining=0 retry-after=0s
+	// allowed=false limit=minute remaining=0 retry-after=59s
+}

@@ -19,3 +19,7 @@ func (k *Keyed) Examined() int64 {
 	}
 	return n
 }
+
+// Layer returns the Keyed holding the stack's layer i, so that tests can
+// see what each layer was charged.
+func (s *Stack) Layer(i int) *Keyed { return s.layers[i] }

@@ -1,0 +1,287 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"time"
+)
+
+// Layer is one limit of a [Stack] with options of its own, such as its
+// algorithm. Options that shape the table (WithClock, WithCapacity,
+// WithFullPolicy) belong to the whole stack: give them to [NewStack].
+type Layer struct {
+	Limit   Limit
+	Options []Option
+}
+
+// Stack enforces several limits on every key at once — 5/s and 100,000/h,
+// say — each with its own algorithm, all or nothing: a request is admitted
+// only if every limit admits it, and when one refuses, none is charged.
+//
+// A denial names, in Decision.Limit, the limit whose wait is the longest,
+// and RetryAfter is that wait, exact for the stack (retrying the same cost
+// after it, with no other traffic, is admitted by every limit); an
+// admission names the limit with the least left (the first such).
+// Remaining is the least any limit has left (exactly that many more cost-1
+// requests pass every limit), ResetAfter is the named limit's, as
+// RateLimit's reset describes the policy it names, and Delay is the
+// longest any shaping limit asks for. Refund gives the cost back to every
+// limit. [Stack.Policies] lists every limit, which the
+// adapters send in RateLimit-Policy.
+//
+// A key's states under every limit live in one table per limit, laid out
+// alike, and a decision holds the key's lock in each of them, always in
+// the same order, so that no other decision on that key sees a partial
+// charge. A Stack is safe for concurrent use. Make one with [NewStack].
+type Stack struct {
+	layers  []*Keyed
+	limits  []Limit
+	seed    maphash.Seed
+	clock   Clock
+	maxCost int64
+	bound   *Keyed // the layer that bounds the cost: its maxCost is maxCost
+	cache   bool   // the layers' deny-cache slots answer repeated denials
+}
+
+var _ Limiter = (*Stack)(nil)
+var _ PolicyLister = (*Stack)(nil)
+
+// NewStack returns a Stack of layers, in order (at least one). opts apply
+// to every layer, before the layer's own options. A layer without a name
+// is named after its limit ("5-per-1s"), since RateLimit-Policy names each
+// policy; names must be distinct.
+func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
+	if len(layers) == 0 {
+		return nil, errors.New("core: NewStack needs at least one layer")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	shards := o.shards
+	if shards == 0 {
+		shards = shardsFor(o.capacity)
+	}
+	seed := maphash.MakeSeed()
+	if o.seed != nil {
+		seed = *o.seed
+	}
+	s := &Stack{seed: seed, clock: o.clock, maxCost: 1 << 62, cache: o.denyCache}
+	names := map[string]int{}
+	for i, layer := range layers {
+		l := layer.Limit
+		if l.Name == "" {
+			l.Name = strconv.Itoa(l.Events) + "-per-" + l.Period.String()
+		}
+		if j, ok := names[l.Name]; ok {
+			return nil, fmt.Errorf("core: stack layers %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
+		}
+		names[l.Name] = i
+		all := append(append(append([]Option(nil), opts...), layer.Options...),
+			withShards(shards), withSeed(seed), withDenyCache(o.denyCache))
+		k, err := New(l, all...)
+		if err != nil {
+			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
+		}
+		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
+			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
+		}
+		if k.maxCost < s.maxCost {
+			s.maxCost, s.bound = k.maxCost, k
+		}
+		s.layers = append(s.layers, k)
+		s.limits = append(s.limits, l)
+	}
+	return s, nil
+}
+
+// layerClock is the clock a layer made from the stack's options holds.
+func (s *Stack) layerClock() Clock {
+	if s.clock == SystemClock {
+		return nil
+	}
+	return s.clock
+}
+
+// index returns the position of the layer whose limit is l.
+func (s *Stack) index(l Limit) int {
+	for j := range s.limits {
+		if s.limits[j].Name == l.Name {
+			return j
+		}
+	}
+	return 0
+}
+
+// Policies returns the stack's limits, in order, with the names they carry
+// in decisions. The slice is shared and must not be modified.
+func (s *Stack) Policies() []Limit { return s.limits }
+
+func (s *Stack) now() int64 {
+	if s.clock == nil {
+		return systemNow()
+	}
+	return s.clock.Now()
+}
+
+// layerState is one layer's part of a decision in progress: where the key
+// is, its state, and what the layer concluded.
+type layerState struct {
+	st       state
+	ns       state
+	v        verdict
+	found    bool // the key is in the layer's table
+	overflow bool // decided against the layer's overflow state (locked)
+}
+
+// maxLayers is how many layers a decision keeps on the stack, without
+// allocating; a taller stack allocates its scratch space.
+const maxLayers = 8
+
+// Allow decides whether key may spend cost units now under every limit of
+// the stack and, if so, charges them to every limit.
+func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error) {
+	if cost < 1 || int64(cost) > s.maxCost {
+		return Decision{}, s.checkCost(cost)
+	}
+	now := s.now()
+	if uint64(now) > maxNow {
+		return Decision{}, clockError(now)
+	}
+	h := maphash.String(s.seed, key)
+	var buf [maxLayers]layerState
+	ls := buf[:0]
+	if len(s.layers) > maxLayers {
+		ls = make([]layerState, 0, len(s.layers))
+	}
+	i := h & s.layers[0].mask
+	if s.cache && cost == 1 {
+		// A cost-1 denial is cached in the slot of the layer it named,
+		// with the stack's waits: while that layer refuses, nothing is
+		// charged anywhere, so every wait ends at a fixed instant and the
+		// layer with the longest stays the longest. Any change of a
+		// layer's state (a refund) clears the slot.
+		for j, k := range s.layers {
+			if until, resetAt, ok := k.shards[i].slot(h).loadWaits(h, now); ok {
+				return Decision{Limit: s.limits[j], RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
+			}
+		}
+	}
+	c := int64(cost)
+	for _, k := range s.layers {
+		k.shards[i].mu.Lock()
+	}
+	allowed := true
+	for _, k := range s.layers {
+		sh := &k.shards[i]
+		var l layerState
+		l.st, l.found = sh.lru.Peek(h)
+		if !l.found {
+			if k.makeRoom(sh, now) {
+				l.st = k.alg.fresh(now)
+			} else {
+				l.overflow = true
+				k.overflowMu.Lock()
+				if !k.overflowSet {
+					k.overflow, k.overflowSet = k.alg.fresh(now), true
+				}
+				l.st = k.overflow
+			}
+		}
+		l.ns, l.v = k.alg.decide(l.st, now, c)
+		allowed = allowed && l.v.allowed
+		ls = append(ls, l)
+	}
+	d := s.decision(ls, allowed)
+	for j, k := range s.layers {
+		sh, l := &k.shards[i], &ls[j]
+		switch {
+		case l.overflow:
+			if allowed {
+				k.overflow = l.ns
+			}
+			k.overflowMu.Unlock()
+		case l.found:
+			if allowed {
+				sh.lru.Add(h, l.ns)
+				sh.forget(h)
+			}
+		case allowed:
+			sh.lru.Add(h, l.ns)
+			sh.track(now+l.v.resetAfter, h)
+		default:
+			k.release(sh, 1) // the room made for the key goes back
+		}
+	}
+	if !allowed && s.cache && cost == 1 && !d.Overflow {
+		j := s.index(d.Limit)
+		s.layers[j].shards[i].slot(h).store(h, ls[j].st, now+int64(d.RetryAfter), now+int64(d.ResetAfter))
+	}
+	for j := len(s.layers) - 1; j >= 0; j-- {
+		s.layers[j].shards[i].mu.Unlock()
+	}
+	return d, nil
+}
+
+// decision combines the layers' verdicts: see [Stack]. A layer that would
+// have admitted a request the stack denies is not charged, and its verdict
+// (which describes the charge) is not used.
+func (s *Stack) decision(ls []layerState, allowed bool) Decision {
+	pick := 0
+	d := Decision{Allowed: allowed}
+	for j := range ls {
+		v, best := ls[j].v, ls[pick].v
+		if allowed {
+			if v.remaining < best.remaining {
+				pick = j
+			}
+			d.Delay = max(d.Delay, time.Duration(v.retryAfter))
+		} else if !v.allowed && (best.allowed || v.retryAfter > best.retryAfter) {
+			pick = j
+		}
+		d.Overflow = d.Overflow || ls[j].overflow
+	}
+	v := ls[pick].v
+	d.Limit = s.limits[pick]
+	d.Remaining = int(v.remaining)
+	d.ResetAfter = time.Duration(v.resetAfter)
+	if !allowed {
+		d.RetryAfter = time.Duration(v.retryAfter)
+		// A layer that admits has at least the cost left, more than any
+		// layer that denies: the least left is a denying layer's.
+		for j := range ls {
+			if !ls[j].v.allowed {
+				d.Remaining = min(d.Remaining, int(ls[j].v.remaining))
+			}
+		}
+	}
+	return d
+}
+
+func (s *Stack) checkCost(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
+	}
+	return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, s.maxCost, s.bound.limit)
+}
+
+// Refund gives cost units back to key under every limit of the stack,
+// never beyond a whole quota.
+func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
+	if cost < 1 || int64(cost) > s.maxCost {
+		return s.checkCost(cost)
+	}
+	var errs []error
+	for _, k := range s.layers {
+		if err := k.Refund(ctx, key, cost); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

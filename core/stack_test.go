@@ -1,0 +1,268 @@
+package core_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+)
+
+// secondAndTen is 5/s (GCRA, burst 5) stacked on 6 per 10 s (fixed window:
+// windows start at t0, a multiple of 10 s since the epoch).
+func secondAndTen(t *testing.T, clk *coretest.Clock, opts ...core.Option) *core.Stack {
+	t.Helper()
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerSecond(5).WithName("second"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+		{Limit: core.Limit{Events: 6, Period: 10 * time.Second, Name: "ten"}, Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	}, append([]core.Option{core.WithClock(clk)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestStackTable: every decision of a two-layer stack, exactly. GCRA at 5/s
+// has an interval of 200 ms and a span of 1 s; the fixed window counts 6
+// per 10 s.
+func TestStackTable(t *testing.T) {
+	t.Parallel()
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { stackTable(t, cache) })
+	}
+}
+
+func stackTable(t *testing.T, cache bool) {
+	clk := coretest.NewClock(t0)
+	s := secondAndTen(t, clk, core.WithDenyCache(cache))
+	type want struct {
+		at        time.Duration
+		cost      int
+		allowed   bool
+		limit     string
+		remaining int
+		retry     time.Duration
+		reset     time.Duration
+	}
+	for i, w := range []want{
+		// Both admit; GCRA has 0 left and is named, with its own reset.
+		{0, 5, true, "second", 0, 0, 1000 * ms},
+		// GCRA refuses for 200 ms; the window would admit but is not
+		// charged.
+		{0, 1, false, "second", 0, 200 * ms, 1000 * ms},
+		// Had the window been charged above, it would hold 7 > 6 now.
+		// Both have 0 left: the first is named.
+		{200 * ms, 1, true, "second", 0, 0, 1000 * ms},
+		// Now the window refuses until it ends; GCRA (idle at 1.2 s)
+		// would admit and is not charged.
+		{1200 * ms, 1, false, "ten", 0, 8800 * ms, 8800 * ms},
+		{1200 * ms, 3, false, "ten", 0, 8800 * ms, 8800 * ms},
+		{1300 * ms, 1, false, "ten", 0, 8700 * ms, 8700 * ms},
+		// A new window: GCRA's burst is whole again, so neither denial
+		// above charged it.
+		{10 * time.Second, 5, true, "second", 0, 0, 1000 * ms},
+		{10 * time.Second, 1, false, "second", 0, 200 * ms, 1000 * ms},
+		{10*time.Second + 100*ms, 1, false, "second", 0, 100 * ms, 900 * ms},
+		{10*time.Second + 200*ms, 1, true, "second", 0, 0, 1000 * ms},
+	} {
+		clk.Set(t0.Add(w.at))
+		d, err := s.Allow(ctx, "k", w.cost)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		got := want{w.at, w.cost, d.Allowed, d.Limit.Name, d.Remaining, d.RetryAfter, d.ResetAfter}
+		if got != w {
+			t.Errorf("step %d:\n got %+v\nwant %+v", i, got, w)
+		}
+	}
+}
+
+// TestStackRemainingIsTheLeast: an admission names the layer with the least
+// left; a denial by one layer reports what the denying layers have left
+// and charges nothing.
+func TestStackRemainingIsTheLeast(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerSecond(10)},
+		{Limit: core.PerMinute(100)},
+		{Limit: core.PerHour(3)},
+	}, core.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, p := range s.Policies() {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "10-per-1s,100-per-1m0s,3-per-1h0m0s" {
+		t.Fatalf("policy names %s", got)
+	}
+	d, _ := s.Allow(ctx, "k", 2)
+	if !d.Allowed || d.Limit.Name != "3-per-1h0m0s" || d.Remaining != 1 {
+		t.Fatalf("first: %+v", d)
+	}
+	d, _ = s.Allow(ctx, "k", 2)
+	if d.Allowed || d.Limit.Name != "3-per-1h0m0s" || d.Remaining != 1 {
+		t.Fatalf("second: %+v", d)
+	}
+	// The per-second layer still holds 8: the denial charged nothing.
+	if d, _ := s.Layer(0).Allow(ctx, "k", 1); d.Remaining != 7 {
+		t.Fatalf("per-second layer after a denied stack: remaining %d, want 7", d.Remaining)
+	}
+}
+
+// TestStackRefund gives a charge back to every layer.
+func TestStackRefund(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s := secondAndTen(t, clk)
+	if d, _ := s.Allow(ctx, "k", 4); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("charge: %+v", d)
+	}
+	if err := s.Refund(ctx, "k", 3); err != nil {
+		t.Fatal(err)
+	}
+	// GCRA has 4 left, the window 5.
+	if d, _ := s.Allow(ctx, "k", 1); !d.Allowed || d.Limit.Name != "second" || d.Remaining != 3 {
+		t.Fatalf("after refund: %+v", d)
+	}
+	if err := s.Refund(ctx, "k", 0); !errors.Is(err, core.ErrInvalidCost) {
+		t.Fatalf("refund 0: %v", err)
+	}
+}
+
+func TestStackCost(t *testing.T) {
+	t.Parallel()
+	s := secondAndTen(t, coretest.NewClock(t0))
+	_, err := s.Allow(ctx, "k", 6)
+	if !errors.Is(err, core.ErrCostTooLarge) || !strings.Contains(err.Error(), "at most 5 under 5/s name=second") {
+		t.Fatalf("cost 6: %v", err)
+	}
+	if _, err := s.Allow(ctx, "k", 0); !errors.Is(err, core.ErrInvalidCost) {
+		t.Fatalf("cost 0: %v", err)
+	}
+}
+
+func TestNewStackErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		layers []core.Layer
+		opts   []core.Option
+		want   string
+	}{
+		{nil, nil, "at least one layer"},
+		{[]core.Layer{{Limit: core.PerSecond(1)}, {Limit: core.PerSecond(2).WithName("1-per-1s")}}, nil, `layers 0 and 1 are both named "1-per-1s"`},
+		{[]core.Layer{{Limit: core.PerSecond(0)}}, nil, "stack layer 0 (0/s name=0-per-1s): core: limit events must be >= 1"},
+		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithCapacity(5)}}}, nil, "apply to the whole stack"},
+		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithClock(coretest.NewClock(t0))}}}, nil, "apply to the whole stack"},
+		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithMaxDelay(time.Second)}}}, nil, "WithMaxDelay applies to LeakyBucket only"},
+		{[]core.Layer{{Limit: core.PerSecond(1)}}, []core.Option{core.WithCapacity(0)}, "capacity must be >= 1"},
+	} {
+		_, err := core.NewStack(c.layers, c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewStack(%v): %v, want an error containing %q", c.layers, err, c.want)
+		}
+	}
+}
+
+// TestStackExactAdmission: many goroutines at one frozen instant; the stack
+// admits exactly what its tightest layer allows, and every layer is charged
+// exactly what the stack admitted.
+func TestStackExactAdmission(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerMinute(100)},
+		{Limit: core.PerMinute(40), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+		{Limit: core.PerSecond(60), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+	}, core.WithClock(clk), core.WithCapacity(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"a", "b", "c"}
+	var admitted [3]atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 48 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				k := (g + i) % len(keys)
+				if d, err := s.Allow(ctx, keys[k], 1); err == nil && d.Allowed {
+					admitted[k].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for k, key := range keys {
+		if n := admitted[k].Load(); n != 40 {
+			t.Errorf("key %s: %d admitted, want 40", key, n)
+		}
+		// Layer 0 (100/min) holds exactly 60, layer 2 (GCRA 60/s) 20.
+		if d, _ := s.Layer(0).Allow(ctx, key, 1); d.Remaining != 59 {
+			t.Errorf("key %s: layer 0 remaining %d after one more, want 59", key, d.Remaining)
+		}
+		if d, _ := s.Layer(2).Allow(ctx, key, 1); d.Remaining != 19 {
+			t.Errorf("key %s: layer 2 remaining %d after one more, want 19", key, d.Remaining)
+		}
+	}
+}
+
+// TestStackOverflow: with the table full of live keys, a new key is decided
+// against each layer's overflow state, still all or nothing.
+func TestStackOverflow(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerMinute(3)},
+		{Limit: core.PerMinute(2), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	}, core.WithClock(clk), core.WithCapacity(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Allow(ctx, "a", 1); !d.Allowed || d.Overflow {
+		t.Fatalf("a: %+v", d)
+	}
+	for i, want := range []bool{true, true, false} {
+		d, _ := s.Allow(ctx, "b", 1)
+		if d.Allowed != want || !d.Overflow {
+			t.Fatalf("b #%d: %+v, want allowed=%v from the overflow state", i, d, want)
+		}
+	}
+	// The token-bucket layer's overflow state was charged twice, not three
+	// times: one more fits it.
+	if d, _ := s.Layer(0).Allow(ctx, "c", 1); !d.Allowed || !d.Overflow || d.Remaining != 0 {
+		t.Fatalf("layer 0 overflow after the stack: %+v", d)
+	}
+}
+
+// TestStackRemainingOfDenial: the layer named by a denial is the one with
+// the longest wait, but Remaining is the least any denying layer has left.
+func TestStackRemainingOfDenial(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerMinute(5).WithName("slow"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+		{Limit: core.PerSecond(10).WithBurst(2).WithName("fast"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+	}, core.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Allow(ctx, "k", 2)
+	clk.Advance(time.Second)
+	s.Allow(ctx, "k", 2)
+	// slow (GCRA: 12 s apart, 60 s span, next free at 48 s) has 1 left
+	// and needs 11 s more for a second; fast has 0 and needs
+	// 100 ms for one, 200 ms for two.
+	d, _ := s.Allow(ctx, "k", 2)
+	if d.Allowed || d.Limit.Name != "slow" || d.Remaining != 0 || d.RetryAfter != 11*time.Second {
+		t.Fatalf("%+v, want denied by slow after 11s with 0 remaining", d)
+	}
+}
