@@ -27,57 +27,25 @@ func secondAndTen(t *testing.T, clk *coretest.Clock, opts ...core.Option) *core.
 	return s
 }
 
-// TestStackTable: every decision of a two-layer stack, exactly. GCRA at 5/s
-// has an interval of 200 ms and a span of 1 s; the fixed window counts 6
-// per 10 s.
-func TestStackTable(t *testing.T) {
+// TestStackTables plays the stack tables every store shares, with the deny
+// cache on and off.
+func TestStackTables(t *testing.T) {
 	t.Parallel()
-	for _, cache := range []bool{true, false} {
-		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) { stackTable(t, cache) })
-	}
-}
-
-func stackTable(t *testing.T, cache bool) {
-	clk := coretest.NewClock(t0)
-	s := secondAndTen(t, clk, core.WithDenyCache(cache))
-	type want struct {
-		at        time.Duration
-		cost      int
-		allowed   bool
-		limit     string
-		remaining int
-		retry     time.Duration
-		reset     time.Duration
-	}
-	for i, w := range []want{
-		// Both admit; GCRA has 0 left and is named, with its own reset.
-		{0, 5, true, "second", 0, 0, 1000 * ms},
-		// GCRA refuses for 200 ms; the window would admit but is not
-		// charged.
-		{0, 1, false, "second", 0, 200 * ms, 1000 * ms},
-		// Had the window been charged above, it would hold 7 > 6 now.
-		// Both have 0 left: the first is named.
-		{200 * ms, 1, true, "second", 0, 0, 1000 * ms},
-		// Now the window refuses until it ends; GCRA (idle at 1.2 s)
-		// would admit and is not charged.
-		{1200 * ms, 1, false, "ten", 0, 8800 * ms, 8800 * ms},
-		{1200 * ms, 3, false, "ten", 0, 8800 * ms, 8800 * ms},
-		{1300 * ms, 1, false, "ten", 0, 8700 * ms, 8700 * ms},
-		// A new window: GCRA's burst is whole again, so neither denial
-		// above charged it.
-		{10 * time.Second, 5, true, "second", 0, 0, 1000 * ms},
-		{10 * time.Second, 1, false, "second", 0, 200 * ms, 1000 * ms},
-		{10*time.Second + 100*ms, 1, false, "second", 0, 100 * ms, 900 * ms},
-		{10*time.Second + 200*ms, 1, true, "second", 0, 0, 1000 * ms},
-	} {
-		clk.Set(t0.Add(w.at))
-		d, err := s.Allow(ctx, "k", w.cost)
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
-		got := want{w.at, w.cost, d.Allowed, d.Limit.Name, d.Remaining, d.RetryAfter, d.ResetAfter}
-		if got != w {
-			t.Errorf("step %d:\n got %+v\nwant %+v", i, got, w)
+	for _, tab := range coretest.StackTables() {
+		for _, cache := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/cache=%v", tab.Name, cache), func(t *testing.T) {
+				coretest.RunStack(t, tab, func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
+					var layers []core.Layer
+					for _, l := range tab.Layers {
+						layers = append(layers, core.Layer{Limit: l.Limit, Options: l.CoreOptions()})
+					}
+					s, err := core.NewStack(layers, core.WithClock(clk), core.WithDenyCache(cache))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				}, 0)
+			})
 		}
 	}
 }

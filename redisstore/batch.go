@@ -30,7 +30,7 @@ type pending struct {
 	op   string
 	keys []string
 	args []any
-	out  [4]int64
+	out  [5]int64
 	err  error
 	done chan struct{} // closed when out and err are set
 	gone atomic.Bool   // the caller stopped waiting: do not send it
@@ -39,23 +39,23 @@ type pending struct {
 // run makes the round trip of one call on the Redis key rkey, through q,
 // the queue of the server that holds it (nil without batching), and
 // returns the script's four numbers.
-func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey string, cost int) ([4]int64, error) {
+func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey string, cost int) ([5]int64, error) {
 	ctx, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
 	}
 	args := l.args(code, cost)
 	if q == nil {
-		return reply(op, l.script.Run(ctx, l.client, []string{rkey}, args...))
+		return reply(op, l.script.Run(ctx, l.client, l.keys(rkey), args...))
 	}
 	q.mu.Lock()
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
 		defer l.handOff(q)
-		return reply(op, l.script.Run(ctx, l.client, []string{rkey}, args...))
+		return reply(op, l.script.Run(ctx, l.client, l.keys(rkey), args...))
 	}
-	p := &pending{op: op, keys: []string{rkey}, args: args, done: make(chan struct{})}
+	p := &pending{op: op, keys: l.keys(rkey), args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
 	select {
@@ -63,7 +63,7 @@ func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey 
 		return p.out, p.err
 	case <-ctx.Done():
 		p.gone.Store(true)
-		return [4]int64{}, &core.StoreError{Op: op, Err: ctx.Err()}
+		return [5]int64{}, &core.StoreError{Op: op, Err: ctx.Err()}
 	}
 }
 

@@ -31,7 +31,7 @@ var (
 // call makes one round trip for key through the route of the server that
 // holds it: while that server's breaker is open, only its probe goes to
 // Redis and every other call gets ErrCircuitOpen at once.
-func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
+func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([5]int64, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
 	r := l.one
 	if l.masters != nil {
@@ -42,9 +42,9 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 	if b != nil && !b.Closed() {
 		if !b.TryProbe() {
 			if code == 'r' {
-				return [4]int64{}, errOpenRefund
+				return [5]int64{}, errOpenRefund
 			}
-			return [4]int64{}, errOpenAllow
+			return [5]int64{}, errOpenAllow
 		}
 		if rkey == "" {
 			rkey = l.Key(key)
@@ -62,7 +62,7 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 }
 
 // probe is call for the caller that owns b's probe.
-func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int) ([4]int64, error) {
+func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int) ([5]int64, error) {
 	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.

@@ -23,10 +23,11 @@ type denyCache struct {
 }
 
 // denied is one refused key: refused until until, whole again at resetAt
-// (local clock, ns).
+// (local clock, ns), by a stack's layer (0 for one limit).
 type denied struct {
 	key            string
 	until, resetAt int64
+	layer          int64
 }
 
 func newDenyCache(size int) *denyCache {
@@ -41,18 +42,19 @@ func (c *denyCache) slot(key string) *atomic.Pointer[denied] {
 	return &c.slots[maphash.String(c.seed, key)&c.mask]
 }
 
-// lookup returns the refusal for key at now if one is cached.
-func (c *denyCache) lookup(key string, now int64) (core.Decision, bool) {
+// lookup returns the refusal for key at now if one is cached, and the
+// layer that refused.
+func (c *denyCache) lookup(key string, now int64) (core.Decision, int64, bool) {
 	e := c.slot(key).Load()
 	if e == nil || now >= e.until || e.key != key {
-		return core.Decision{}, false
+		return core.Decision{}, 0, false
 	}
-	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, true
+	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, e.layer, true
 }
 
-// store remembers that key is refused until until.
-func (c *denyCache) store(key string, until, resetAt int64) {
-	c.slot(key).Store(&denied{key: key, until: until, resetAt: resetAt})
+// store remembers that key is refused until until, by layer.
+func (c *denyCache) store(key string, until, resetAt, layer int64) {
+	c.slot(key).Store(&denied{key: key, until: until, resetAt: resetAt, layer: layer})
 }
 
 // forget drops key's entry: its quota changed here.

@@ -74,6 +74,18 @@
 // second). A key found without a TTL, after a manual write or a restore, is
 // given one by its next decision.
 //
+// # Stacks
+//
+// NewStack enforces several limits on every key at once, each with its own
+// algorithm (5/s and 100,000/h), all or nothing, in one script and one round
+// trip: the script runs every layer's algorithm against a recorder that
+// sends reads to the server and holds writes, and makes the writes only
+// when every layer admits. A layer's state lives at the key a Limiter of
+// that limit would use, all under the client key's hash tag, so a stack is
+// one script on one Cluster slot. It decides exactly as core.Stack does:
+// the shared tables (coretest.StackTables) and random traffic compared with
+// memory show the same decisions and the same limit named.
+//
 // # When Redis fails
 //
 // A decision that could not be made (server down, timeout, wrong password,

@@ -29,3 +29,30 @@ func ExampleNew() {
 	// api:{203.0.113.7}:tb:100/60000000000:100
 	// true
 }
+
+// A stack of two limits keeps each layer's state where a Limiter of that
+// limit would; building it contacts no server.
+func ExampleNewStack() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer rdb.Close()
+
+	s, err := redisstore.NewStack(rdb, []redisstore.Layer{
+		{Limit: core.PerSecond(5)},
+		{Limit: core.PerHour(100_000), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+	}, redisstore.WithPrefix("api:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, k := range s.Keys("user-1") {
+		fmt.Println(k)
+	}
+	for _, p := range s.Policies() {
+		fmt.Println(p.Name)
+	}
+	// Output:
+	// api:{user-1}:tb:5/1000000000:5
+	// api:{user-1}:fw:100000/3600000000000:100000
+	// 5-per-1s
+	// 100000-per-1h0m0s
+}

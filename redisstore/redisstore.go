@@ -32,6 +32,11 @@ type Limiter struct {
 	deny    *denyCache
 	one     *route   // the server's breaker and queue; nil on a Cluster
 	masters *masters // a Cluster's, one route per master; nil for other clients
+
+	// A stack's: each layer's limit, and the end of its key after the
+	// base key (prefix, {key}); nil for one limit.
+	limits []core.Limit
+	layers []string
 }
 
 // New returns a Limiter enforcing l with client, which may be a single
@@ -57,15 +62,27 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err != nil {
 		return nil, err
 	}
+	return newLimiter(client, l, o, scripts[o.algorithm], maxCost, "}:"+layerTag(o.algorithm, l), fixedArgs(o.margin, p))
+}
+
+// layerTag names an algorithm and limit in keys: the algorithm, then the
+// limit's parameters.
+func layerTag(alg core.Algorithm, l core.Limit) string {
+	return fmt.Sprintf("%s:%d/%d:%d", algTag(alg), l.Events, int64(l.Period), l.EffectiveBurst())
+}
+
+// newLimiter returns a Limiter running script with o's settings: keys end
+// in suffix, the script's fixed arguments (ARGV[5...]) are fixed.
+func newLimiter(client redis.UniversalClient, l core.Limit, o options, script *redis.Script, maxCost int, suffix string, fixed []any) (*Limiter, error) {
 	lim := &Limiter{
 		client:  client,
-		script:  scripts[o.algorithm],
+		script:  script,
 		limit:   l,
 		alg:     o.algorithm,
 		maxCost: maxCost,
 		prefix:  o.prefix + "{",
-		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
-		fixed:   fixedArgs(o.margin, p),
+		suffix:  suffix,
+		fixed:   fixed,
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
@@ -77,6 +94,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if o.breaker {
 		rs.breaker = &breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
 	}
+	var err error
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		lim.masters, err = newMasters(cc, rs)
 	} else {
@@ -125,8 +143,8 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	}
 	start := l.clock.Now()
 	if l.deny != nil && cost == 1 {
-		if d, ok := l.deny.lookup(key, start); ok {
-			d.Limit = l.limit
+		if d, layer, ok := l.deny.lookup(key, start); ok {
+			d.Limit = l.limitAt(layer)
 			return d, nil
 		}
 	}
@@ -136,7 +154,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
-		Limit:      l.limit,
+		Limit:      l.limitAt(v[4]),
 		Remaining:  int(v[1]),
 		RetryAfter: time.Duration(v[2]),
 		ResetAfter: time.Duration(v[3]),
@@ -144,9 +162,31 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if l.deny != nil && cost == 1 && !d.Allowed {
 		// Counted from before the round trip: the entry never outlives the
 		// server's own answer.
-		l.deny.store(key, start+int64(d.RetryAfter), start+int64(d.ResetAfter))
+		l.deny.store(key, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])
 	}
 	return d, nil
+}
+
+// limitAt is the limit of the layer a reply names: the Limiter's own
+// unless it is a stack's.
+func (l *Limiter) limitAt(layer int64) core.Limit {
+	if l.limits == nil {
+		return l.limit
+	}
+	return l.limits[layer]
+}
+
+// keys returns the script's keys for the base key rkey: rkey itself, or a
+// stack's key for each layer.
+func (l *Limiter) keys(rkey string) []string {
+	if l.layers == nil {
+		return []string{rkey}
+	}
+	ks := make([]string, len(l.layers))
+	for i, end := range l.layers {
+		ks[i] = rkey + end
+	}
+	return ks
 }
 
 // Refund gives back cost units charged to key, never beyond a whole quota,
@@ -203,15 +243,16 @@ func (l *Limiter) args(code byte, cost int) []any {
 	return append(args, l.fixed...)
 }
 
-// reply reads the script's four numbers from cmd.
-func reply(op string, cmd *redis.Cmd) ([4]int64, error) {
-	var out [4]int64
+// reply reads the script's numbers from cmd: four, and a stack's fifth,
+// the layer its decision names.
+func reply(op string, cmd *redis.Cmd) ([5]int64, error) {
+	var out [5]int64
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}
-	if len(res) != len(out) {
-		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want %d", len(res), len(out))}
+	if len(res) != 4 && len(res) != 5 {
+		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4 or 5", len(res))}
 	}
 	copy(out[:], res)
 	return out, nil

@@ -20,14 +20,23 @@ var luaFiles embed.FS
 // server answers NOSCRIPT, and run with EVALSHA otherwise (go-redis's
 // Script.Run). Every function a script defines is made again on each call
 // (Lua closures), so each script holds only the ones it uses.
-var scripts = map[core.Algorithm]*redis.Script{
-	core.TokenBucket:   loadScript("common.lua", "tokenbucket.lua"),
-	core.GCRA:          loadScript("common.lua", "gcra.lua"),
-	core.FixedWindow:   loadScript("common.lua", "windows.lua", "fixedwindow.lua"),
-	core.SlidingWindow: loadScript("common.lua", "windows.lua", "slidingwindow.lua"),
+var sources = map[core.Algorithm][]string{
+	core.TokenBucket:   {"common.lua", "tokenbucket.lua"},
+	core.GCRA:          {"common.lua", "gcra.lua"},
+	core.FixedWindow:   {"common.lua", "windows.lua", "fixedwindow.lua"},
+	core.SlidingWindow: {"common.lua", "windows.lua", "slidingwindow.lua"},
 }
 
-func loadScript(names ...string) *redis.Script {
+var scripts = func() map[core.Algorithm]*redis.Script {
+	m := map[core.Algorithm]*redis.Script{}
+	for alg, names := range sources {
+		m[alg] = redis.NewScript(source(names...))
+	}
+	return m
+}()
+
+// source is the named files of lua/, one after the other.
+func source(names ...string) string {
 	var src []byte
 	for _, name := range names {
 		b, err := luaFiles.ReadFile("lua/" + name)
@@ -36,7 +45,7 @@ func loadScript(names ...string) *redis.Script {
 		}
 		src = append(append(src, b...), '\n')
 	}
-	return redis.NewScript(string(src))
+	return string(src)
 }
 
 // maxSpan is the longest span a limit may have on Redis: the scripts' Lua
