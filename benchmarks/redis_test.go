@@ -60,6 +60,8 @@ type redisImpl struct {
 	modes []string
 	// writes: a baseline that writes one key per client key.
 	writes bool
+	// layers: how many keys a decision writes per client key (0: one).
+	layers int64
 	// opts changes the client's options (PoolSize) before it is made.
 	opts func(*redis.Options)
 	new  func(tb testing.TB, c *redis.Client) redisDecider
@@ -82,6 +84,9 @@ var redisImpls = []redisImpl{
 	{name: "ulule", kind: decision, modes: both, new: newUluleRedis},
 	{name: "throttled", kind: decision, modes: both, new: newThrottledRedis},
 	{name: "floodgate-denied", kind: cachedDen, modes: both, new: newFloodgateDenied},
+	// Two limits on every key (the policy and 100,000/h, fixed window), all
+	// or nothing in one script: against two Limiters' two round trips.
+	{name: "floodgate-stack2", kind: decision, layers: 2, modes: both, new: newFloodgateStack},
 
 	// What else could help at 64 goroutines: a pool of one connection per
 	// goroutine instead of go-redis's default 10×GOMAXPROCS, and the
@@ -181,6 +186,26 @@ func newFloodgateRedis(alg core.Algorithm, opts ...redisstore.Option) func(testi
 		}
 		return floodgateRedis{l}
 	}
+}
+
+// newFloodgateStack is a redisstore stack of the policy and 100,000/h
+// (fixed window), deny cache off.
+func newFloodgateStack(tb testing.TB, c *redis.Client) redisDecider {
+	s, err := redisstore.NewStack(c, []redisstore.Layer{
+		{Limit: policy},
+		{Limit: core.PerHour(100_000), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+	}, redisstore.WithDenyCache(0))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return floodgateStack{s}
+}
+
+type floodgateStack struct{ s *redisstore.Stack }
+
+func (f floodgateStack) decide(ctx context.Context, key string) (bool, error) {
+	d, err := f.s.Allow(ctx, key, 1)
+	return d.Allowed, err
 }
 
 func (f floodgateRedis) decide(ctx context.Context, key string) (bool, error) {
@@ -500,6 +525,9 @@ func check(b *testing.B, c *redis.Client, im redisImpl, t *tally, before serverS
 		}
 		// One key per client key: each is there, or expired since (ulule's
 		// fixed windows all expire a period after the first cycle of keys).
+		if im.layers > 1 {
+			want *= im.layers
+		}
 		if seen := keys + after.expired - before.expired; seen < want || keys > want {
 			b.Fatalf("%s: %d keys in Redis and %d expired after %d decisions on %d distinct keys", im.name, keys, after.expired-before.expired, b.N, want)
 		}
