@@ -93,9 +93,9 @@ const (
 // shapes is the traffic every policy is driven with.
 var shapes = []shape{
 	{name: "steady-below", about: "15/s", length: 5 * time.Second,
-		gen: func(r *rand.Rand) []request { return steady(r, 0, 5*time.Second, below, 1) }},
+		gen: func(r *rand.Rand) []request { return steady(r, 0, 5*time.Second, below) }},
 	{name: "steady-above", about: "30/s", length: 5 * time.Second,
-		gen: func(r *rand.Rand) []request { return steady(r, 0, 5*time.Second, above, 1) }},
+		gen: func(r *rand.Rand) []request { return steady(r, 0, 5*time.Second, above) }},
 	{name: "bursty", about: "bursts of 12-28 within 150 ms, each second", length: 5 * time.Second,
 		gen: func(r *rand.Rand) []request {
 			var rs []request
@@ -114,10 +114,10 @@ var shapes = []shape{
 			return rs
 		}},
 	{name: "cold-start", about: "idle for 1 s, then 30/s", length: 5 * time.Second,
-		gen: func(r *rand.Rand) []request { return steady(r, time.Second, 5*time.Second, above, 1) }},
+		gen: func(r *rand.Rand) []request { return steady(r, time.Second, 5*time.Second, above) }},
 	{name: "mixed-cost", about: "12/s of cost 1, and one of cost 6 every 500 ms", length: 5 * time.Second,
 		gen: func(r *rand.Rand) []request {
-			rs := steady(r, 0, 5*time.Second, 12, 1)
+			rs := steady(r, 0, 5*time.Second, 12)
 			for at := 250 * time.Millisecond; at < 5*time.Second; at += 500 * time.Millisecond {
 				rs = append(rs, request{at: at, cost: 6, hold: holdTime(r)})
 			}
@@ -125,14 +125,14 @@ var shapes = []shape{
 		}},
 }
 
-// steady arrives perSecond times a second from `from` to `to`, each arrival
-// jittered by up to a quarter of the interval either way.
-func steady(r *rand.Rand, from, to time.Duration, perSecond, cost int) []request {
+// steady arrives perSecond times a second from `from` to `to`, cost 1, each
+// arrival jittered by up to a quarter of the interval either way.
+func steady(r *rand.Rand, from, to time.Duration, perSecond int) []request {
 	interval := time.Second / time.Duration(perSecond)
 	var rs []request
 	for at := from + interval/2; at < to; at += interval {
 		jitter := time.Duration(r.Int64N(int64(interval/2))) - interval/4
-		rs = append(rs, request{at: at + jitter, cost: cost, hold: holdTime(r)})
+		rs = append(rs, request{at: at + jitter, cost: 1, hold: holdTime(r)})
 	}
 	return rs
 }
