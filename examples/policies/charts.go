@@ -1,0 +1,256 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// bin is the width of the charts' bars: four requests' worth at the
+// policy's rate.
+const bin = 200 * time.Millisecond
+
+// Chart geometry.
+const (
+	panelWidth  = 7 * vg.Inch
+	panelHeight = 2.2 * vg.Inch
+	dpi         = 96
+)
+
+var (
+	admittedColor = color.RGBA{R: 46, G: 139, B: 87, A: 255}  // green
+	refusedColor  = color.RGBA{R: 214, G: 69, B: 65, A: 255}  // red
+	delayColor    = color.RGBA{R: 52, G: 101, B: 164, A: 255} // blue
+	// palette tells the algorithms apart in the comparison chart (Tableau
+	// 10); past ten, lines repeat a colour with a dash pattern.
+	palette = []color.Color{
+		color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+		color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+		color.RGBA{23, 190, 207, 255},
+	}
+)
+
+// writeCharts writes one chart per policy, <name>.png, and comparison.png
+// into dir.
+func writeCharts(dir string, results []result) error {
+	for i := range policies {
+		var rows []result
+		for _, r := range results {
+			if r.policy == &policies[i] {
+				rows = append(rows, r)
+			}
+		}
+		if err := save(filepath.Join(dir, policies[i].name+".png"), policyChart(rows), panelHeight); err != nil {
+			return err
+		}
+	}
+	return save(filepath.Join(dir, "comparison.png"), comparisonChart(results, "boundary", "cold-start"), 1.8*panelHeight)
+}
+
+// policyChart is one row per shape: admitted and refused requests per bin
+// and, when any request of the policy had to wait (a shaper), each admitted
+// request's delay beside it.
+func policyChart(rows []result) [][]*plot.Plot {
+	shaper := false
+	for i := range rows {
+		shaper = shaper || rows[i].stats().delayed > 0
+	}
+	grid := make([][]*plot.Plot, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		p := newPanel(fmt.Sprintf("%s on %s: %s", r.policy.name, r.shape.name, r.shape.about), r.shape.length)
+		p.Y.Label.Text = "requests / " + bin.String()
+		admitted, refused := r.bins(bin)
+		total := make([]float64, len(admitted))
+		for j := range total {
+			total[j] = admitted[j] + refused[j]
+		}
+		// Refused bars stand on the admitted ones: drawn to the total
+		// first, then covered up to the admitted count.
+		tot, adm := bars(total, refusedColor), bars(admitted, admittedColor)
+		rate := rateLine(r.shape.length)
+		p.Add(tot, adm, rate)
+		// Headroom for the legend above the tallest bar.
+		p.Y.Max = math.Ceil(max(slices.Max(total), rate.XYs[0].Y) * 1.6)
+		p.Legend.Add("admitted", adm)
+		p.Legend.Add("refused", tot)
+		p.Legend.Add("limit rate", rate)
+		grid[i] = []*plot.Plot{p}
+		if shaper {
+			grid[i] = append(grid[i], delayPanel(r))
+		}
+	}
+	return grid
+}
+
+// delayPanel shows how long each admitted request waits, by arrival.
+func delayPanel(r *result) *plot.Plot {
+	p := newPanel(fmt.Sprintf("%s on %s: delay of admitted requests", r.policy.name, r.shape.name), r.shape.length)
+	p.Y.Label.Text = "delay (ms)"
+	p.Y.Min = 0
+	var pts plotter.XYs
+	for _, o := range r.outcomes {
+		if o.allowed {
+			pts = append(pts, plotter.XY{X: o.at.Seconds(), Y: float64(o.delay) / float64(time.Millisecond)})
+		}
+	}
+	if len(pts) > 0 {
+		s, err := plotter.NewScatter(pts)
+		if err == nil { // only fails on NaN or infinite points
+			s.GlyphStyle = draw.GlyphStyle{Color: delayColor, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
+			p.Add(s)
+		}
+	}
+	return p
+}
+
+// comparisonChart is one row per named shape: on the left every policy's
+// admitted requests per bin, on the right the cost it admitted within the
+// last period at each instant (the sliding count the summary's maximum is
+// taken over), one line each. Lines are drawn widest first, so that
+// policies that decide alike still show one above the other.
+func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
+	var grid [][]*plot.Plot
+	for _, name := range shapeNames {
+		var perBin, sliding *plot.Plot
+		var n int
+		for i := range results {
+			r := &results[i]
+			if r.shape.name != name {
+				continue
+			}
+			if perBin == nil {
+				perBin = newPanel(fmt.Sprintf("%s (%s): admitted per %v", name, r.shape.about, bin), r.shape.length)
+				perBin.Y.Label.Text = "admitted / " + bin.String()
+				sliding = newPanel(fmt.Sprintf("%s: cost admitted in the last %v", name, limit.Period), r.shape.length)
+				sliding.Y.Label.Text = "admitted / " + limit.Period.String()
+				// Room on the right for the legend.
+				sliding.X.Max = r.shape.length.Seconds() * 1.35
+				limitLine := horizontal(r.shape.length, float64(limit.Events))
+				sliding.Add(limitLine)
+				sliding.Legend.Add(fmt.Sprintf("%d per %v", limit.Events, limit.Period), limitLine)
+			}
+			admitted, _ := r.bins(bin)
+			a, b := stepLine(admitted), &plotter.Line{XYs: r.slidingCost(10 * time.Millisecond)}
+			for _, l := range []*plotter.Line{a, b} {
+				l.Color = palette[n%len(palette)]
+				l.Width = vg.Points(max(4.5-0.5*float64(n), 1.2))
+				if n >= len(palette) {
+					l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+				}
+			}
+			perBin.Add(a)
+			sliding.Add(b)
+			sliding.Legend.Add(r.policy.name, b)
+			n++
+		}
+		if perBin != nil {
+			grid = append(grid, []*plot.Plot{perBin, sliding})
+		}
+	}
+	return grid
+}
+
+// newPanel is a plot over the traffic's length in seconds.
+func newPanel(title string, length time.Duration) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.X.Min, p.X.Max = 0, length.Seconds()
+	p.X.Tick.Marker = secondTicks{}
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// secondTicks marks whole seconds.
+type secondTicks struct{}
+
+// Ticks returns a labelled tick at each whole second in [lo, hi].
+func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for s := math.Ceil(lo); s <= hi; s++ {
+		ts = append(ts, plot.Tick{Value: s, Label: fmt.Sprintf("%g", s)})
+	}
+	return ts
+}
+
+// bars draws counts per bin as touching bars.
+func bars(counts []float64, c color.Color) *plotter.Histogram {
+	h := &plotter.Histogram{Width: bin.Seconds(), FillColor: c}
+	h.LineStyle.Width = 0
+	for i, v := range counts {
+		lo := float64(i) * bin.Seconds()
+		h.Bins = append(h.Bins, plotter.HistogramBin{Min: lo, Max: lo + bin.Seconds(), Weight: v})
+	}
+	return h
+}
+
+// stepLine draws counts per bin as a line that holds each bin's value
+// across the bin.
+func stepLine(counts []float64) *plotter.Line {
+	pts := make(plotter.XYs, 0, len(counts)+1)
+	for i, v := range counts {
+		pts = append(pts, plotter.XY{X: float64(i) * bin.Seconds(), Y: v})
+	}
+	// One more point so that the last bin has a width.
+	pts = append(pts, plotter.XY{X: float64(len(counts)) * bin.Seconds(), Y: counts[len(counts)-1]})
+	l := &plotter.Line{XYs: pts, StepStyle: plotter.PostStep}
+	return l
+}
+
+// rateLine marks the policy's rate, in requests per bin.
+func rateLine(length time.Duration) *plotter.Line {
+	return horizontal(length, float64(limit.Events)*bin.Seconds()/limit.Period.Seconds())
+}
+
+// horizontal is a dashed black line at y across the traffic's length.
+func horizontal(length time.Duration, y float64) *plotter.Line {
+	l := &plotter.Line{XYs: plotter.XYs{{X: 0, Y: y}, {X: length.Seconds(), Y: y}}}
+	l.Color = color.Black
+	l.Width = vg.Points(1)
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	return l
+}
+
+// save draws a grid of panels, each height high, into a PNG file.
+func save(path string, grid [][]*plot.Plot, height vg.Length) error {
+	cols := 0
+	for _, row := range grid {
+		cols = max(cols, len(row))
+	}
+	img := vgimg.NewWith(vgimg.UseWH(panelWidth*vg.Length(cols), height*vg.Length(len(grid))), vgimg.UseDPI(dpi))
+	tiles := draw.Tiles{
+		Rows: len(grid), Cols: cols,
+		PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
+		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4,
+	}
+	canvases := plot.Align(grid, tiles, draw.New(img))
+	for i, row := range grid {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
