@@ -58,8 +58,8 @@
 // [InFlight](n) admits a key's requests while they hold at most n units
 // together (a request holds its cost). Each admission's Decision carries a
 // [Lease]; [Lease.Release] gives the units back when the request ends, and
-// only the first call counts, so releasing on every exit path is safe. The
-// adapters do it for you. Remaining is the units free. No instant is known
+// only the first call counts, so releasing on every exit path is safe.
+// Remaining is the units free. No instant is known
 // at which a request ends, so the limit's Period is only a hint: a refusal
 // says RetryAfter = Period (one second for InFlight), and ResetAfter is
 // Period while anything is in flight. A key with units in flight is never
