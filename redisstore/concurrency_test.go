@@ -327,3 +327,35 @@ func TestConcurrencyTTLRepair(t *testing.T) {
 		t.Fatalf("PTTL %v after a refusal, want (0, %v]", pttl, time.Minute+redisstore.DefaultTTLMargin)
 	}
 }
+
+// BenchmarkConcurrencyRedis is one admission and its release on a local
+// redis-server, sequential: two round trips. Compare with a GCRA decision,
+// one round trip.
+func BenchmarkConcurrencyRedis(b *testing.B) {
+	s := redistest.Start(b)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	b.Run("acquire+release", func(b *testing.B) {
+		lim := redisstore.MustNew(c, core.InFlight(1000), redisstore.WithAlgorithm(core.Concurrency))
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := lim.Allow(ctx, "hot", 1)
+			if err != nil || !d.Allowed {
+				b.Fatal(d, err)
+			}
+			if err := d.Lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gcra", func(b *testing.B) {
+		lim := redisstore.MustNew(c, core.PerSecond(1e9), redisstore.WithAlgorithm(core.GCRA))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := lim.Allow(ctx, "hot", 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -92,8 +92,9 @@ func defaultOptions() options {
 }
 
 // WithAlgorithm selects the algorithm: core.TokenBucket (the default),
-// core.GCRA, core.FixedWindow or core.SlidingWindow, each deciding exactly
-// as the in-memory limiter does.
+// core.GCRA, core.FixedWindow, core.SlidingWindow or core.Concurrency, each
+// deciding exactly as the in-memory limiter does (core.Concurrency's leases
+// also expire: see WithLeaseTTL).
 func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
 
 // WithPrefix sets the prefix of every key (default DefaultPrefix). It must
