@@ -359,3 +359,66 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 		}
 	})
 }
+
+// TestConcurrencyMatchesMemory plays random acquisitions, releases (some
+// twice) and refunds on three keys, on the in-memory limiter and on Redis
+// at the same fake instants, and requires the same decision from both
+// while no lease expires.
+func TestConcurrencyMatchesMemory(t *testing.T) {
+	c := single(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	for _, l := range []core.Limit{core.InFlight(1), core.InFlight(5), {Events: 40, Period: 1500 * time.Millisecond}} {
+		t.Run(l.String(), func(t *testing.T) {
+			clk := coretest.NewClock(coretest.T0)
+			mem, err := core.New(l, core.WithAlgorithm(core.Concurrency), core.WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Leases outlive the test's five minutes of fake time: in
+			// memory, nothing expires.
+			red := factory(c, redisstore.WithLeaseTTL(time.Hour))(t, coretest.Table{Algorithm: core.Concurrency, Limit: l}, clk)
+			type pair struct{ mem, red *core.Lease }
+			var held []pair
+			for i := 0; i < 300; i++ {
+				clk.Advance(time.Duration(r.Int64N(int64(time.Second))))
+				key := fmt.Sprint("k", r.IntN(3))
+				switch n := r.IntN(10); {
+				case n < 3 && len(held) > 0:
+					p := held[r.IntN(len(held))]
+					if err := p.mem.Release(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if err := p.red.Release(ctx); err != nil {
+						t.Fatal(err)
+					}
+				case n == 3:
+					cost := 1 + r.IntN(l.Events)
+					if err := mem.Refund(ctx, key, cost); err != nil {
+						t.Fatal(err)
+					}
+					if err := red.Refund(ctx, key, cost); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					cost := 1 + r.IntN(min(l.Events, 3))
+					want, err := mem.Allow(ctx, key, cost)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := red.Allow(ctx, key, cost)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Allowed {
+						held = append(held, pair{want.Lease, got.Lease})
+					}
+					got.Lease, want.Lease = nil, nil
+					if got != want {
+						t.Fatalf("step %d, %s cost %d:\nredis  %+v\nmemory %+v", i, key, cost, got, want)
+					}
+				}
+			}
+		})
+	}
+}
