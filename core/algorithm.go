@@ -51,6 +51,28 @@ const (
 	// come, and pays for itself by moving that instant on, so requests are
 	// spaced, never bunched: Burst is ignored and Remaining is 0 or 1.
 	WarmUp
+	// Concurrency caps the units each key has in flight: admitted and not
+	// yet released. Events is the most units a key holds at once (a
+	// request holds its cost, at most Events); Burst is ignored. Every
+	// admission carries a [Lease] in Decision.Lease, and releasing it
+	// gives the request's units back, once however often it is called;
+	// Refund gives units back without a lease, never below none held (use
+	// one or the other for a request, not both). Remaining is the units
+	// free. No instant is known at which a unit comes back, so Period is
+	// only a hint: a refused request is told RetryAfter = Period, and
+	// ResetAfter is Period while any unit is in flight, 0 for a key
+	// holding none (no decision reports that: an admission holds its own
+	// units, and a refusal means some are held). [InFlight](n) is n
+	// units with a one-second hint.
+	//
+	// A key with units in flight is never dropped to make room, since
+	// dropping it would forget them; a key holding none is. Under
+	// [FullEvictLRU] a key in flight can still be evicted: its requests
+	// in flight are then forgotten and their leases give nothing back, so
+	// more than Events may run until they end. An admission allocates
+	// its Lease (one allocation); the deny cache is off for this
+	// algorithm, since a release may come at any instant.
+	Concurrency
 )
 
 // String returns the algorithm's name.
@@ -68,6 +90,8 @@ func (a Algorithm) String() string {
 		return "leaky-bucket"
 	case WarmUp:
 		return "warm-up"
+	case Concurrency:
+		return "concurrency"
 	}
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }
@@ -137,6 +161,8 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 		return newLeakyBucket(l, o.maxDelay)
 	case WarmUp:
 		return newWarmUp(l, o.warmUp, o.coldFactor)
+	case Concurrency:
+		return &concurrency{events: int64(l.Events), period: int64(l.Period)}, nil
 	}
-	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket or WarmUp", int(a))
+	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp or Concurrency", int(a))
 }

@@ -5,7 +5,7 @@
 // [PerSecond], [PerMinute], [PerHour], [PerDay], [Every] or read from a
 // configuration string by [ParseLimit] ("100/s", "1000/h burst=50",
 // "10/s name=login"). [New] returns a [Keyed] limiter that applies one Limit
-// to every key separately, in memory, with one of six algorithms:
+// to every key separately, in memory, with one of these algorithms:
 //
 //   - [TokenBucket] (the default): golang.org/x/time/rate's arithmetic and
 //     decisions, per key; with [WithOverdraft] it lends a request more than
@@ -18,6 +18,7 @@
 //     admitted with the Delay it waits for its turn, up to [WithMaxDelay].
 //   - [WarmUp]: Guava's SmoothWarmingUp: an idle key is cold and starts
 //     slow, reaching the full rate over the period [WithWarmUp] sets.
+//   - [Concurrency]: at most Events units in flight per key (see below).
 //
 // Every algorithm keeps 16 bytes of state per key; the table holding them is
 // bounded (see [WithCapacity] and [FullPolicy]), so memory never grows past
@@ -56,4 +57,20 @@
 //	if err == nil && !d.Allowed {
 //		// answer 429, retry after d.RetryAfter
 //	}
+//
+// # Requests in flight
+//
+// [Concurrency] limits what a key has running, not how often it starts:
+// [InFlight](n) admits a key's requests while they hold at most n units
+// together (a request holds its cost). Each admission's Decision carries a
+// [Lease]; [Lease.Release] gives the units back when the request ends, and
+// only the first call counts, so releasing on every exit path is safe.
+// Remaining is the units free. No instant is known
+// at which a request ends, so the limit's Period is only a hint: a refusal
+// says RetryAfter = Period (one second for InFlight), and ResetAfter is
+// Period while anything is in flight. A key with units in flight is never
+// dropped to make room, whatever the time; released, it carries nothing
+// and is. An admission allocates its Lease, one allocation; a refusal and a
+// release allocate nothing, and the other algorithms still allocate
+// nothing at all.
 package core

@@ -143,3 +143,32 @@ func ExampleNewStack() {
 	// allowed=true limit=minute remaining=0 retry-after=0s
 	// allowed=false limit=minute remaining=0 retry-after=59s
 }
+
+// A concurrency limit counts requests in flight: each admission holds a
+// Lease until it is released, whenever the request ends. A refusal's
+// RetryAfter is the limit's Period, a hint: no one knows when a request in
+// flight will end.
+func ExampleInFlight() {
+	lim := core.MustNew(core.InFlight(2).WithName("reports"), core.WithAlgorithm(core.Concurrency))
+	ctx := context.Background()
+	first, _ := lim.Allow(ctx, "tenant-7", 1)
+	second, _ := lim.Allow(ctx, "tenant-7", 1)
+	fmt.Printf("allowed=%v remaining=%d, allowed=%v remaining=%d\n", first.Allowed, first.Remaining, second.Allowed, second.Remaining)
+	third, _ := lim.Allow(ctx, "tenant-7", 1)
+	fmt.Printf("third: allowed=%v retry-after=%v lease=%v\n", third.Allowed, third.RetryAfter, third.Lease != nil)
+
+	// The first request ends; releasing twice gives its slot back once.
+	first.Lease.Release(ctx)
+	first.Lease.Release(ctx)
+	again, _ := lim.Allow(ctx, "tenant-7", 1)
+	fmt.Printf("after a release: allowed=%v remaining=%d\n", again.Allowed, again.Remaining)
+	fourth, _ := lim.Allow(ctx, "tenant-7", 1)
+	fmt.Printf("and then: allowed=%v\n", fourth.Allowed)
+	second.Lease.Release(ctx)
+	again.Lease.Release(ctx)
+	// Output:
+	// allowed=true remaining=1, allowed=true remaining=0
+	// third: allowed=false retry-after=1s lease=false
+	// after a release: allowed=true remaining=0
+	// and then: allowed=false
+}

@@ -33,7 +33,12 @@ type Keyed struct {
 	clock   Clock // nil: the system clock, read without an interface call
 	seed    maphash.Seed
 	maxCost int64
-	cache   bool
+	// fastCost bounds the costs Allow decides on its fast path: maxCost,
+	// or 0 for a limiter that hands out leases, whose every call thus
+	// takes the slow path and the other algorithms pay nothing for it.
+	fastCost int64
+	leases   bool
+	cache    bool
 	table
 
 	overflowMu  sync.Mutex
@@ -64,13 +69,22 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A concurrency limiter has no deny cache: its refusals end when a
+	// lease is released, at no instant the cache could hold.
+	leases := o.algorithm == Concurrency
+	cache := o.denyCache && !leases
 	k := &Keyed{
-		limit:   l,
-		clock:   o.clock,
-		seed:    maphash.MakeSeed(),
-		maxCost: alg.maxCost(),
-		cache:   o.denyCache,
-		table:   newTable(alg, o.capacity, o.shards, o.full, o.denyCache),
+		limit:    l,
+		clock:    o.clock,
+		seed:     maphash.MakeSeed(),
+		maxCost:  alg.maxCost(),
+		fastCost: alg.maxCost(),
+		leases:   leases,
+		cache:    cache,
+		table:    newTable(alg, o.capacity, o.shards, o.full, cache),
+	}
+	if leases {
+		k.fastCost = 0
 	}
 	if o.seed != nil {
 		k.seed = *o.seed
@@ -133,9 +147,13 @@ func clockError(now int64) error {
 }
 
 // Allow decides whether key may spend cost units now and, if so, charges
-// them. The context is not used: an in-memory decision never blocks.
+// them. The context is not used: an in-memory decision never blocks. Under
+// [Concurrency] an admission carries the Lease that gives the units back.
 func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error) {
-	if cost < 1 || int64(cost) > k.maxCost {
+	if cost < 1 || int64(cost) > k.fastCost {
+		if k.leases && cost >= 1 && int64(cost) <= k.maxCost {
+			return k.acquire(key, int64(cost))
+		}
 		return Decision{}, k.checkCost(cost)
 	}
 	h := maphash.String(k.seed, key)

@@ -14,6 +14,15 @@ import (
 type Lease struct {
 	done    atomic.Bool
 	release func(context.Context) error
+
+	// An in-memory limiter's lease gives its units back with no closure,
+	// so that an admission allocates the Lease alone: keyed's state for
+	// key hash h, generation gen (or its overflow state) gets units back.
+	keyed    *Keyed
+	h        uint64
+	gen      int64
+	units    int64
+	overflow bool
 }
 
 // NewLease returns a Lease whose first Release calls release. Limiters that
@@ -27,6 +36,10 @@ func NewLease(release func(ctx context.Context) error) *Lease {
 // slot back failed (a lease in a shared store then ends when it expires).
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil || !l.done.CompareAndSwap(false, true) {
+		return nil
+	}
+	if l.keyed != nil {
+		l.keyed.giveBack(l)
 		return nil
 	}
 	return l.release(ctx)

@@ -89,6 +89,9 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		if err != nil {
 			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
 		}
+		if k.leases {
+			return nil, fmt.Errorf("core: stack layer %d (%v): a concurrency limit cannot be a stack's layer; use a Keyed of its own", i, l)
+		}
 		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
 			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
@@ -168,6 +171,9 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		// layer with the longest stays the longest. Any change of a
 		// layer's state (a refund) clears the slot.
 		for j, k := range s.layers {
+			if !k.cache {
+				continue
+			}
 			if until, resetAt, ok := k.shards[i].slot(h).loadWaits(h, now); ok {
 				return Decision{Limit: s.limits[j], RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
 			}
@@ -220,8 +226,9 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		}
 	}
 	if !allowed && s.cache && cost == 1 && !d.Overflow {
-		j := s.index(d.Limit)
-		s.layers[j].shards[i].slot(h).store(h, ls[j].st, now+int64(d.RetryAfter), now+int64(d.ResetAfter))
+		if j := s.index(d.Limit); s.layers[j].cache {
+			s.layers[j].shards[i].slot(h).store(h, ls[j].st, now+int64(d.RetryAfter), now+int64(d.ResetAfter))
+		}
 	}
 	for j := len(s.layers) - 1; j >= 0; j-- {
 		s.layers[j].shards[i].mu.Unlock()

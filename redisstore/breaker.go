@@ -24,14 +24,30 @@ var ErrCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not cal
 // The errors of a breaker that turns a call away, made once so that
 // failing fast allocates nothing. Callers must not modify them.
 var (
-	errOpenAllow  = &core.StoreError{Op: "allow", Err: ErrCircuitOpen}
-	errOpenRefund = &core.StoreError{Op: "refund", Err: ErrCircuitOpen}
+	errOpenAllow   = &core.StoreError{Op: "allow", Err: ErrCircuitOpen}
+	errOpenRefund  = &core.StoreError{Op: "refund", Err: ErrCircuitOpen}
+	errOpenRelease = &core.StoreError{Op: "release", Err: ErrCircuitOpen}
+	errOpenRenew   = &core.StoreError{Op: "renew", Err: ErrCircuitOpen}
 )
+
+// errOpen is the error of a call that the open breaker turns away.
+func errOpen(code byte) error {
+	switch code {
+	case 'r':
+		return errOpenRefund
+	case 'l':
+		return errOpenRelease
+	case 'n':
+		return errOpenRenew
+	}
+	return errOpenAllow
+}
 
 // call makes one round trip for key through the route of the server that
 // holds it: while that server's breaker is open, only its probe goes to
-// Redis and every other call gets ErrCircuitOpen at once.
-func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([5]int64, error) {
+// Redis and every other call gets ErrCircuitOpen at once. member is a
+// concurrency lease's member, empty for the other algorithms.
+func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int, member string) ([5]int64, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
 	r := l.one
 	if l.masters != nil {
@@ -41,20 +57,17 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 	b := r.b
 	if b != nil && !b.Closed() {
 		if !b.TryProbe() {
-			if code == 'r' {
-				return [5]int64{}, errOpenRefund
-			}
-			return [5]int64{}, errOpenAllow
+			return [5]int64{}, errOpen(code)
 		}
 		if rkey == "" {
 			rkey = l.Key(key)
 		}
-		return l.probe(ctx, r, op, code, rkey, cost)
+		return l.probe(ctx, r, op, code, rkey, cost, member)
 	}
 	if rkey == "" {
 		rkey = l.Key(key)
 	}
-	v, err := l.run(ctx, r.q, op, code, rkey, cost)
+	v, err := l.run(ctx, r.q, op, code, rkey, cost, member)
 	if b != nil {
 		settle(ctx, b, err, false)
 	}
@@ -62,7 +75,7 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 }
 
 // probe is call for the caller that owns b's probe.
-func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int) ([5]int64, error) {
+func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
 	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
@@ -72,7 +85,7 @@ func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rke
 			b.Inconclusive(true)
 		}
 	}()
-	v, err := l.run(ctx, r.q, op, code, rkey, cost)
+	v, err := l.run(ctx, r.q, op, code, rkey, cost, member)
 	done = true
 	settle(ctx, b, err, true)
 	return v, err

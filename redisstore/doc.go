@@ -12,7 +12,7 @@
 //
 // # Decisions
 //
-// The four algorithms decide exactly as the in-memory limiter does (the
+// The algorithms decide exactly as the in-memory limiter does (the
 // decision tables of core/coretest pass on both, and a randomized test
 // compares them step by step): the same requests at the same instants get the
 // same Allowed, Remaining, RetryAfter and ResetAfter, to the nanosecond.
@@ -85,6 +85,47 @@
 // one script on one Cluster slot. It decides exactly as core.Stack does:
 // the shared tables (coretest.StackTables) and random traffic compared with
 // memory show the same decisions and the same limit named.
+//
+// # Requests in flight
+//
+// With core.Concurrency, a key's state is a sorted set at the same kind of
+// key (algorithm tag cc, for example floodgate:{tenant-7}:cc:8/1000000000:8)
+// holding one member per lease, '<cost>:<id>', scored by the instant the
+// lease expires (microseconds since the epoch, server TIME), and a member
+// '#' whose negative score is the units held. Ids are a random tag per
+// Limiter and a counter, so instances never collide. One script does
+// everything, each call first dropping the leases that have expired and
+// giving their units back: an admission adds a lease if its cost fits
+// beside the units held (it costs O(log n), plus the leases it drops); a
+// release removes the lease, and releasing twice, or after it expired,
+// changes nothing; Refund lowers the units held, never below none, and
+// leaves the leases alone. Every write sets the key's TTL to the last
+// lease's expiry plus the TTL margin; a key left with no lease is deleted,
+// and a refusal gives a key found without a TTL one. Decisions match the
+// in-memory limiter's (the same decision tables pass); the deny cache is
+// off, since a refusal ends whenever any instance releases a lease.
+//
+// A lease lives WithLeaseTTL (default DefaultLeaseTTL, 30 s) unless
+// renewed, so an instance that dies holding leases gives the slots back at
+// most that much later. While a lease is held, the Limiter that handed it
+// out renews it every third of the TTL, one script call per lease (batched
+// with the other calls under load): a request may run for any time, and
+// one shorter than a third of the TTL costs no renewal. A renewal moves
+// the expiry to a TTL from now, only for a lease the server still holds:
+// an expired or released lease is never brought back, and its renewals
+// stop. A renewal that fails is tried again a third of the TTL later; a
+// lease whose renewals all fail for two thirds of the TTL (an outage of
+// 20 s by default) expires while its request runs, and the key may then
+// admit more than its limit until that request ends.
+//
+// Lease.Release makes its round trip on a context that is never
+// cancelled, bounded by WithTimeout alone, so a request whose context has
+// ended (a client gone) still gives its slot back. A release that fails
+// (server down, circuit open) returns its *core.StoreError, and the lease
+// expires by itself within the TTL. So does a lease admitted by a round
+// trip whose answer was lost (a timeout after the server ran the script).
+// An admission and its release cost two round trips (BenchmarkConcurrencyRedis:
+// about 50 allocations together against 20 for a GCRA decision).
 //
 // # When Redis fails
 //

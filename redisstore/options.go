@@ -27,6 +27,9 @@ type options struct {
 	breaker             bool // false: WithoutBreaker
 	threshold           int
 	openFor, maxOpenFor time.Duration
+
+	leaseTTL time.Duration                                      // core.Concurrency; 0: DefaultLeaseTTL
+	after    func(d time.Duration, f func()) (stop func() bool) // schedules renewals; tests replace it
 }
 
 // Defaults.
@@ -58,6 +61,13 @@ const (
 	// double: a long outage costs one probe every 4 s, and Redis decides
 	// again at most 4 s after it is back.
 	DefaultBreakerMaxOpenFor = 4 * time.Second
+	// DefaultLeaseTTL is how long a core.Concurrency lease lives in Redis
+	// unless renewed: the longest an instance that dies holds its
+	// requests' slots. Leases are renewed every third of it, so a request
+	// shorter than 10 s costs no renewal, a longer one a round trip per
+	// 10 s, and a lease outlives a Redis outage (a Sentinel failover, a
+	// restart) of up to 20 s.
+	DefaultLeaseTTL = 30 * time.Second
 )
 
 func defaultOptions() options {
@@ -76,12 +86,15 @@ func defaultOptions() options {
 		threshold:  DefaultBreakerThreshold,
 		openFor:    DefaultBreakerOpenFor,
 		maxOpenFor: DefaultBreakerMaxOpenFor,
+
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 	}
 }
 
 // WithAlgorithm selects the algorithm: core.TokenBucket (the default),
-// core.GCRA, core.FixedWindow or core.SlidingWindow, each deciding exactly
-// as the in-memory limiter does.
+// core.GCRA, core.FixedWindow, core.SlidingWindow or core.Concurrency, each
+// deciding exactly as the in-memory limiter does (core.Concurrency's leases
+// also expire: see WithLeaseTTL).
 func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
 
 // WithPrefix sets the prefix of every key (default DefaultPrefix). It must
@@ -143,6 +156,14 @@ func WithBreaker(threshold int, openFor, maxOpenFor time.Duration) Option {
 	}
 }
 
+// WithLeaseTTL sets how long a core.Concurrency lease lives in Redis
+// unless renewed (default DefaultLeaseTTL; from 3 ms to about 52 days). A
+// Limiter renews each lease it handed out every ttl/3 while it is held, so
+// a request may run for any time; an instance that dies stops renewing,
+// and the slots its requests held come back at most ttl later. It applies
+// to core.Concurrency only.
+func WithLeaseTTL(ttl time.Duration) Option { return func(o *options) { o.leaseTTL = ttl } }
+
 // WithoutBreaker turns the circuit breaker off: every call goes to Redis,
 // however often it failed before, and waits up to the timeout when the
 // server hangs. It is for callers that handle outages themselves and want
@@ -164,5 +185,10 @@ func (o *options) validate(errs *option.Errors) error {
 		errs.Require(o.maxOpenFor >= o.openFor, "%s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call)
 	}
 	errs.Require(o.script == nil || o.script.Now() >= 0, "the script clock reads before the Unix epoch")
+	if o.leaseTTL != 0 {
+		if errs.Require(o.algorithm == core.Concurrency, "WithLeaseTTL(%v) applies to core.Concurrency only, not %v", o.leaseTTL, o.algorithm) {
+			errs.Require(o.leaseTTL >= 3*time.Millisecond && o.leaseTTL <= maxSpan, "WithLeaseTTL(%v): the TTL must be from 3ms (renewed every third of it) to %v", o.leaseTTL, maxSpan)
+		}
+	}
 	return errs.Err()
 }

@@ -37,6 +37,8 @@ type Limiter struct {
 	// base key (prefix, {key}); nil for one limit.
 	limits []core.Limit
 	layers []string
+
+	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
 }
 
 // New returns a Limiter enforcing l with client, which may be a single
@@ -86,6 +88,13 @@ func newLimiter(client redis.UniversalClient, l core.Limit, o options, script *r
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
+	}
+	if o.algorithm == core.Concurrency {
+		// No deny cache: a refusal ends when any instance releases a
+		// lease, at no instant the cache could know.
+		o.denyCache = 0
+		lim.leases = newLeases(o)
+		lim.fixed = append(lim.fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
 	}
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
@@ -141,6 +150,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if err := l.checkCost(cost); err != nil {
 		return core.Decision{}, err
 	}
+	if l.leases != nil {
+		return l.acquire(ctx, key, cost)
+	}
 	start := l.clock.Now()
 	if l.deny != nil && cost == 1 {
 		if d, layer, ok := l.deny.lookup(key, start); ok {
@@ -148,7 +160,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 			return d, nil
 		}
 	}
-	v, err := l.call(ctx, "allow", 'a', key, cost)
+	v, err := l.call(ctx, "allow", 'a', key, cost, "")
 	if err != nil {
 		return core.Decision{}, err
 	}
@@ -191,6 +203,8 @@ func (l *Limiter) keys(rkey string) []string {
 
 // Refund gives back cost units charged to key, never beyond a whole quota,
 // in one round trip. It fails as Allow does, ErrCircuitOpen included.
+// Under core.Concurrency it lowers the units key holds, never below none,
+// and leaves every lease as it is (see the package documentation).
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if err := l.checkCost(cost); err != nil {
 		return err
@@ -198,7 +212,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.call(ctx, "refund", 'r', key, cost)
+	_, err := l.call(ctx, "refund", 'r', key, cost, "")
 	return err
 }
 
@@ -215,6 +229,7 @@ func (l *Limiter) checkCost(cost int) error {
 // Script arguments boxed once: converting a string to any allocates.
 var (
 	argAllow, argRefund, argNoClock any = "a", "r", ""
+	argRelease, argRenew            any = "l", "n"
 	smallCosts                          = func() (c [65]any) {
 		for i := range c {
 			c[i] = strconv.Itoa(i)
@@ -223,12 +238,23 @@ var (
 	}()
 )
 
-// args returns the script's arguments for one call: ARGV[1...].
-func (l *Limiter) args(code byte, cost int) []any {
-	args := make([]any, 4, 4+len(l.fixed))
-	args[0] = argAllow
-	if code == 'r' {
+// args returns the script's arguments for one call: ARGV[1...]; member,
+// a concurrency lease's, goes last.
+func (l *Limiter) args(code byte, cost int, member string) []any {
+	extra := 0
+	if l.leases != nil {
+		extra = 1
+	}
+	args := make([]any, 4, 4+len(l.fixed)+extra)
+	switch code {
+	case 'a':
+		args[0] = argAllow
+	case 'r':
 		args[0] = argRefund
+	case 'l':
+		args[0] = argRelease
+	case 'n':
+		args[0] = argRenew
 	}
 	if cost < len(smallCosts) {
 		args[1] = smallCosts[cost]
@@ -240,7 +266,11 @@ func (l *Limiter) args(code byte, cost int) []any {
 		t := l.testNow.Now()
 		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
 	}
-	return append(args, l.fixed...)
+	args = append(args, l.fixed...)
+	if l.leases != nil {
+		args = append(args, member)
+	}
+	return args
 }
 
 // reply reads the script's numbers from cmd: four, and a stack's fifth,

@@ -25,6 +25,7 @@ var sources = map[core.Algorithm][]string{
 	core.GCRA:          {"common.lua", "gcra.lua"},
 	core.FixedWindow:   {"common.lua", "windows.lua", "fixedwindow.lua"},
 	core.SlidingWindow: {"common.lua", "windows.lua", "slidingwindow.lua"},
+	core.Concurrency:   {"concurrency.lua"},
 }
 
 var scripts = func() map[core.Algorithm]*redis.Script {
@@ -79,8 +80,11 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
 	case core.FixedWindow, core.SlidingWindow:
 		return []string{strconv.FormatInt(int64(l.Period), 10), strconv.Itoa(l.Events)}, l.Events, nil
+	case core.Concurrency:
+		// The lease TTL follows, added by New.
+		return []string{strconv.Itoa(l.Events), strconv.FormatInt(int64(l.Period), 10)}, l.Events, nil
 	}
-	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow or core.SlidingWindow", int(alg))
+	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow or core.Concurrency", int(alg))
 }
 
 // ftoa formats f so that Lua's tonumber reads back the same double.
@@ -95,6 +99,8 @@ func algTag(alg core.Algorithm) string {
 		return "gcra"
 	case core.FixedWindow:
 		return "fw"
+	case core.Concurrency:
+		return "cc"
 	}
 	return "sw"
 }

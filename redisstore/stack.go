@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -89,7 +90,13 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		if err := option.Apply(&lo, &lerrs, layer.Options); err != nil {
 			return nil, err
 		}
-		if o.withLayer(lo) != lo {
+		if err := lo.validate(&lerrs); err != nil {
+			return nil, err
+		}
+		if lo.algorithm == core.Concurrency {
+			return nil, fmt.Errorf("redisstore: stack layer %d (%v): a concurrency limit cannot be a stack's layer; put it in a Limiter of its own", i, l)
+		}
+		if o.wide() != lo.wide() {
 			return nil, fmt.Errorf("redisstore: stack layer %d (%v): only WithAlgorithm and the algorithm's own settings may be given to a layer; pass the others to NewStack", i, l)
 		}
 		p, maxCost, err := params(lo.algorithm, l)
@@ -115,11 +122,20 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 	return &Stack{l: lim}, nil
 }
 
-// withLayer returns o with the settings a stack's layer may have of its
-// own taken from layer.
-func (o options) withLayer(layer options) options {
-	o.algorithm = layer.algorithm
-	return o
+// wideOptions are the settings of a whole stack, which its layers may not
+// change.
+type wideOptions struct {
+	prefix                               string
+	clock, script                        core.Clock
+	timeout, margin, openFor, maxOpenFor time.Duration
+	denyCache, inFlight, batchSize       int
+	threshold                            int
+	batching, breaker                    bool
+}
+
+func (o *options) wide() wideOptions {
+	return wideOptions{o.prefix, o.clock, o.script, o.timeout, o.margin, o.openFor, o.maxOpenFor,
+		o.denyCache, o.inFlight, o.batchSize, o.threshold, o.batching, o.breaker}
 }
 
 // Allow decides whether key may spend cost units now under every limit of

@@ -15,7 +15,10 @@ var T0 = time.Unix(1_700_000_000, 0)
 // Step is one request of a decision table and the decision it must get.
 //
 // A step with a negative Cost is a refund of -Cost units (Limiter.Refund)
-// at At; it has no decision, so its other fields are not read.
+// at At; it has no decision, so its other fields are not read. In a table
+// of the Concurrency algorithm it releases leases instead: the oldest
+// leases the table's admissions hold, whose costs must add up to exactly
+// -Cost, are released in the order they were handed out.
 type Step struct {
 	At        time.Duration // since T0
 	Cost      int
@@ -170,6 +173,33 @@ func Tables() []Table {
 			{18_745_679_038_966, 100_000_000, true, 42_889_809, 0, 160_454_321_098_780, 0},
 			{56_400_000_137_732, 300_000_000, true, 178_703_710, 0, 122_800_000_000_014, 0},
 		},
+	}, {
+		// Units in flight: a refusal waits for a release, however long;
+		// its RetryAfter and every ResetAfter are the Period, a hint. A
+		// negative cost releases the oldest leases.
+		Name: "concurrency", Algorithm: core.Concurrency, Limit: core.InFlight(3),
+		Steps: []Step{
+			{0, 1, true, 2, 0, 1000 * ms, 0},
+			{0, 2, true, 0, 0, 1000 * ms, 0},
+			{0, 1, false, 0, 1000 * ms, 1000 * ms, 0},
+			{5 * time.Second, 1, false, 0, 1000 * ms, 1000 * ms, 0},
+			{5 * time.Second, -1, false, 0, 0, 0, 0},
+			{5 * time.Second, 2, false, 1, 1000 * ms, 1000 * ms, 0},
+			{5 * time.Second, 1, true, 0, 0, 1000 * ms, 0},
+			{6 * time.Second, -3, false, 0, 0, 0, 0},
+			{6 * time.Second, 3, true, 0, 0, 1000 * ms, 0},
+			{6 * time.Second, 1, false, 0, 1000 * ms, 1000 * ms, 0},
+			{7 * time.Second, -3, false, 0, 0, 0, 0},
+			{7 * time.Second, 1, true, 2, 0, 1000 * ms, 0},
+		},
+	}, {
+		Name: "concurrency-hint", Algorithm: core.Concurrency, Limit: core.Limit{Events: 1, Period: 250 * ms, Name: "uploads"},
+		Steps: []Step{
+			{0, 1, true, 0, 0, 250 * ms, 0},
+			{100 * ms, 1, false, 0, 250 * ms, 250 * ms, 0},
+			{100 * ms, -1, false, 0, 0, 0, 0},
+			{100 * ms, 1, true, 0, 0, 250 * ms, 0},
+		},
 	}}
 }
 
@@ -181,8 +211,24 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 	t.Helper()
 	clk := NewClock(T0)
 	lim := newLimiter(t, tab, clk)
+	leases := tab.Algorithm == core.Concurrency
+	var holding []heldLease // leases handed out and not released, oldest first
 	for i, s := range tab.Steps {
 		clk.Set(T0.Add(s.At))
+		if s.Cost < 0 && leases {
+			n := 0
+			for n < -s.Cost && len(holding) > 0 {
+				if err := holding[0].lease.Release(context.Background()); err != nil {
+					t.Fatalf("%s step %d: release: %v", tab.Name, i, err)
+				}
+				n += holding[0].cost
+				holding = holding[1:]
+			}
+			if n != -s.Cost {
+				t.Fatalf("%s step %d: the oldest leases hold %d units, not %d: fix the table", tab.Name, i, n, -s.Cost)
+			}
+			continue
+		}
 		if s.Cost < 0 {
 			if err := lim.Refund(context.Background(), "k", -s.Cost); err != nil {
 				t.Fatalf("%s step %d: refund %d: %v", tab.Name, i, -s.Cost, err)
@@ -192,6 +238,12 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 		d, err := lim.Allow(context.Background(), "k", s.Cost)
 		if err != nil {
 			t.Fatalf("%s step %d: %v", tab.Name, i, err)
+		}
+		if (d.Lease != nil) != (leases && d.Allowed) {
+			t.Errorf("%s step %d: allowed=%v with lease %v; a lease comes with every admission under Concurrency, and with nothing else", tab.Name, i, d.Allowed, d.Lease)
+		}
+		if d.Lease != nil {
+			holding = append(holding, heldLease{d.Lease, s.Cost})
 		}
 		ok := d.Allowed == s.Allowed && d.Remaining == s.Remaining &&
 			within(d.RetryAfter, s.Retry, late) && within(d.ResetAfter, s.Reset, late) && within(d.Delay, s.Delay, late)
@@ -203,6 +255,12 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 			t.Errorf("%s step %d: decision limit %v, want %v", tab.Name, i, d.Limit, tab.Limit)
 		}
 	}
+}
+
+// heldLease is a lease a table's admission holds, and its cost.
+type heldLease struct {
+	lease *core.Lease
+	cost  int
 }
 
 func within(got, want, late time.Duration) bool { return got >= want && got-want <= late }

@@ -1,0 +1,137 @@
+package core
+
+import (
+	"hash/maphash"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// InFlight returns a limit of n units in flight per key for [Concurrency]:
+// Events and Burst n, and a Period of one second, the RetryAfter a refused
+// request is told (no instant is known at which a unit comes back). Change
+// the hint with Limit.Period; the other algorithms read InFlight(n) as n
+// per second.
+func InFlight(n int) Limit { return Limit{Events: n, Period: time.Second, Burst: n} }
+
+// concurrency counts units in flight: state.a is the units a key holds,
+// state.b the generation of its state, a number no other state of the
+// limiter has had. A Lease remembers the generation it was handed out
+// under and gives its units back only to that state: a key evicted while
+// in flight (FullEvictLRU) and tracked afresh is a new generation, which
+// the old leases cannot drain.
+//
+// Memory per key: the 16-byte state. A key holding units is never idle,
+// whatever the time; it becomes idle only when released, and the release
+// indexes it (see Keyed.giveBack), so a key in flight is never indexed.
+type concurrency struct {
+	events, period int64
+	gen            atomic.Int64 // the last generation handed out
+}
+
+func (c *concurrency) fresh(int64) state { return state{b: c.gen.Add(1)} }
+func (c *concurrency) maxCost() int64    { return c.events }
+
+func (c *concurrency) decide(s state, _, cost int64) (state, verdict) {
+	if held := s.a + cost; held <= c.events {
+		return state{a: held, b: s.b}, verdict{allowed: true, remaining: c.events - held, resetAfter: c.period}
+	}
+	return s, verdict{remaining: c.events - s.a, retryAfter: c.period, resetAfter: c.period}
+}
+
+func (c *concurrency) idleAt(s state) int64 {
+	if s.a <= 0 {
+		return math.MinInt64
+	}
+	return maxInstant
+}
+
+func (c *concurrency) idle(s state, _ int64) bool { return s.a <= 0 }
+
+func (c *concurrency) refund(s state, _, cost int64) (state, bool) {
+	if s.a <= 0 {
+		return s, false
+	}
+	return state{a: max(0, s.a-cost), b: s.b}, true
+}
+
+// acquire is Allow for a limiter that hands out leases: it decides under
+// the shard's lock, with no deny cache, and wraps an admission's units in
+// a Lease, its one allocation. cost has been checked.
+func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
+	h := maphash.String(k.seed, key)
+	now := k.now()
+	if uint64(now) > maxNow {
+		return Decision{}, clockError(now)
+	}
+	sh := &k.shards[h&k.mask]
+	sh.mu.Lock()
+	st, found := sh.lru.Peek(h)
+	if !found {
+		if !k.makeRoom(sh, now) {
+			sh.mu.Unlock()
+			return k.acquireOverflow(h, now, cost), nil
+		}
+		st = k.alg.fresh(now)
+	}
+	ns, v := k.alg.decide(st, now, cost)
+	switch {
+	case v.allowed:
+		// Not indexed: a key in flight becomes idle only when released,
+		// and giveBack indexes it then.
+		sh.lru.Add(h, ns)
+	case !found:
+		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
+	}
+	sh.mu.Unlock()
+	d := k.decision(v)
+	if v.allowed {
+		d.Lease = &Lease{keyed: k, h: h, gen: ns.b, units: cost}
+	}
+	return d, nil
+}
+
+// acquireOverflow is acquire against the shared overflow state.
+func (k *Keyed) acquireOverflow(h uint64, now, cost int64) Decision {
+	k.overflowMu.Lock()
+	if !k.overflowSet {
+		k.overflow, k.overflowSet = k.alg.fresh(now), true
+	}
+	var v verdict
+	k.overflow, v = k.alg.decide(k.overflow, now, cost)
+	gen := k.overflow.b
+	k.overflowMu.Unlock()
+	d := k.decision(v)
+	d.Overflow = true
+	if v.allowed {
+		d.Lease = &Lease{keyed: k, h: h, gen: gen, units: cost, overflow: true}
+	}
+	return d
+}
+
+// giveBack returns a lease's units to the state it was handed out under,
+// if the limiter still holds that state: never below none held, and
+// nothing to a key tracked afresh since (another generation).
+func (k *Keyed) giveBack(l *Lease) {
+	if l.overflow {
+		k.overflowMu.Lock()
+		if k.overflow.b == l.gen {
+			k.overflow, _ = k.alg.refund(k.overflow, 0, l.units)
+		}
+		k.overflowMu.Unlock()
+		return
+	}
+	sh := &k.shards[l.h&k.mask]
+	sh.mu.Lock()
+	if st, ok := sh.lru.Peek(l.h); ok && st.b == l.gen {
+		if st, ok = k.alg.refund(st, 0, l.units); ok {
+			sh.lru.Add(l.h, st)
+			if k.alg.idle(st, 0) {
+				// Idle from now on: index it, at an instant no clock
+				// reading precedes, so that the next sweep can drop it.
+				sh.track(0, l.h)
+			}
+		}
+	}
+	sh.mu.Unlock()
+}
