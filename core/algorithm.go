@@ -51,6 +51,26 @@ const (
 	// come, and pays for itself by moving that instant on, so requests are
 	// spaced, never bunched: Burst is ignored and Remaining is 0 or 1.
 	WarmUp
+	// SlidingLog is the exact sliding window: each key keeps a log of its
+	// admissions (instant and cost, admissions at one instant coalesced),
+	// and a request of cost c at now is admitted while the costs admitted
+	// in (now−Period, now] plus c stay within Events. No window boundary
+	// lets more through, and every wait is exact: RetryAfter is when enough
+	// of the oldest entries have left the window for the same cost to fit,
+	// ResetAfter when the newest leaves it. Burst is ignored. Refund takes
+	// cost back from the newest entries.
+	//
+	// Memory per key: 16 bytes per entry, at most Events entries (the ring
+	// grows as needed, so a key that used little holds little), plus about
+	// 64 bytes of header, the LRU's entry and map slot and an 8-byte slot
+	// in the idle index (about 230 bytes with one entry, BenchmarkMemoryPerKey).
+	// [WithMaxEntries] caps the entries a key may need (default
+	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
+	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
+	// log. Its state lives in a table of its own beside the 16-byte states
+	// of the other algorithms, with the same capacity and [FullPolicy] (no
+	// deny cache: every decision takes its shard's lock).
+	SlidingLog
 )
 
 // String returns the algorithm's name.
@@ -68,6 +88,8 @@ func (a Algorithm) String() string {
 		return "leaky-bucket"
 	case WarmUp:
 		return "warm-up"
+	case SlidingLog:
+		return "sliding-log"
 	}
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }
@@ -122,6 +144,9 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 	if o.warmUp != 0 && a != WarmUp {
 		return nil, fmt.Errorf("core: WithWarmUp applies to WarmUp only, not %v", a)
 	}
+	if err := checkExtendedOptions(a, o); err != nil {
+		return nil, err
+	}
 	switch a {
 	case TokenBucket:
 		rate := float64(l.Events) / l.Period.Seconds()
@@ -137,6 +162,8 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 		return newLeakyBucket(l, o.maxDelay)
 	case WarmUp:
 		return newWarmUp(l, o.warmUp, o.coldFactor)
+	case SlidingLog:
+		return nil, nil // its state lives in the extended table (see New)
 	}
-	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket or WarmUp", int(a))
+	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp or SlidingLog", int(a))
 }
