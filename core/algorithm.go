@@ -6,7 +6,9 @@ import (
 )
 
 // Algorithm selects how a key's state turns into a decision. Every algorithm
-// keeps 16 bytes of state per key in memory.
+// keeps 16 bytes of state per key in memory, except [SlidingLog] and
+// [SlidingWindow] with [WithSubWindows], which keep a log per key in a
+// table of their own (see SlidingLog).
 type Algorithm int
 
 const (
@@ -32,6 +34,8 @@ const (
 	// count weighted by how much of it still overlaps the sliding period,
 	// plus the current window's count, must stay within Events. Burst is
 	// ignored. It assumes the previous window's requests were spread evenly.
+	// [WithSubWindows] makes it count over n sub-windows instead
+	// (Sentinel's LeapArray).
 	SlidingWindow
 	// LeakyBucket shapes instead of refusing: requests leave one interval
 	// (Period/Events) apart, in the order they came, each admitted with the
@@ -60,10 +64,12 @@ const (
 	// ResetAfter when the newest leaves it. Burst is ignored. Refund takes
 	// cost back from the newest entries.
 	//
-	// Memory per key: 16 bytes per entry, at most Events entries (the ring
-	// grows as needed, so a key that used little holds little), plus about
-	// 64 bytes of header, the LRU's entry and map slot and an 8-byte slot
-	// in the idle index (about 230 bytes with one entry, BenchmarkMemoryPerKey).
+	// Memory per key: 16 bytes per entry slot, in a ring that doubles as
+	// needed (from 4 slots) up to Events slots and never beyond, so a key
+	// that used little holds little; plus about 190 bytes of header, LRU
+	// entry, map slot and idle-index slot (BenchmarkMemoryPerKey: 255
+	// bytes per key with the first ring of 4 slots). Worst case per key:
+	// 190 + 16 × Events bytes.
 	// [WithMaxEntries] caps the entries a key may need (default
 	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
 	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
