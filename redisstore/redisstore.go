@@ -57,14 +57,26 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err != nil {
 		return nil, err
 	}
+	script, tag := scripts[o.algorithm], algTag(o.algorithm)
+	if o.algorithm == core.SlidingLog || o.subWindows != 0 {
+		extra, err := logParams(&o, l)
+		if err != nil {
+			return nil, err
+		}
+		p = append(p, extra...)
+		if o.subWindows != 0 {
+			// Its own encoding: never the two-window counter's key.
+			script, tag = subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
+		}
+	}
 	lim := &Limiter{
 		client:  client,
-		script:  scripts[o.algorithm],
+		script:  script,
 		limit:   l,
 		alg:     o.algorithm,
 		maxCost: maxCost,
 		prefix:  o.prefix + "{",
-		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
+		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", tag, l.Events, int64(l.Period), l.EffectiveBurst()),
 		fixed:   fixedArgs(o.margin, p),
 		clock:   o.clock,
 		testNow: o.script,
