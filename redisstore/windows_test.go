@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -63,7 +65,13 @@ func TestWindowLogs(t *testing.T) {
 		lim   *redisstore.Limiter
 		write func(key string) error
 	}{
-		{"log without sum", logLim, func(k string) error { return c.ZAdd(ctx, k, redis.Z{Score: 1_700_000_000, Member: "000000000:1"}).Err() }},
+		{"log without sum", logLim, func(k string) error {
+			return c.ZAdd(ctx, k, redis.Z{Score: 1_700_000_000, Member: "1700000000 000000000:1"}).Err()
+		}},
+		{"log member off its score", logLim, func(k string) error {
+			now := time.Now().Unix()
+			return c.ZAdd(ctx, k, redis.Z{Score: -2, Member: "sum"}, redis.Z{Score: float64(now), Member: fmt.Sprint(now+1, " 000000000:1")}).Err()
+		}},
 		{"log bad member", logLim, func(k string) error {
 			return c.ZAdd(ctx, k, redis.Z{Score: -2, Member: "sum"}, redis.Z{Score: float64(time.Now().Unix()), Member: "x"}).Err()
 		}},
@@ -105,5 +113,24 @@ func TestWindowLogs(t *testing.T) {
 	}
 	if _, err := redisstore.New(c, core.PerMinute(1025), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithMaxEntries(1025)); err != nil {
 		t.Errorf("raised cap: %v", err)
+	}
+}
+
+// TestSlidingLogSameNanoseconds: admissions whole seconds apart, with the
+// same nanoseconds and cost, are distinct entries of the log.
+func TestSlidingLogSameNanoseconds(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerMinute(3), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithScriptClock(clk), redisstore.WithClock(clk))
+	for i, want := range []bool{true, true, true, false} {
+		d, err := lim.Allow(ctx, "k", 1)
+		if err != nil || d.Allowed != want {
+			t.Fatalf("request %d, %v after T0: %+v %v; want allowed=%v", i, clk.Time().Sub(coretest.T0), d, err, want)
+		}
+		clk.Advance(time.Second)
+	}
+	if n, _ := c.ZCard(ctx, lim.Key("k")).Result(); n != 4 {
+		t.Fatalf("the log holds %d members, want 3 entries and the sum", n)
 	}
 }

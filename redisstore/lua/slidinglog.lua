@@ -1,8 +1,9 @@
 -- Sliding log, as core's SlidingLog: the key is a sorted set of the
 -- admissions still in the window, one member per instant (admissions at
 -- one instant coalesced): score the instant's whole seconds, member
--- '<nanoseconds, 9 digits>:<cost>', so that Redis's order (by score, then
--- by member) is the order of the instants. The member 'sum', scored
+-- '<seconds> <nanoseconds, 9 digits>:<cost>' (unique: one per instant), so
+-- that Redis's order (by score, then by member) is the order of the
+-- instants. The member 'sum', scored
 -- −(1 + the sum of the costs), comes first and keeps the sum without a
 -- walk. At t the entries in (t−P, t] count, t being now or the newest
 -- entry's instant if the clock stepped back behind it.
@@ -17,9 +18,9 @@ end
 -- ZRANGE ... WITHSCORES: its instant here, its cost, or nil if it does
 -- not parse.
 local function entry(r, i)
-  local n, c = string.match(r[i], '^(%d%d%d%d%d%d%d%d%d):(%d+)$')
+  local m, n, c = string.match(r[i], '^(%d+) (%d%d%d%d%d%d%d%d%d):(%d+)$')
   local s = tonumber(r[i + 1])
-  if not n or not s or s ~= math.floor(s) then
+  if not m or s ~= tonumber(m) then
     return nil
   end
   c = tonumber(c)
@@ -31,7 +32,8 @@ end
 
 local function member(t, c)
   local q, r = idiv(t, 1e9)
-  return string.format('%.0f', R + q), string.format('%09d:%.0f', r, c)
+  local s = string.format('%.0f', R + q)
+  return s, string.format('%s %09d:%.0f', s, r, c)
 end
 
 local sum = 0
