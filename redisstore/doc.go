@@ -55,7 +55,7 @@
 //
 // # Keys
 //
-// A key's state is one Redis string at
+// A key's state is one Redis string (a sorted set for core.SlidingLog) at
 //
 //	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>
 //
