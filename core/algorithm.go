@@ -6,7 +6,9 @@ import (
 )
 
 // Algorithm selects how a key's state turns into a decision. Every algorithm
-// keeps 16 bytes of state per key in memory.
+// keeps 16 bytes of state per key in memory, except [SlidingLog] and
+// [SlidingWindow] with [WithSubWindows], which keep a log per key in a
+// table of their own (see SlidingLog).
 type Algorithm int
 
 const (
@@ -32,6 +34,8 @@ const (
 	// count weighted by how much of it still overlaps the sliding period,
 	// plus the current window's count, must stay within Events. Burst is
 	// ignored. It assumes the previous window's requests were spread evenly.
+	// [WithSubWindows] makes it count over n sub-windows instead
+	// (Sentinel's LeapArray).
 	SlidingWindow
 	// LeakyBucket shapes instead of refusing: requests leave one interval
 	// (Period/Events) apart, in the order they came, each admitted with the
@@ -51,6 +55,28 @@ const (
 	// come, and pays for itself by moving that instant on, so requests are
 	// spaced, never bunched: Burst is ignored and Remaining is 0 or 1.
 	WarmUp
+	// SlidingLog is the exact sliding window: each key keeps a log of its
+	// admissions (instant and cost, admissions at one instant coalesced),
+	// and a request of cost c at now is admitted while the costs admitted
+	// in (now−Period, now] plus c stay within Events. No window boundary
+	// lets more through, and every wait is exact: RetryAfter is when enough
+	// of the oldest entries have left the window for the same cost to fit,
+	// ResetAfter when the newest leaves it. Burst is ignored. Refund takes
+	// cost back from the newest entries.
+	//
+	// Memory per key: 16 bytes per entry slot, in a ring that doubles as
+	// needed (from 4 slots) up to Events slots and never beyond, so a key
+	// that used little holds little; plus about 190 bytes of header, LRU
+	// entry, map slot and idle-index slot (BenchmarkMemoryPerKey: 255
+	// bytes per key with the first ring of 4 slots). Worst case per key:
+	// 190 + 16 × Events bytes.
+	// [WithMaxEntries] caps the entries a key may need (default
+	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
+	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
+	// log. Its state lives in a table of its own beside the 16-byte states
+	// of the other algorithms, with the same capacity and [FullPolicy] (no
+	// deny cache: every decision takes its shard's lock).
+	SlidingLog
 	// Concurrency caps the units each key has in flight: admitted and not
 	// yet released. Events is the most units a key holds at once (a
 	// request holds its cost, at most Events); Burst is ignored. Every
@@ -90,6 +116,8 @@ func (a Algorithm) String() string {
 		return "leaky-bucket"
 	case WarmUp:
 		return "warm-up"
+	case SlidingLog:
+		return "sliding-log"
 	case Concurrency:
 		return "concurrency"
 	}
@@ -146,6 +174,9 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 	if o.warmUp != 0 && a != WarmUp {
 		return nil, fmt.Errorf("core: WithWarmUp applies to WarmUp only, not %v", a)
 	}
+	if err := checkExtendedOptions(a, o); err != nil {
+		return nil, err
+	}
 	switch a {
 	case TokenBucket:
 		rate := float64(l.Events) / l.Period.Seconds()
@@ -161,8 +192,10 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 		return newLeakyBucket(l, o.maxDelay)
 	case WarmUp:
 		return newWarmUp(l, o.warmUp, o.coldFactor)
+	case SlidingLog:
+		return nil, nil // its state lives in the extended table (see New)
 	case Concurrency:
 		return &concurrency{events: int64(l.Events), period: int64(l.Period)}, nil
 	}
-	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp or Concurrency", int(a))
+	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp, SlidingLog or Concurrency", int(a))
 }

@@ -36,3 +36,39 @@ func BenchmarkAlgorithmAdmit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLogAdmit is BenchmarkAlgorithmAdmit for the algorithms whose
+// state is a log (SlidingLog, SlidingWindow with 10 sub-windows), at 100
+// per second: in steady state each admission drops the entry that left the
+// window and adds one, and allocates nothing.
+func BenchmarkLogAdmit(b *testing.B) {
+	for _, sub := range []int{0, 10} {
+		name := "sliding-log"
+		o := &options{subWindows: sub}
+		alg := SlidingLog
+		if sub > 0 {
+			name, alg = "sub-windows-10", SlidingWindow
+		}
+		b.Run(name, func(b *testing.B) {
+			w, err := newWindowLog(alg, PerSecond(100), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := int64(1_700_000_000) * int64(time.Second)
+			x := &xlog{}
+			denied := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				now += 20 * int64(time.Millisecond)
+				v := w.decide(x, now, 1)
+				if !v.allowed {
+					denied++
+				}
+				sinkVerdict = v
+			}
+			if denied > 0 {
+				b.Fatalf("%d calls denied; the benchmark measures admissions", denied)
+			}
+		})
+	}
+}

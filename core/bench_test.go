@@ -71,10 +71,18 @@ func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func()
 		"token-bucket":   mk(core.TokenBucket),
 		"fixed-window":   mk(core.FixedWindow),
 		"sliding-window": mk(core.SlidingWindow),
+		"sliding-log":    mk(core.SlidingLog),
+		"sub-windows-10": func() decider {
+			k, err := core.New(benchLimit, append([]core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10), core.WithCapacity(capacity)}, opts...)...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return keyedDecider{k}
+		},
 	}
 }
 
-var order = []string{"floor", "gcra", "token-bucket", "fixed-window", "sliding-window"}
+var order = []string{"floor", "gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "sub-windows-10"}
 
 func BenchmarkHotSeq(b *testing.B) {
 	for _, name := range order {
@@ -144,10 +152,11 @@ func BenchmarkChurnPar(b *testing.B) {
 }
 
 // BenchmarkMemoryPerKey reports the heap bytes per tracked key with 10⁶ keys
-// in a table sized for them (the key's 64-bit hash included).
+// in a table sized for them (the key's 64-bit hash included). Each key is
+// charged once: the log rows hold one entry per key (a ring of 4).
 func BenchmarkMemoryPerKey(b *testing.B) {
 	keys := benchKeys(b, churnKeys)
-	for _, name := range []string{"floor", "gcra", "token-bucket"} {
+	for _, name := range []string{"floor", "gcra", "token-bucket", "sliding-log", "sub-windows-10"} {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				runtime.GC()

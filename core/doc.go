@@ -5,7 +5,7 @@
 // [PerSecond], [PerMinute], [PerHour], [PerDay], [Every] or read from a
 // configuration string by [ParseLimit] ("100/s", "1000/h burst=50",
 // "10/s name=login"). [New] returns a [Keyed] limiter that applies one Limit
-// to every key separately, in memory, with one of these algorithms:
+// to every key separately, in memory, with one of eight algorithms:
 //
 //   - [TokenBucket] (the default): golang.org/x/time/rate's arithmetic and
 //     decisions, per key; with [WithOverdraft] it lends a request more than
@@ -13,11 +13,14 @@
 //   - [GCRA]: the same admissions in integer nanoseconds.
 //   - [FixedWindow]: Events per clock-aligned window.
 //   - [SlidingWindow]: the sliding-window counter (previous window weighted by
-//     its overlap).
+//     its overlap); with [WithSubWindows], the count over n sub-windows
+//     (Sentinel's LeapArray), closer to the exact log as n grows.
 //   - [LeakyBucket]: a shaper: requests leave one interval apart, each
 //     admitted with the Delay it waits for its turn, up to [WithMaxDelay].
 //   - [WarmUp]: Guava's SmoothWarmingUp: an idle key is cold and starts
 //     slow, reaching the full rate over the period [WithWarmUp] sets.
+//   - [SlidingLog]: the exact sliding window, a log of admissions per key:
+//     never more than Events in any Period, exact waits.
 //   - [Concurrency]: at most Events units in flight per key (see below).
 //
 // Every algorithm keeps 16 bytes of state per key; the table holding them is
@@ -25,6 +28,15 @@
 // what you configure, about 120 bytes per tracked key (measured by
 // BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
 // wherever they sit in the table, at amortised constant cost per new key.
+//
+// The logs of [SlidingLog] and of [WithSubWindows] do not fit in 16 bytes:
+// they live in a table of their own, beside the other, so that the other
+// algorithms keep their compact states and pay nothing for it (one nil
+// check per decision). It has the same capacity and [FullPolicy]; keys
+// whose log has emptied leave it first, found by an index at amortised
+// O(log n) per operation. Each key holds 16 bytes per entry, up to the
+// entries its limit can need, which [WithMaxEntries] caps (a limit that
+// needs more fails at New), plus about 190 bytes. It has no deny cache.
 //
 // A [Stack] ([NewStack]) enforces several limits on every key at once, each
 // with its own algorithm — 5/s and 100,000/h — all or nothing: when one

@@ -172,3 +172,52 @@ func ExampleInFlight() {
 	// after a release: allowed=true remaining=0
 	// and then: allowed=false
 }
+
+// The exact sliding log: 3 per second over any second, not per clock
+// window. A request waits for the oldest admission to leave the window.
+func ExampleSlidingLog() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	lim := core.MustNew(core.PerSecond(3), core.WithAlgorithm(core.SlidingLog), core.WithClock(clock))
+	for _, at := range []time.Duration{0, 400 * time.Millisecond, 900 * time.Millisecond, 950 * time.Millisecond, 1000 * time.Millisecond} {
+		clock.Set(time.Unix(0, int64(at)))
+		d, _ := lim.Allow(context.Background(), "k", 1)
+		fmt.Printf("at %v: allowed=%v remaining=%d retry-after=%v\n", at, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// at 0s: allowed=true remaining=2 retry-after=0s
+	// at 400ms: allowed=true remaining=1 retry-after=0s
+	// at 900ms: allowed=true remaining=0 retry-after=0s
+	// at 950ms: allowed=false remaining=0 retry-after=50ms
+	// at 1s: allowed=true remaining=0 retry-after=0s
+}
+
+// Four sub-windows of 250 ms: the current one and the three before it
+// count, so an admission stops counting when its sub-window is a second
+// old, up to 250 ms before the exact log would let it go.
+func ExampleWithSubWindows() {
+	clock := coretest.NewClock(time.Unix(0, 0))
+	lim := core.MustNew(core.PerSecond(3), core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(4), core.WithClock(clock))
+	for _, at := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond, 800 * time.Millisecond, 1000 * time.Millisecond} {
+		clock.Set(time.Unix(0, int64(at)))
+		d, _ := lim.Allow(context.Background(), "k", 1)
+		fmt.Printf("at %v: allowed=%v remaining=%d retry-after=%v\n", at, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// at 100ms: allowed=true remaining=2 retry-after=0s
+	// at 200ms: allowed=true remaining=1 retry-after=0s
+	// at 600ms: allowed=true remaining=0 retry-after=0s
+	// at 800ms: allowed=false remaining=0 retry-after=200ms
+	// at 1s: allowed=true remaining=1 retry-after=0s
+}
+
+// A log needs an entry per admission it may hold: the cap bounds memory
+// per key, and a limit beyond it fails at New.
+func ExampleWithMaxEntries() {
+	_, err := core.New(core.PerMinute(5000), core.WithAlgorithm(core.SlidingLog))
+	fmt.Println(err)
+	_, err = core.New(core.PerMinute(5000), core.WithAlgorithm(core.SlidingLog), core.WithMaxEntries(5000))
+	fmt.Println(err)
+	// Output:
+	// core: SlidingLog: 5000 events per period need up to 5000 log entries per key (16 bytes each), more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use SlidingWindow (with WithSubWindows for a closer count)
+	// <nil>
+}

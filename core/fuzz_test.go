@@ -21,8 +21,14 @@ type call struct{ at, cost int64 }
 // last call.
 func replay(t *testing.T, l core.Limit, alg core.Algorithm, history []call) core.Decision {
 	t.Helper()
+	return replayWith(t, l, algOptions(alg, l), history)
+}
+
+// replayWith is replay with the algorithm's options given.
+func replayWith(t *testing.T, l core.Limit, opts []core.Option, history []call) core.Decision {
+	t.Helper()
 	clk := coretest.NewClock(time.Unix(0, history[0].at))
-	lim, err := core.New(l, append(algOptions(alg, l), core.WithClock(clk), core.WithCapacity(1))...)
+	lim, err := core.New(l, append(opts[:len(opts):len(opts)], core.WithClock(clk), core.WithCapacity(1))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,24 +75,47 @@ func FuzzAlgorithms(f *testing.F) {
 	f.Add(uint8(core.SlidingWindow), uint32(5), int64(time.Second), uint32(0), t0ns, []byte{0, 0, 0, 0, 5, 0, 0, 0, 128, 3, 0, 0, 0, 64, 2})
 	f.Add(uint8(core.LeakyBucket), uint32(10), int64(time.Second), uint32(4), t0ns, []byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0, 0, 200, 2})
 	f.Add(uint8(core.WarmUp), uint32(3), int64(time.Second), uint32(2), t0ns, []byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 64, 2, 0, 0, 0, 255, 1})
+	// SlidingLog, and SlidingWindow with sub-windows: an algorithm byte
+	// of 6 (mod 7) is the log; 3 with its high bit set is SlidingWindow
+	// with 2 + bits 3-6 sub-windows.
+	f.Add(uint8(core.SlidingLog), uint32(4), int64(time.Second), uint32(0), t0ns, []byte{0, 0, 0, 0, 1, 0, 0, 0, 64, 2, 0, 0, 0, 64, 3, 0, 0, 0, 128, 1, 0, 0, 0, 0, 2})
+	f.Add(uint8(core.SlidingLog), uint32(1000), int64(time.Minute), uint32(0), t0ns+1, []byte{0, 0, 0, 0, 200, 0, 0, 0, 1, 255, 0, 0, 0, 0, 100, 0, 0, 0, 255, 7})
+	f.Add(uint8(0x80|2<<3|core.SlidingWindow), uint32(6), int64(time.Second), uint32(0), t0ns+123, []byte{0, 0, 0, 0, 3, 0, 0, 0, 16, 2, 0, 0, 0, 32, 1, 0, 0, 0, 255, 5, 0, 0, 0, 64, 0})
+	f.Add(uint8(0x80|8<<3|core.SlidingWindow), uint32(3), int64(10*time.Second), uint32(0), t0ns, []byte{0, 0, 0, 0, 2, 0, 0, 0, 1, 1, 0, 0, 0, 200, 2, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, algByte uint8, events uint32, period int64, burst uint32, start int64, steps []byte) {
-		alg := core.Algorithm(algByte % 6)
+		alg := core.Algorithm(algByte % 7)
 		l := core.Limit{Events: int(events), Period: time.Duration(period), Burst: int(burst)}
 		if l.Validate() != nil || len(steps) > 5*64 {
 			return
 		}
+		opts := algOptions(alg, l)
+		sub := 0
+		if alg == core.SlidingWindow && algByte&0x80 != 0 {
+			sub = 2 + int(algByte>>3&0xf)
+			if period%int64(sub) != 0 {
+				return
+			}
+			opts = append(opts, core.WithSubWindows(sub))
+		}
+		if alg == core.SlidingLog || sub > 0 {
+			opts = append(opts, core.WithMaxEntries(1<<20))
+		}
 		clk := coretest.NewClock(time.Unix(0, start))
-		lim, err := core.New(l, append(algOptions(alg, l), core.WithClock(clk))...)
+		lim, err := core.New(l, append(opts[:len(opts):len(opts)], core.WithClock(clk))...)
 		if err != nil {
 			if alg == core.WarmUp {
 				return // a cold burst too long for the clock's range: refused, as it must be
 			}
+			if alg == core.SlidingLog && l.Events > 1<<20 {
+				return // a log too long for the cap: refused, as it must be
+			}
 			t.Fatalf("New(%v): %v", l, err)
 		}
 		maxCost := int64(l.EffectiveBurst())
-		if alg == core.FixedWindow || alg == core.SlidingWindow {
+		if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
 			maxCost = int64(l.Events)
 		}
+		var admittedLog []call // SlidingLog and sub-windows: every admission
 		if start < 0 || start > maxClock {
 			if _, err := lim.Allow(ctx, "k", 1); !errors.Is(err, core.ErrClockRange) {
 				t.Fatalf("clock at %d: err = %v, want ErrClockRange", start, err)
@@ -114,6 +143,10 @@ func FuzzAlgorithms(f *testing.F) {
 				admitted += cost
 				admissions++
 				checkBound(t, alg, l, start, now, admitted, admissions)
+				if alg == core.SlidingLog || sub > 0 {
+					admittedLog = append(admittedLog, call{now, cost})
+					checkLogBound(t, l, sub, admittedLog, now)
+				}
 				continue
 			}
 			if d.RetryAfter <= 0 {
@@ -123,11 +156,11 @@ func FuzzAlgorithms(f *testing.F) {
 				continue
 			}
 			retry := append(history[:len(history):len(history)], call{now + int64(d.RetryAfter), cost})
-			if got := replay(t, l, alg, retry); !got.Allowed {
+			if got := replayWith(t, l, opts, retry); !got.Allowed {
 				t.Fatalf("step %d (%v, %v): cost %d denied after waiting RetryAfter %v: %+v", i/5, alg, l, cost, d.RetryAfter, got)
 			}
 			retry[len(retry)-1].at--
-			if got := replay(t, l, alg, retry); got.Allowed && d.RetryAfter > 1 {
+			if got := replayWith(t, l, opts, retry); got.Allowed && d.RetryAfter > 1 {
 				t.Fatalf("step %d (%v, %v): cost %d admitted 1 ns before RetryAfter %v", i/5, alg, l, cost, d.RetryAfter)
 			}
 		}
@@ -184,6 +217,26 @@ func checkBound(t *testing.T, alg core.Algorithm, l core.Limit, start, now, admi
 	}
 }
 
+// checkLogBound fails t if the costs admitted (adm, in order, the last at
+// now) that count at now exceed Events: those in (now−Period, now] for the
+// log, those in the current sub-window of Period/sub and the sub−1 before
+// it with sub-windows (sub > 0).
+func checkLogBound(t *testing.T, l core.Limit, sub int, adm []call, now int64) {
+	t.Helper()
+	from := now - int64(l.Period) + 1
+	if sub > 0 {
+		q := int64(l.Period) / int64(sub)
+		from = now - now%q - int64(l.Period) + q
+	}
+	sum := int64(0)
+	for i := len(adm) - 1; i >= 0 && adm[i].at >= from; i-- {
+		sum += adm[i].cost
+	}
+	if sum > int64(l.Events) {
+		t.Fatalf("%v, %d sub-windows: %d units counted at %d, more than %d", l, sub, sum, now, l.Events)
+	}
+}
+
 // TestExtremeInputs: the corners the fuzzer starts from, as plain tests.
 func TestExtremeInputs(t *testing.T) {
 	t.Parallel()
@@ -222,7 +275,7 @@ func TestExtremeInputs(t *testing.T) {
 		for _, start := range []int64{t0.UnixNano(), maxClock - int64(2*time.Hour)} {
 			l := core.Limit{Events: 3, Period: time.Duration(math.MaxInt64 / 4), Burst: 2}
 			quota := 2
-			if alg == core.FixedWindow || alg == core.SlidingWindow {
+			if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
 				quota = 3
 			}
 			for cost := 1; cost <= quota; cost++ {

@@ -40,6 +40,7 @@ type Keyed struct {
 	leases   bool
 	cache    bool
 	table
+	ext *extTable // non-nil: the algorithm keeps its state there, not in table
 
 	overflowMu  sync.Mutex
 	overflow    state
@@ -74,15 +75,25 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	leases := o.algorithm == Concurrency
 	cache := o.denyCache && !leases
 	k := &Keyed{
-		limit:    l,
-		clock:    o.clock,
-		seed:     maphash.MakeSeed(),
-		maxCost:  alg.maxCost(),
-		fastCost: alg.maxCost(),
-		leases:   leases,
-		cache:    cache,
-		table:    newTable(alg, o.capacity, o.shards, o.full, cache),
+		limit:  l,
+		clock:  o.clock,
+		seed:   maphash.MakeSeed(),
+		leases: leases,
+		cache:  cache,
 	}
+	if extended(o.algorithm, &o) {
+		wl, err := newWindowLog(o.algorithm, l, &o)
+		if err != nil {
+			return nil, err
+		}
+		k.maxCost, k.cache = wl.maxCost(), false
+		k.ext = newExtTable(wl, o.capacity, o.shards, o.full)
+		k.table.capacity = o.capacity
+	} else {
+		k.maxCost = alg.maxCost()
+		k.table = newTable(alg, o.capacity, o.shards, o.full, cache)
+	}
+	k.fastCost = k.maxCost
 	if leases {
 		k.fastCost = 0
 	}
@@ -111,6 +122,9 @@ func (k *Keyed) Limit() Limit { return k.limit }
 // Len returns how many keys k tracks now (keys decided against the overflow
 // state are not tracked).
 func (k *Keyed) Len() int {
+	if k.ext != nil {
+		return k.ext.len()
+	}
 	n := 0
 	for i := range k.shards {
 		s := &k.shards[i]
@@ -160,6 +174,12 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 	now := k.now()
 	if uint64(now) > maxNow {
 		return Decision{}, clockError(now)
+	}
+	if k.ext != nil {
+		v, overflow := k.ext.allow(h, now, int64(cost))
+		d := k.decision(v)
+		d.Overflow = overflow
+		return d, nil
 	}
 	sh := &k.shards[h&k.mask]
 	if k.cache && cost == 1 {
@@ -276,6 +296,10 @@ func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
 	now := k.now()
 	if uint64(now) > maxNow {
 		return clockError(now)
+	}
+	if k.ext != nil {
+		k.ext.refund(h, now, int64(cost))
+		return nil
 	}
 	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()

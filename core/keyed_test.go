@@ -20,7 +20,7 @@ import (
 
 var ctx = context.Background()
 
-var algorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow}
+var algorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog}
 
 func newLimiter(t testing.TB, l core.Limit, opts ...core.Option) (*core.Keyed, *coretest.Clock) {
 	t.Helper()
@@ -187,7 +187,7 @@ func TestInvalidCost(t *testing.T) {
 	for _, alg := range algorithms {
 		lim, _ := newLimiter(t, core.PerSecond(10).WithBurst(3), core.WithAlgorithm(alg))
 		max := 3
-		if alg == core.FixedWindow || alg == core.SlidingWindow {
+		if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
 			max = 10
 		}
 		for _, cost := range []int{0, -1, max + 1, 1 << 40} {

@@ -89,6 +89,9 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		if err != nil {
 			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
 		}
+		if k.ext != nil {
+			return nil, fmt.Errorf("core: stack layer %d (%v): a sliding log or sub-windows cannot be a stack's layer yet; use a Keyed of its own", i, l)
+		}
 		if k.leases {
 			return nil, fmt.Errorf("core: stack layer %d (%v): a concurrency limit cannot be a stack's layer; use a Keyed of its own", i, l)
 		}

@@ -12,7 +12,9 @@
 //
 // # Decisions
 //
-// The algorithms decide exactly as the in-memory limiter does (the
+// The algorithms (core.TokenBucket, core.GCRA, core.FixedWindow,
+// core.SlidingWindow with WithSubWindows or without, core.SlidingLog)
+// decide exactly as the in-memory limiter does (the
 // decision tables of core/coretest pass on both, and a randomized test
 // compares them step by step): the same requests at the same instants get the
 // same Allowed, Remaining, RetryAfter and ResetAfter, to the nanosecond.
@@ -53,7 +55,7 @@
 //
 // # Keys
 //
-// A key's state is one Redis string at
+// A key's state is one Redis string (a sorted set for core.SlidingLog) at
 //
 //	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>
 //
@@ -67,7 +69,28 @@
 // significant digits, so that they read back as the same double), GCRA
 // "seconds nanoseconds" of the theoretical arrival time, fixed window
 // "seconds nanoseconds count", sliding window "seconds nanoseconds previous
-// current".
+// current", sub-windows (algorithm tag sw<n>) "seconds nanoseconds" of the
+// newest non-empty sub-window then " k:count" for each non-empty one,
+// oldest first, k sub-windows before the newest.
+//
+// # Sliding log
+//
+// core.SlidingLog keeps a sorted set per key (algorithm tag sl): one member
+// per instant with admissions still in the window, scored by the instant's
+// whole seconds and named "<seconds> <nanoseconds, 9 digits>:<cost>", so
+// that the set's order (by score, then by name) is the instants' order,
+// and a member
+// "sum" scored −(1 + the sum of the costs), so that no decision walks the
+// whole log. A decision drops the entries that left the window (each entry
+// is dropped once), then adds or coalesces one entry, or, refused, reads the
+// oldest entries until the cost would fit: O(log n) per command and a
+// handful of commands per decision, whatever the log's length. A set
+// without its sum, or with a member that does not parse, is an error, never
+// a fresh quota. WithMaxEntries caps the entries a limit may need (default
+// core.DefaultMaxEntries), as in memory. Redis memory per key (MEMORY
+// USAGE, Redis 7 defaults): about 30 bytes per entry while the set holds
+// at most 128 members (a listpack: 3.1 KB at 100 entries), about 120
+// beyond (a skiplist: 119 KB at 1,000).
 //
 // Every write sets a TTL: the time until the key's quota is whole again (when
 // forgetting it changes nothing), plus a margin (WithTTLMargin, default one

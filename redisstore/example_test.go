@@ -56,3 +56,32 @@ func ExampleNewStack() {
 	// 5-per-1s
 	// 100000-per-1h0m0s
 }
+
+// The sliding log and the sub-windows have keys of their own, and limits
+// that would need more log entries per key than the cap are refused, as in
+// memory.
+func ExampleWithSubWindows() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer rdb.Close()
+
+	sub := redisstore.MustNew(rdb, core.PerMinute(100), redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(6))
+	fmt.Println(sub.Key("203.0.113.7"))
+	_, err := redisstore.New(rdb, core.PerMinute(100), redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(7))
+	fmt.Println(err)
+	// Output:
+	// floodgate:{203.0.113.7}:sw6:100/60000000000:100
+	// redisstore: WithSubWindows(7): the period 1m0s is not a whole number of nanoseconds times 7; pick a number of sub-windows that divides it
+}
+
+func ExampleWithMaxEntries() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer rdb.Close()
+
+	_, err := redisstore.New(rdb, core.PerHour(5000), redisstore.WithAlgorithm(core.SlidingLog))
+	fmt.Println(err)
+	lim, err := redisstore.New(rdb, core.PerHour(5000), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithMaxEntries(5000))
+	fmt.Println(lim.Key("203.0.113.7"), err)
+	// Output:
+	// redisstore: core.SlidingLog: 5000 events per period need up to 5000 log entries per key, more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use core.SlidingWindow (with WithSubWindows for a closer count)
+	// floodgate:{203.0.113.7}:sl:5000/3600000000000:5000 <nil>
+}

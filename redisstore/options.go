@@ -21,6 +21,9 @@ type options struct {
 	margin    time.Duration
 	denyCache int
 
+	subWindows int // core.SlidingWindow; 0: the two-window estimate
+	maxEntries int // core.SlidingLog and sub-windows; 0: core.DefaultMaxEntries
+
 	batching            bool // false: WithoutBatching
 	inFlight, batchSize int
 
@@ -92,10 +95,21 @@ func defaultOptions() options {
 }
 
 // WithAlgorithm selects the algorithm: core.TokenBucket (the default),
-// core.GCRA, core.FixedWindow, core.SlidingWindow or core.Concurrency, each
-// deciding exactly as the in-memory limiter does (core.Concurrency's leases
-// also expire: see WithLeaseTTL).
+// core.GCRA, core.FixedWindow, core.SlidingWindow (with WithSubWindows or
+// without), core.SlidingLog or core.Concurrency, each deciding exactly as
+// the in-memory limiter does (core.Concurrency's leases also expire: see
+// WithLeaseTTL).
 func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
+
+// WithSubWindows makes core.SlidingWindow count over n sub-windows, as
+// core.WithSubWindows does (n from 2 to 2²⁰, dividing the period in
+// nanoseconds). The key is a string listing the non-empty sub-windows.
+func WithSubWindows(n int) Option { return func(o *options) { o.subWindows = n } }
+
+// WithMaxEntries caps the entries a key may need under core.SlidingLog or
+// WithSubWindows, as core.WithMaxEntries does (default
+// core.DefaultMaxEntries): a limit that needs more fails at New.
+func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n } }
 
 // WithPrefix sets the prefix of every key (default DefaultPrefix). It must
 // not contain '{' or '}', which would change the keys' hash slot.
@@ -190,5 +204,9 @@ func (o *options) validate(errs *option.Errors) error {
 			errs.Require(o.leaseTTL >= 3*time.Millisecond && o.leaseTTL <= maxSpan, "WithLeaseTTL(%v): the TTL must be from 3ms (renewed every third of it) to %v", o.leaseTTL, maxSpan)
 		}
 	}
+	errs.Require(o.subWindows == 0 || o.subWindows >= 2 && o.subWindows <= 1<<20, "WithSubWindows(%d): the number of sub-windows must be from 2 to %d", o.subWindows, 1<<20)
+	errs.Require(o.subWindows == 0 || o.algorithm == core.SlidingWindow, "WithSubWindows applies to core.SlidingWindow only, not %v", o.algorithm)
+	errs.Require(o.maxEntries >= 0 && o.maxEntries <= 1<<20, "WithMaxEntries(%d): the cap must be from 1 to %d entries per key (0 for the default, %d)", o.maxEntries, 1<<20, core.DefaultMaxEntries)
+	errs.Require(o.maxEntries == 0 || o.algorithm == core.SlidingLog || o.subWindows != 0, "WithMaxEntries applies to core.SlidingLog and to core.SlidingWindow with WithSubWindows only, not %v", o.algorithm)
 	return errs.Err()
 }

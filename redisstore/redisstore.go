@@ -60,17 +60,41 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
-	p, maxCost, err := params(o.algorithm, l)
+	script, tag, p, maxCost, err := compile(&o, l)
 	if err != nil {
 		return nil, err
 	}
-	return newLimiter(client, l, o, scripts[o.algorithm], maxCost, "}:"+layerTag(o.algorithm, l), fixedArgs(o.margin, p))
+	return newLimiter(client, l, o, script, maxCost, "}:"+keyTag(tag, l), fixedArgs(o.margin, p))
 }
 
-// layerTag names an algorithm and limit in keys: the algorithm, then the
-// limit's parameters.
-func layerTag(alg core.Algorithm, l core.Limit) string {
-	return fmt.Sprintf("%s:%d/%d:%d", algTag(alg), l.Events, int64(l.Period), l.EffectiveBurst())
+// compile returns the script that decides under o's algorithm and
+// settings, the algorithm's tag in keys, the script's parameters for l
+// (ARGV[6...]) and the largest cost l can ever admit, or an error saying
+// what to change.
+func compile(o *options, l core.Limit) (*redis.Script, string, []string, int, error) {
+	p, maxCost, err := params(o.algorithm, l)
+	if err != nil {
+		return nil, "", nil, 0, err
+	}
+	script, tag := scripts[o.algorithm], algTag(o.algorithm)
+	if o.algorithm == core.SlidingLog || o.subWindows != 0 {
+		extra, err := logParams(o, l)
+		if err != nil {
+			return nil, "", nil, 0, err
+		}
+		p = append(p, extra...)
+		if o.subWindows != 0 {
+			// Its own encoding: never the two-window counter's key.
+			script, tag = subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
+		}
+	}
+	return script, tag, p, maxCost, nil
+}
+
+// keyTag names an algorithm (its tag) and a limit in keys: the tag, then
+// the limit's parameters.
+func keyTag(tag string, l core.Limit) string {
+	return fmt.Sprintf("%s:%d/%d:%d", tag, l.Events, int64(l.Period), l.EffectiveBurst())
 }
 
 // newLimiter returns a Limiter running script with o's settings: keys end

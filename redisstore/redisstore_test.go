@@ -24,7 +24,7 @@ func TestExactAdmission(t *testing.T) {
 	s := redistest.Start(t)
 	const burst = 100
 	l := core.PerHour(burst) // one token back every 36 s: none during the test
-	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog} {
 		t.Run(alg.String(), func(t *testing.T) {
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
@@ -83,7 +83,7 @@ func TestTTL(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
 	ctx := context.Background()
-	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog} {
 		lim := redisstore.MustNew(c, core.PerMinute(2), redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0))
 		d, err := lim.Allow(ctx, "a", 1)
 		if err != nil || !d.Allowed {

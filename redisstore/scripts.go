@@ -25,8 +25,12 @@ var sources = map[core.Algorithm][]string{
 	core.GCRA:          {"common.lua", "gcra.lua"},
 	core.FixedWindow:   {"common.lua", "windows.lua", "fixedwindow.lua"},
 	core.SlidingWindow: {"common.lua", "windows.lua", "slidingwindow.lua"},
+	core.SlidingLog:    {"common.lua", "slidinglog.lua"},
 	core.Concurrency:   {"concurrency.lua"},
 }
+
+// subWindowsScript is SlidingWindow's script under WithSubWindows.
+var subWindowsScript = redis.NewScript(source("common.lua", "windows.lua", "subwindows.lua"))
 
 var scripts = func() map[core.Algorithm]*redis.Script {
 	m := map[core.Algorithm]*redis.Script{}
@@ -78,13 +82,39 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 	case core.GCRA:
 		t := int64(l.Interval())
 		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
-	case core.FixedWindow, core.SlidingWindow:
+	case core.FixedWindow, core.SlidingWindow, core.SlidingLog:
 		return []string{strconv.FormatInt(int64(l.Period), 10), strconv.Itoa(l.Events)}, l.Events, nil
 	case core.Concurrency:
 		// The lease TTL follows, added by New.
 		return []string{strconv.Itoa(l.Events), strconv.FormatInt(int64(l.Period), 10)}, l.Events, nil
 	}
-	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow or core.Concurrency", int(alg))
+	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog or core.Concurrency", int(alg))
+}
+
+// logParams checks the log's settings against l as core.New does
+// (WithSubWindows must divide the period; the entries a key may need must
+// be within WithMaxEntries) and returns the extra script parameter of
+// sub-windows, the sub-window's length in ns.
+func logParams(o *options, l core.Limit) ([]string, error) {
+	maxEntries := o.maxEntries
+	if maxEntries == 0 {
+		maxEntries = core.DefaultMaxEntries
+	}
+	need := int64(l.Events)
+	if o.subWindows == 0 {
+		if need > int64(maxEntries) {
+			return nil, fmt.Errorf("redisstore: core.SlidingLog: %d events per period need up to %d log entries per key, more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use core.SlidingWindow (with WithSubWindows for a closer count)", l.Events, need, maxEntries, need)
+		}
+		return nil, nil
+	}
+	n := int64(o.subWindows)
+	if int64(l.Period)%n != 0 {
+		return nil, fmt.Errorf("redisstore: WithSubWindows(%d): the period %v is not a whole number of nanoseconds times %d; pick a number of sub-windows that divides it", n, l.Period, n)
+	}
+	if need = min(need, n); need > int64(maxEntries) {
+		return nil, fmt.Errorf("redisstore: WithSubWindows(%d): %d events in %d sub-windows need up to %d entries per key, more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, maxEntries, need)
+	}
+	return []string{strconv.FormatInt(int64(l.Period)/n, 10)}, nil
 }
 
 // ftoa formats f so that Lua's tonumber reads back the same double.
@@ -101,6 +131,8 @@ func algTag(alg core.Algorithm) string {
 		return "fw"
 	case core.Concurrency:
 		return "cc"
+	case core.SlidingLog:
+		return "sl"
 	}
 	return "sw"
 }

@@ -99,7 +99,10 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		if o.wide() != lo.wide() {
 			return nil, fmt.Errorf("redisstore: stack layer %d (%v): only WithAlgorithm and the algorithm's own settings may be given to a layer; pass the others to NewStack", i, l)
 		}
-		p, maxCost, err := params(lo.algorithm, l)
+		if _, ok := sources[lo.algorithm]; !ok || lo.algorithm == core.SlidingLog || lo.subWindows != 0 {
+			return nil, fmt.Errorf("redisstore: stack layer %d (%v): %v%s cannot be a stack's layer yet; use a Limiter of its own", i, l, lo.algorithm, map[bool]string{true: " with WithSubWindows"}[lo.subWindows != 0])
+		}
+		_, tag, p, maxCost, err := compile(&lo, l)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: stack layer %d: %w", i, err)
 		}
@@ -108,7 +111,7 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		}
 		limits = append(limits, l)
 		algs = append(algs, lo.algorithm)
-		ends = append(ends, ":"+layerTag(lo.algorithm, l))
+		ends = append(ends, ":"+keyTag(tag, l))
 		fixed = append(fixed, strconv.Itoa(len(p)))
 		for _, v := range p {
 			fixed = append(fixed, v)

@@ -29,6 +29,12 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 	return func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
 		o := append([]redisstore.Option{redisstore.WithAlgorithm(tab.Algorithm), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))}, opts...)
+		if tab.SubWindows != 0 {
+			o = append(o, redisstore.WithSubWindows(tab.SubWindows))
+		}
+		if tab.MaxEntries != 0 {
+			o = append(o, redisstore.WithMaxEntries(tab.MaxEntries))
+		}
 		lim, err := redisstore.New(c, tab.Limit, o...)
 		if err != nil {
 			t.Fatal(err)
@@ -77,19 +83,31 @@ func TestMatchesMemory(t *testing.T) {
 		{Events: 1_000_000, Period: 24 * time.Hour},
 		{Events: 5, Period: 40 * 24 * time.Hour, Burst: 5},
 	}
-	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow}
+	// Each algorithm, and SlidingWindow with 4 and 10 sub-windows; the
+	// logs may hold up to 2²⁰ entries.
+	type variant struct {
+		alg core.Algorithm
+		sub int
+	}
+	variants := []variant{{core.TokenBucket, 0}, {core.GCRA, 0}, {core.FixedWindow, 0}, {core.SlidingWindow, 0},
+		{core.SlidingLog, 0}, {core.SlidingWindow, 4}, {core.SlidingWindow, 10}}
 	r := rand.New(rand.NewPCG(8, 9))
-	for _, alg := range algs {
+	for _, v := range variants {
+		alg := v.alg
 		for _, l := range limits {
-			t.Run(fmt.Sprintf("%v/%v", alg, l), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/sub=%d/%v", alg, v.sub, l), func(t *testing.T) {
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
-				mem, err := core.New(l, core.WithAlgorithm(alg), core.WithClock(clk))
+				tab := coretest.Table{Algorithm: alg, Limit: l, SubWindows: v.sub}
+				if alg == core.SlidingLog || v.sub != 0 {
+					tab.MaxEntries = 1 << 20
+				}
+				mem, err := core.New(l, append(tab.CoreOptions(), core.WithClock(clk))...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				red := factory(c)(t, coretest.Table{Algorithm: alg, Limit: l}, clk)
+				red := factory(c)(t, tab, clk)
 				maxCost := l.EffectiveBurst()
-				if alg == core.FixedWindow || alg == core.SlidingWindow {
+				if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
 					maxCost = l.Events
 				}
 				ctx := context.Background()

@@ -43,6 +43,8 @@ type Table struct {
 	MaxDelay   time.Duration // core.WithMaxDelay
 	WarmUp     time.Duration // core.WithWarmUp's period
 	ColdFactor float64       // core.WithWarmUp's cold factor
+	SubWindows int           // core.WithSubWindows
+	MaxEntries int           // core.WithMaxEntries
 
 	Steps []Step
 }
@@ -59,6 +61,12 @@ func (tab Table) CoreOptions() []core.Option {
 	}
 	if tab.WarmUp != 0 || tab.ColdFactor != 0 {
 		opts = append(opts, core.WithWarmUp(tab.WarmUp, tab.ColdFactor))
+	}
+	if tab.SubWindows != 0 {
+		opts = append(opts, core.WithSubWindows(tab.SubWindows))
+	}
+	if tab.MaxEntries != 0 {
+		opts = append(opts, core.WithMaxEntries(tab.MaxEntries))
 	}
 	return opts
 }
@@ -199,6 +207,72 @@ func Tables() []Table {
 			{100 * ms, 1, false, 0, 250 * ms, 250 * ms, 0},
 			{100 * ms, -1, false, 0, 0, 0, 0},
 			{100 * ms, 1, true, 0, 0, 250 * ms, 0},
+		},
+	}, {
+		// The exact log: the costs admitted in (t−1s, t] plus the
+		// request's within 4. Entries (instant: cost) after each step in
+		// the comments; a denial waits for the oldest entries that must
+		// leave, each leaving 1s after its instant.
+		Name: "sliding-log", Algorithm: core.SlidingLog, Limit: core.Limit{Events: 4, Period: time.Second},
+		Steps: []Step{
+			{0, 1, true, 3, 0, 1000 * ms, 0},                // 0:1
+			{0, 1, true, 2, 0, 1000 * ms, 0},                // 0:2 (coalesced)
+			{300 * ms, 2, true, 0, 0, 1000 * ms, 0},         // 0:2 300:2
+			{400 * ms, 1, false, 0, 600 * ms, 900 * ms, 0},  // 0:2 must leave: at 1000
+			{400 * ms, 3, false, 0, 900 * ms, 900 * ms, 0},  // both must leave: at 1300; reset 300+1000−400
+			{1000 * ms, 1, true, 1, 0, 1000 * ms, 0},        // 0:2 has left: 300:2 1000:1
+			{1100 * ms, -2, false, 0, 0, 0, 0},              // refund 2 from the newest: 300:1
+			{1100 * ms, 3, true, 0, 0, 1000 * ms, 0},        // 300:1 1100:3
+			{1200 * ms, 1, false, 0, 100 * ms, 900 * ms, 0}, // 300:1 leaves at 1300
+			{1300 * ms, 1, true, 0, 0, 1000 * ms, 0},        // 1100:3 1300:1
+			{1400 * ms, -4, false, 0, 0, 0, 0},              // refund 4: empty
+			{1400 * ms, 4, true, 0, 0, 1000 * ms, 0},        // 1400:4
+			{1400 * ms, 1, false, 0, 1000 * ms, 1000 * ms, 0},
+			{1500 * ms, -4, false, 0, 0, 0, 0},       // empty
+			{1500 * ms, -1, false, 0, 0, 0, 0},       // nothing to take: stays empty
+			{1500 * ms, 4, true, 0, 0, 1000 * ms, 0}, // 1500:4, not beyond 4
+		},
+	}, {
+		// An entry at exactly t−Period no longer counts at t.
+		Name: "sliding-log-7s", Algorithm: core.SlidingLog, Limit: core.Limit{Events: 2, Period: 7 * time.Second},
+		Steps: []Step{
+			{ns, 1, true, 1, 0, 7 * time.Second, 0},                                // 1ns:1
+			{2 * time.Second, 1, true, 0, 0, 7 * time.Second, 0},                   // 1ns:1 2s:1
+			{7 * time.Second, 1, false, 0, ns, 2 * time.Second, 0},                 // 1ns:1 leaves at 7s+1ns
+			{7*time.Second + ns, 1, true, 0, 0, 7 * time.Second, 0},                // 2s:1 7s+1ns:1
+			{7*time.Second + ns, 2, false, 0, 7 * time.Second, 7 * time.Second, 0}, // both must leave: at 14s+1ns
+		},
+	}, {
+		// Four sub-windows of 250ms (starts 0, 250, 500, 750, ...): the
+		// current one and the three before it count. Entries (sub-window
+		// start: cost) after each step; a denial waits for the start of
+		// the first sub-window without enough of the old ones, 1s after
+		// the last of them began.
+		Name: "sliding-window-4", Algorithm: core.SlidingWindow, Limit: core.Limit{Events: 4, Period: time.Second}, SubWindows: 4,
+		Steps: []Step{
+			{100 * ms, 2, true, 2, 0, 900 * ms, 0},          // 0:2; reset 0+1000−100
+			{300 * ms, 1, true, 1, 0, 950 * ms, 0},          // 0:2 250:1
+			{600 * ms, 1, true, 0, 0, 900 * ms, 0},          // 0:2 250:1 500:1
+			{700 * ms, 1, false, 0, 300 * ms, 800 * ms, 0},  // 0:2 leaves at 1000
+			{999 * ms, 2, false, 0, 1 * ms, 501 * ms, 0},    // 0:2 is enough
+			{1000 * ms, 2, true, 0, 0, 1000 * ms, 0},        // 250:1 500:1 1000:2 (the exact log would refuse)
+			{1100 * ms, 1, false, 0, 150 * ms, 900 * ms, 0}, // 250:1 leaves at 1250
+			{1100 * ms, -1, false, 0, 0, 0, 0},              // refund: 250:1 500:1 1000:1
+			{1100 * ms, 1, true, 0, 0, 900 * ms, 0},         // 1000:2 again
+			{1400 * ms, -3, false, 0, 0, 0, 0},              // 250:1 has left; 1000:2 and 500:1 refunded: empty
+			{1400 * ms, 1, true, 3, 0, 850 * ms, 0},         // 1250:1
+			{1400 * ms, 4, false, 3, 850 * ms, 850 * ms, 0}, // 1250:1 leaves at 2250
+		},
+	}, {
+		// Two sub-windows of 3.5s, aligned to the epoch: the one holding
+		// T0 began 2.5s before it (starts −2.5s, 1s, 4.5s, 8s, 11.5s).
+		Name: "sliding-window-2-epoch", Algorithm: core.SlidingWindow, Limit: core.Limit{Events: 3, Period: 7 * time.Second}, SubWindows: 2,
+		Steps: []Step{
+			{0, 3, true, 0, 0, 4500 * ms, 0},                  // −2.5s:3; reset −2.5+7
+			{500 * ms, 1, false, 0, 4000 * ms, 4000 * ms, 0},  // −2.5s:3 leaves at 4.5s
+			{4500 * ms, 2, true, 1, 0, 7 * time.Second, 0},    // 4.5s:2
+			{8000 * ms, 2, false, 1, 3500 * ms, 3500 * ms, 0}, // 4.5s:2 leaves at 11.5s
+			{8000 * ms, 1, true, 0, 0, 7 * time.Second, 0},    // 4.5s:2 8s:1
 		},
 	}}
 }

@@ -21,7 +21,8 @@
 -- ARGV[6...]: the algorithm's parameters.
 -- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}.
 -- A stored state that does not parse is an error, never a fresh quota: a
--- state that cannot be read must not admit by accident.
+-- state that cannot be read must not admit by accident. Each algorithm
+-- reads its own state (a string with GET, or a sorted set).
 
 local key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local STALE = 9007190
@@ -32,7 +33,6 @@ if ARGV[3] == '' then
 else
   R, now = tonumber(ARGV[3]), tonumber(ARGV[4])
 end
-local state = redis.call('GET', key)
 
 -- idiv returns floor(a / b) and the remainder, exact for integers below 2^53.
 local function idiv(a, b)

@@ -3,6 +3,7 @@
 -- window (the clock stepped back) stays in force.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per window.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+local state = redis.call('GET', key)
 
 local w = windowStart(period)
 local start, count = w, 0

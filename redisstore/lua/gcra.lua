@@ -2,6 +2,7 @@
 -- instant the key's quota is whole again, stored as 'seconds nanoseconds'.
 -- ARGV[6]: the interval in ns; ARGV[7]: the span (burst × interval) in ns.
 local interval, span = tonumber(ARGV[6]), tonumber(ARGV[7])
+local state = redis.call('GET', key)
 
 local tat = now
 if state then

@@ -39,6 +39,7 @@ local function muldiv(a, b, m)
 end
 
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+local state = redis.call('GET', key)
 
 -- weighted is ceil(count × left / P).
 local function weighted(count, left)

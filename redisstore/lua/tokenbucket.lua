@@ -8,6 +8,7 @@
 -- refilled in 2 ns; ARGV[9]: how far past the last update a search for a
 -- wait may reach, in ns.
 local rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local state = redis.call('GET', key)
 
 -- level is the token count at t of a bucket holding tk at lst
 -- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).

@@ -1,0 +1,197 @@
+-- Sliding log, as core's SlidingLog: the key is a sorted set of the
+-- admissions still in the window, one member per instant (admissions at
+-- one instant coalesced): score the instant's whole seconds, member
+-- '<seconds> <nanoseconds, 9 digits>:<cost>' (unique: one per instant), so
+-- that Redis's order (by score, then by member) is the order of the
+-- instants. The member 'sum', scored
+-- −(1 + the sum of the costs), comes first and keeps the sum without a
+-- walk. At t the entries in (t−P, t] count, t being now or the newest
+-- entry's instant if the clock stepped back behind it.
+-- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+
+local function malformed(what)
+  return redis.error_reply('floodgate: malformed sliding log at ' .. key .. ': ' .. string.sub(tostring(what), 1, 64))
+end
+
+-- entry reads the member and score at reply position i of a
+-- ZRANGE ... WITHSCORES: its instant here, its cost, or nil if it does
+-- not parse.
+local function entry(r, i)
+  local m, n, c = string.match(r[i], '^(%d+) (%d%d%d%d%d%d%d%d%d):(%d+)$')
+  local s = tonumber(r[i + 1])
+  if not m or s ~= tonumber(m) then
+    return nil
+  end
+  c = tonumber(c)
+  if c < 1 then
+    return nil
+  end
+  return (s - R) * 1e9 + tonumber(n), c
+end
+
+local function member(t, c)
+  local q, r = idiv(t, 1e9)
+  local s = string.format('%.0f', R + q)
+  return s, string.format('%s %09d:%.0f', s, r, c)
+end
+
+local sum = 0
+local newest, newestCost -- the newest entry's instant and cost, if any
+local raw = redis.call('ZSCORE', key, 'sum')
+if raw then
+  sum = -tonumber(raw) - 1
+  if sum < 0 or sum ~= math.floor(sum) then
+    return malformed('sum ' .. raw)
+  end
+  local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if r[1] ~= 'sum' then
+    local s = tonumber(r[2])
+    if not s then
+      return malformed(r[1])
+    end
+    if s > R + STALE then
+      -- From far ahead (the clock stepped back by months): not read.
+      redis.call('DEL', key)
+      sum = 0
+    elseif s >= R - STALE then
+      newest, newestCost = entry(r, 1)
+      if not newest then
+        return malformed(r[1])
+      end
+    end
+  end
+elseif redis.call('EXISTS', key) == 1 then
+  return malformed('no sum')
+end
+local t = now
+if newest and newest > t then
+  t = newest
+end
+
+-- Drop the entries that no longer count at t, oldest first.
+local cut = t - period
+local dropped = false
+while sum > 0 do
+  local r = redis.call('ZRANGE', key, 1, 16, 'WITHSCORES')
+  if #r == 0 then
+    return malformed('sum without entries')
+  end
+  local done = false
+  for i = 1, #r, 2 do
+    local s = tonumber(r[i + 1])
+    local at, c
+    if s and s < R - STALE then
+      at, c = -math.huge, tonumber(string.match(r[i], ':(%d+)$'))
+    else
+      at, c = entry(r, i)
+    end
+    if not c then
+      return malformed(r[i])
+    end
+    if at > cut then
+      done = true
+      break
+    end
+    redis.call('ZREM', key, r[i])
+    sum = sum - c
+    dropped = true
+  end
+  if done then
+    break
+  end
+end
+if sum < 0 then
+  return malformed('sum below its entries')
+end
+if sum == 0 then
+  newest = nil
+  if dropped then
+    redis.call('DEL', key)
+  end
+end
+
+-- save writes the sum and the TTL: the key lives until its newest entry
+-- leaves the window.
+local function save()
+  if sum == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('ZADD', key, -1 - sum, 'sum')
+  redis.call('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
+end
+
+if op == 'r' then
+  if sum == 0 then
+    return {0, 0, 0, 0}
+  end
+  -- Take cost back from the newest entries, never below empty.
+  local left = cost
+  while left > 0 and sum > 0 do
+    local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local at, c = entry(r, 1)
+    if not at then
+      return malformed(r[1])
+    end
+    redis.call('ZREM', key, r[1])
+    local take = math.min(left, c)
+    left, sum = left - take, sum - take
+    if take < c then
+      local s, m = member(at, c - take)
+      redis.call('ZADD', key, s, m)
+    end
+    newest = at
+  end
+  if sum > 0 then
+    local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    newest = entry(r, 1)
+  end
+  save()
+  return {1, 0, 0, 0}
+end
+
+if sum + cost <= events then
+  if newest == t then
+    local s, m = member(t, newestCost)
+    redis.call('ZREM', key, m)
+    cost = cost + newestCost
+    sum = sum - newestCost
+  end
+  local s, m = member(t, cost)
+  redis.call('ZADD', key, s, m)
+  sum = sum + cost
+  newest = t
+  save()
+  return {1, events - sum, 0, t + period - now}
+end
+
+-- Refused: the oldest entries must leave until cost fits; the last of them
+-- leaves one period after its instant.
+local need, freed, from = sum + cost - events, 0, 1
+local retryAt
+while not retryAt do
+  local r = redis.call('ZRANGE', key, from, from + 15, 'WITHSCORES')
+  if #r == 0 then
+    return malformed('sum beyond its entries')
+  end
+  for i = 1, #r, 2 do
+    local at, c = entry(r, i)
+    if not at then
+      return malformed(r[i])
+    end
+    freed = freed + c
+    if freed >= need then
+      retryAt = at + period
+      break
+    end
+  end
+  from = from + 16
+end
+if dropped then
+  save()
+elseif redis.call('PTTL', key) == -1 then
+  -- Nothing to write, but a key found without a TTL gets one.
+  redis.call('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
+end
+return {0, events - sum, retryAt - now, newest + period - now}
