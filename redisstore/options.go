@@ -27,6 +27,12 @@ type options struct {
 	breaker             bool // false: WithoutBreaker
 	threshold           int
 	openFor, maxOpenFor time.Duration
+
+	// The algorithms' settings, as core's (see policies.go).
+	overdraft  bool
+	maxDelay   time.Duration // LeakyBucket; 0: core.DefaultMaxDelay
+	warmUp     time.Duration // WarmUp; required
+	coldFactor float64       // WarmUp; 0: core.DefaultColdFactor
 }
 
 // Defaults.
@@ -80,8 +86,8 @@ func defaultOptions() options {
 }
 
 // WithAlgorithm selects the algorithm: core.TokenBucket (the default),
-// core.GCRA, core.FixedWindow or core.SlidingWindow, each deciding exactly
-// as the in-memory limiter does.
+// core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket or
+// core.WarmUp, each deciding exactly as the in-memory limiter does.
 func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
 
 // WithPrefix sets the prefix of every key (default DefaultPrefix). It must
@@ -164,5 +170,6 @@ func (o *options) validate(errs *option.Errors) error {
 		errs.Require(o.maxOpenFor >= o.openFor, "%s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call)
 	}
 	errs.Require(o.script == nil || o.script.Now() >= 0, "the script clock reads before the Unix epoch")
+	o.validatePolicy(errs)
 	return errs.Err()
 }

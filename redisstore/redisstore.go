@@ -23,7 +23,7 @@ type Limiter struct {
 	limit   core.Limit
 	alg     core.Algorithm
 	maxCost int
-	suffix  string     // "}:" plus the algorithm and the limit's parameters
+	suffix  string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings
 	prefix  string     // the key prefix plus "{"
 	fixed   []any      // the TTL margin in ms, then the algorithm's parameters
 	clock   core.Clock // the process's clock, for the deny cache
@@ -53,7 +53,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
-	p, maxCost, err := params(o.algorithm, l)
+	p, maxCost, err := params(o.algorithm, l, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		alg:     o.algorithm,
 		maxCost: maxCost,
 		prefix:  o.prefix + "{",
-		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
+		suffix:  fmt.Sprintf("}:%s:%d/%d:%d%s", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst(), o.settingsTag()),
 		fixed:   fixedArgs(o.margin, p),
 		clock:   o.clock,
 		testNow: o.script,
@@ -138,8 +138,14 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 		Allowed:    v[0] == 1,
 		Limit:      l.limit,
 		Remaining:  int(v[1]),
-		RetryAfter: time.Duration(v[2]),
 		ResetAfter: time.Duration(v[3]),
+	}
+	// An admission has no RetryAfter: its slot carries the Delay of a
+	// shaper (LeakyBucket's wait for its turn; 0 for the others).
+	if d.Allowed {
+		d.Delay = time.Duration(v[2])
+	} else {
+		d.RetryAfter = time.Duration(v[2])
 	}
 	if l.deny != nil && cost == 1 && !d.Allowed {
 		// Counted from before the round trip: the entry never outlives the

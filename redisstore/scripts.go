@@ -25,6 +25,8 @@ var scripts = map[core.Algorithm]*redis.Script{
 	core.GCRA:          loadScript("common.lua", "gcra.lua"),
 	core.FixedWindow:   loadScript("common.lua", "windows.lua", "fixedwindow.lua"),
 	core.SlidingWindow: loadScript("common.lua", "windows.lua", "slidingwindow.lua"),
+	core.LeakyBucket:   loadScript("common.lua", "leakybucket.lua"),
+	core.WarmUp:        loadScript("common.lua", "warmup.lua"),
 }
 
 func loadScript(names ...string) *redis.Script {
@@ -44,9 +46,16 @@ func loadScript(names ...string) *redis.Script {
 // within two spans and a second of now.
 const maxSpan = time.Duration(1<<52) - 2*time.Second
 
-// params returns the algorithm's script parameters for l (ARGV[6...]), and
-// the largest cost it can ever admit, or an error saying what to change.
-func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
+// params returns the algorithm's script parameters for l and o's settings
+// (ARGV[6...]), and the largest cost it can ever admit, or an error saying
+// what to change.
+func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error) {
+	switch alg {
+	case core.LeakyBucket:
+		return leakyParams(l, o)
+	case core.WarmUp:
+		return warmUpParams(l, o)
+	}
 	span := l.Period
 	if alg == core.TokenBucket || alg == core.GCRA {
 		// Limit.Validate keeps this product far from overflowing.
@@ -54,6 +63,10 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 	}
 	if span > maxSpan {
 		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; on Redis a limit may span at most %v (%s), since Lua numbers are doubles: shorten the period or lower the burst", l, span, maxSpan, "about 52 days")
+	}
+	if o.overdraft && span > maxSpan/2 {
+		// In debt by up to a burst, a bucket takes up to two spans to fill.
+		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; with WithOverdraft a limit may span at most %v (%s) on Redis, since a bucket in debt takes up to two spans to fill: shorten the period or lower the burst", l, span, maxSpan/2, "about 26 days")
 	}
 	switch alg {
 	case core.TokenBucket:
@@ -63,15 +76,20 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 		// A wait for the whole burst is at most its refill time plus float
 		// rounding; searches may look a little further.
 		fill := burst / rate * float64(time.Second)
+		lend := "0"
+		if o.overdraft {
+			fill *= 2 // from a whole burst in debt
+			lend = "1"
+		}
 		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
-		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10)}, l.EffectiveBurst(), nil
+		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
 		t := int64(l.Interval())
 		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
 	case core.FixedWindow, core.SlidingWindow:
 		return []string{strconv.FormatInt(int64(l.Period), 10), strconv.Itoa(l.Events)}, l.Events, nil
 	}
-	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow or core.SlidingWindow", int(alg))
+	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket or core.WarmUp", int(alg))
 }
 
 // ftoa formats f so that Lua's tonumber reads back the same double.
@@ -86,6 +104,10 @@ func algTag(alg core.Algorithm) string {
 		return "gcra"
 	case core.FixedWindow:
 		return "fw"
+	case core.LeakyBucket:
+		return "lb"
+	case core.WarmUp:
+		return "wu"
 	}
 	return "sw"
 }
