@@ -114,7 +114,9 @@ func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
 func (l *Limiter) Limit() core.Limit { return l.limit }
 
 // Allow decides whether key may spend cost units now and, if so, charges
-// them, in one round trip (none when the deny cache answers). A server that
+// them, in one round trip (none when the deny cache answers). Under
+// core.LeakyBucket an admission carries the Delay the request must wait for
+// its turn. A server that
 // cannot be reached or answers with an error gives a *core.StoreError
 // (errors.Is(err, core.ErrStore)) and no decision: the caller's failure mode
 // decides, never this package. While the circuit breaker is open, that
@@ -156,7 +158,8 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 }
 
 // Refund gives back cost units charged to key, never beyond a whole quota,
-// in one round trip. It fails as Allow does, ErrCircuitOpen included.
+// in one round trip: under core.LeakyBucket, a cancelled wait's turn (the
+// line drains cost intervals sooner, never before now). It fails as Allow does, ErrCircuitOpen included.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if err := l.checkCost(cost); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/pipeline"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -531,4 +532,42 @@ func TestMalformedStates(t *testing.T) {
 			t.Errorf("%s holding %q: refund %v, want a store error", lim.Key("k"), tc.state, err)
 		}
 	}
+}
+
+// TestShapedWaitCancelled: through the adapters' pipeline, a shaped request
+// whose context ends while it waits gives its turn back on Redis, so the
+// next request gets that turn.
+func TestShapedWaitCancelled(t *testing.T) {
+	c := single(t)
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerSecond(10), redisstore.WithAlgorithm(core.LeakyBucket),
+		redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithTimeout(5*time.Second))
+	p := pipeline.New(pipeline.Config[string]{Key: func(k string) (string, error) { return k, nil }})
+	var res pipeline.Result
+	p.Decide(context.Background(), lim, "k", 1, &res)
+	if res.Outcome != core.OutcomeAllowed || res.Decision.Delay != 0 {
+		t.Fatalf("first request: %+v", res)
+	}
+	// The client goes away once its 100 ms turn is given, before it comes.
+	ctx, cancel := context.WithCancel(context.Background())
+	p.Decide(ctx, cancelAfterAllow{lim, cancel}, "k", 1, &res)
+	if !errors.Is(res.Err, core.ErrWaitCanceled) || res.Admitted() {
+		t.Fatalf("cancelled wait: %+v, want ErrWaitCanceled", res)
+	}
+	d, err := lim.Allow(context.Background(), "k", 1)
+	if err != nil || !d.Allowed || d.Delay != 100*time.Millisecond {
+		t.Fatalf("after the cancelled wait: %+v %v, want its 100 ms turn", d, err)
+	}
+}
+
+// cancelAfterAllow is a Limiter whose Allow ends the caller's context once
+// it has its decision.
+type cancelAfterAllow struct {
+	core.Limiter
+	cancel context.CancelFunc
+}
+
+func (l cancelAfterAllow) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	defer l.cancel()
+	return l.Limiter.Allow(ctx, key, cost)
 }
