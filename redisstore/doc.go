@@ -37,8 +37,8 @@
 // memory. Its state holds a float64 (the stored permits) and its waits come
 // from float64 arithmetic truncated to whole nanoseconds; Lua's numbers are
 // the same IEEE doubles, so the script gets the exact parameters core
-// computes (computed in Go with core's formulas and sent in 17 significant
-// digits, which read back as the same doubles), and does every operation in
+// computes (computed in Go with core's formulas and sent as the shortest
+// decimals that read back as the same doubles), and does every operation in
 // the order core does, each rounded on its own. Core keeps the compiler from
 // fusing its one multiply-and-add into a single rounding (which arm64, and
 // amd64 built for v3, would otherwise do); Go's truncations are of values
