@@ -54,8 +54,10 @@ func (w *warmUp) fresh(now int64) state {
 func (w *warmUp) maxCost() int64 { return w.burst }
 
 // permitsToTime is the time the permit stored above the threshold at
-// position p costs.
-func (w *warmUp) permitsToTime(p float64) float64 { return w.stable + p*w.slope }
+// position p costs. The conversion keeps the product rounded on its own:
+// without it the compiler may fuse it with the sum (arm64, amd64 v3),
+// and the Redis script, which rounds each operation, would differ.
+func (w *warmUp) permitsToTime(p float64) float64 { return w.stable + float64(p*w.slope) }
 
 // storedWait is Guava's storedPermitsToWaitTime: what taking n of stored
 // permits costs, the part above the threshold as the trapezoid under the

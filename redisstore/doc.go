@@ -12,15 +12,40 @@
 //
 // # Decisions
 //
-// The algorithms (core.TokenBucket, core.GCRA, core.FixedWindow,
-// core.SlidingWindow with WithSubWindows or without, core.SlidingLog)
-// decide exactly as the in-memory limiter does (the
+// Every algorithm of package core decides exactly as the in-memory limiter
+// does, with the same settings (WithOverdraft, WithMaxDelay and WithWarmUp
+// mirror core's options and are checked at New as core checks them): the
 // decision tables of core/coretest pass on both, and a randomized test
-// compares them step by step): the same requests at the same instants get the
-// same Allowed, Remaining, RetryAfter and ResetAfter, to the nanosecond.
+// compares them step by step, refunds included. The same requests at the
+// same instants get the same Allowed, Remaining, RetryAfter, ResetAfter and
+// Delay, to the nanosecond.
 // Each decision is one Lua script, sent once and then run with EVALSHA (a
 // server that answers NOSCRIPT, after a restart or SCRIPT FLUSH, gets the
 // script again with EVAL; no other error is retried).
+//
+// # Shaping, warm-up and overdraft
+//
+// core.LeakyBucket shapes on Redis as in memory: the key's line is one
+// state on the server, so requests from every instance take turns in one
+// line, one interval apart, each admitted with the Delay of its turn (up to
+// WithMaxDelay, default core.DefaultMaxDelay) and refused beyond it. The
+// adapters wait the Delay out; a request whose context ends while it waits
+// gives its turn back with Refund, which moves the line back by the
+// request's intervals, never before the server's now.
+//
+// core.WarmUp, Guava's SmoothWarmingUp, runs on Redis bit for bit as in
+// memory. Its state holds a float64 (the stored permits) and its waits come
+// from float64 arithmetic truncated to whole nanoseconds; Lua's numbers are
+// the same IEEE doubles, so the script gets the exact parameters core
+// computes (computed in Go with core's formulas and sent as the shortest
+// decimals that read back as the same doubles), and does every operation in
+// the order core does, each rounded on its own. Core keeps the compiler from
+// fusing its one multiply-and-add into a single rounding (which arm64, and
+// amd64 built for v3, would otherwise do); Go's truncations are of values
+// never negative, where they equal Lua's math.floor; integers stay below
+// 2⁵³, where doubles are exact. The token bucket script matches
+// x/time/rate's float arithmetic the same way, and WithOverdraft is a
+// parameter of it.
 //
 // # Batching
 //
@@ -51,25 +76,40 @@
 // nanoseconds apart, and each script computes relative to the current second,
 // where every instant it handles fits in 53 bits. That bounds the limits
 // Redis can hold: Burst × interval (token bucket, GCRA) or Period (windows) at
-// most 2⁵² ns − 2 s, about 52 days; New refuses longer ones.
+// most 2⁵² ns − 2 s, about 52 days; with WithOverdraft, half that, since a
+// bucket in debt by a whole burst takes two spans to fill; for
+// core.LeakyBucket, the longest wait plus Burst × interval; for core.WarmUp,
+// a cold request of the whole burst (Burst × interval × cold factor) plus
+// the warm-up period. New refuses longer ones.
 //
 // # Keys
 //
 // A key's state is one Redis string (a sorted set for core.SlidingLog) at
 //
-//	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>
+//	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>[:<settings>]
 //
-// for example floodgate:{203.0.113.7}:tb:100/60000000000:100. The prefix is
+// for example floodgate:{203.0.113.7}:tb:100/60000000000:100. The algorithm
+// is tb, gcra, fw, sw, lb (leaky bucket) or wu (warm-up); the settings are
+// the leaky bucket's longest wait in ns (lb:...:250000000), the warm-up
+// period in ns and the cold factor (wu:...:10000000000x3), or overdraft for
+// a token bucket that lends, defaults written out. The prefix is
 // DefaultPrefix unless WithPrefix says otherwise. The braces are a hash tag:
 // every key derived from one client key hashes to one Cluster slot, so a
-// script only ever touches one slot (no CROSSSLOT). The algorithm and the
-// limit's parameters are part of the key, so a changed limit starts from a
-// whole quota instead of misreading the old state. Values are text, readable
-// with redis-cli: token bucket "tokens seconds nanoseconds" (tokens in 17
-// significant digits, so that they read back as the same double), GCRA
-// "seconds nanoseconds" of the theoretical arrival time, fixed window
-// "seconds nanoseconds count", sliding window "seconds nanoseconds previous
-// current", sub-windows (algorithm tag sw<n>) "seconds nanoseconds" of the
+// script only ever touches one slot (no CROSSSLOT). The algorithm, the
+// limit's parameters and the algorithm's settings are part of the key, so a
+// changed limit or setting starts from a whole quota instead of misreading
+// the old state. Values are text, readable with redis-cli: token bucket
+// "tokens seconds nanoseconds" (tokens in 17 significant digits, so that
+// they read back as the same double; negative in debt), GCRA "seconds
+// nanoseconds" of the theoretical arrival time, fixed window "seconds
+// nanoseconds count", sliding window "seconds nanoseconds previous
+// current", leaky bucket "seconds nanoseconds" of the instant the line
+// drains, warm-up "permits seconds nanoseconds" (the stored permits in 17
+// significant digits, and the next free instant). A state that does not
+// parse, or a warm-up state whose permits are out of range, is a script
+// error (a store error), never a fresh quota.
+//
+// Sub-windows (algorithm tag sw<n>) are "seconds nanoseconds" of the
 // newest non-empty sub-window then " k:count" for each non-empty one,
 // oldest first, k sub-windows before the newest.
 //
@@ -204,7 +244,10 @@
 // service costs Redis nothing. The cache belongs to one Limiter, so its
 // entries are always for that Limiter's limit; it holds DefaultDenyCacheSize
 // keys (WithDenyCache sets the size, 0 turns it off). Requests of other costs
-// always ask the server. The price: a refund made by another instance does
+// always ask the server. Only refusals are cached, never an admission, so a
+// shaper's Delay always comes from the server; a refusal of every algorithm
+// holds, with no traffic, until its RetryAfter, the leaky bucket's and
+// warm-up's included (their waits end at instants their state fixes). The price: a refund made by another instance does
 // not reach this instance's cache, which keeps refusing the key until the
 // RetryAfter it was given.
 package redisstore

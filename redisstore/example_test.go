@@ -85,3 +85,25 @@ func ExampleWithMaxEntries() {
 	// redisstore: core.SlidingLog: 5000 events per period need up to 5000 log entries per key, more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use core.SlidingWindow (with WithSubWindows for a closer count)
 	// floodgate:{203.0.113.7}:sl:5000/3600000000000:5000 <nil>
 }
+
+// A shaper on Redis: requests for a key take turns 100 ms apart across
+// every instance, each admitted with the Delay of its turn, up to 250 ms.
+// Building it contacts no server; its key carries the longest wait, and
+// settings that do not fit the algorithm are refused, as in core.
+func ExampleWithMaxDelay() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer rdb.Close()
+
+	lim, err := redisstore.New(rdb, core.PerSecond(10),
+		redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(250*time.Millisecond))
+	fmt.Println(lim.Key("203.0.113.7"))
+
+	_, err = redisstore.New(rdb, core.PerSecond(10), redisstore.WithMaxDelay(250*time.Millisecond))
+	fmt.Println(err)
+	_, err = redisstore.New(rdb, core.PerSecond(10), redisstore.WithAlgorithm(core.WarmUp))
+	fmt.Println(err)
+	// Output:
+	// floodgate:{203.0.113.7}:lb:10/1000000000:10:250000000
+	// redisstore: WithMaxDelay applies to LeakyBucket only, not token-bucket
+	// redisstore: WarmUp needs WithWarmUp(period, coldFactor), for example WithWarmUp(10*time.Second, 3)
+}

@@ -33,6 +33,12 @@ type options struct {
 
 	leaseTTL time.Duration                                      // core.Concurrency; 0: DefaultLeaseTTL
 	after    func(d time.Duration, f func()) (stop func() bool) // schedules renewals; tests replace it
+
+	// The algorithms' settings, as core's (see policies.go).
+	overdraft  bool
+	maxDelay   time.Duration // LeakyBucket; 0: core.DefaultMaxDelay
+	warmUp     time.Duration // WarmUp; required
+	coldFactor float64       // WarmUp; 0: core.DefaultColdFactor
 }
 
 // Defaults.
@@ -96,9 +102,9 @@ func defaultOptions() options {
 
 // WithAlgorithm selects the algorithm: core.TokenBucket (the default),
 // core.GCRA, core.FixedWindow, core.SlidingWindow (with WithSubWindows or
-// without), core.SlidingLog or core.Concurrency, each deciding exactly as
-// the in-memory limiter does (core.Concurrency's leases also expire: see
-// WithLeaseTTL).
+// without), core.SlidingLog, core.LeakyBucket, core.WarmUp or
+// core.Concurrency, each deciding exactly as the in-memory limiter does
+// (core.Concurrency's leases also expire: see WithLeaseTTL).
 func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
 
 // WithSubWindows makes core.SlidingWindow count over n sub-windows, as
@@ -208,5 +214,6 @@ func (o *options) validate(errs *option.Errors) error {
 	errs.Require(o.subWindows == 0 || o.algorithm == core.SlidingWindow, "WithSubWindows applies to core.SlidingWindow only, not %v", o.algorithm)
 	errs.Require(o.maxEntries >= 0 && o.maxEntries <= 1<<20, "WithMaxEntries(%d): the cap must be from 1 to %d entries per key (0 for the default, %d)", o.maxEntries, 1<<20, core.DefaultMaxEntries)
 	errs.Require(o.maxEntries == 0 || o.algorithm == core.SlidingLog || o.subWindows != 0, "WithMaxEntries applies to core.SlidingLog and to core.SlidingWindow with WithSubWindows only, not %v", o.algorithm)
+	o.validatePolicy(errs)
 	return errs.Err()
 }

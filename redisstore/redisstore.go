@@ -23,7 +23,7 @@ type Limiter struct {
 	limit   core.Limit
 	alg     core.Algorithm
 	maxCost int
-	suffix  string     // "}:" plus the algorithm and the limit's parameters
+	suffix  string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings
 	prefix  string     // the key prefix plus "{"
 	fixed   []any      // the TTL margin in ms, then the algorithm's parameters
 	clock   core.Clock // the process's clock, for the deny cache
@@ -64,7 +64,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err != nil {
 		return nil, err
 	}
-	return newLimiter(client, l, o, script, maxCost, "}:"+keyTag(tag, l), fixedArgs(o.margin, p))
+	return newLimiter(client, l, o, script, maxCost, "}:"+keyTag(tag, l)+o.settingsTag(), fixedArgs(o.margin, p))
 }
 
 // compile returns the script that decides under o's algorithm and
@@ -72,7 +72,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 // (ARGV[6...]) and the largest cost l can ever admit, or an error saying
 // what to change.
 func compile(o *options, l core.Limit) (*redis.Script, string, []string, int, error) {
-	p, maxCost, err := params(o.algorithm, l)
+	p, maxCost, err := params(o.algorithm, l, o)
 	if err != nil {
 		return nil, "", nil, 0, err
 	}
@@ -165,7 +165,9 @@ func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
 func (l *Limiter) Limit() core.Limit { return l.limit }
 
 // Allow decides whether key may spend cost units now and, if so, charges
-// them, in one round trip (none when the deny cache answers). A server that
+// them, in one round trip (none when the deny cache answers). Under
+// core.LeakyBucket an admission carries the Delay the request must wait for
+// its turn. A server that
 // cannot be reached or answers with an error gives a *core.StoreError
 // (errors.Is(err, core.ErrStore)) and no decision: the caller's failure mode
 // decides, never this package. While the circuit breaker is open, that
@@ -192,8 +194,14 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 		Allowed:    v[0] == 1,
 		Limit:      l.limitAt(v[4]),
 		Remaining:  int(v[1]),
-		RetryAfter: time.Duration(v[2]),
 		ResetAfter: time.Duration(v[3]),
+	}
+	// An admission has no RetryAfter: its slot carries the Delay of a
+	// shaper (LeakyBucket's wait for its turn; 0 for the others).
+	if d.Allowed {
+		d.Delay = time.Duration(v[2])
+	} else {
+		d.RetryAfter = time.Duration(v[2])
 	}
 	if l.deny != nil && cost == 1 && !d.Allowed {
 		// Counted from before the round trip: the entry never outlives the
@@ -226,9 +234,11 @@ func (l *Limiter) keys(rkey string) []string {
 }
 
 // Refund gives back cost units charged to key, never beyond a whole quota,
-// in one round trip. It fails as Allow does, ErrCircuitOpen included.
-// Under core.Concurrency it lowers the units key holds, never below none,
-// and leaves every lease as it is (see the package documentation).
+// in one round trip: under core.LeakyBucket, a cancelled wait's turn (the
+// line drains cost intervals sooner, never before now). It fails as Allow
+// does, ErrCircuitOpen included. Under core.Concurrency it lowers the
+// units key holds, never below none, and leaves every lease as it is (see
+// the package documentation).
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
 	if err := l.checkCost(cost); err != nil {
 		return err

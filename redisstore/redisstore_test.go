@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,25 +15,42 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/pipeline"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 
 // TestExactAdmission: four clients (four processes' worth of connection
 // pools and deny caches) with 64 goroutines each, on one key, on the
-// server's clock, admit exactly the burst.
+// server's clock, admit exactly the burst; a token bucket that lends, one
+// more; a leaky bucket waiting up to 99 intervals, 100 turns; a cold
+// warm-up key, one.
 func TestExactAdmission(t *testing.T) {
 	s := redistest.Start(t)
 	const burst = 100
 	l := core.PerHour(burst) // one token back every 36 s: none during the test
-	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog} {
-		t.Run(alg.String(), func(t *testing.T) {
+	cases := []struct {
+		name string
+		opts []redisstore.Option
+		want int64
+	}{
+		{"token-bucket", nil, burst},
+		{"gcra", []redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}, burst},
+		{"fixed-window", []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, burst},
+		{"sliding-window", []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow)}, burst},
+		{"sliding-log", []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog)}, burst},
+		{"token-bucket-overdraft", []redisstore.Option{redisstore.WithOverdraft()}, burst + 1},
+		{"leaky-bucket", []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(99 * l.Interval())}, 100},
+		{"warm-up", []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Hour, 3)}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			for range 4 {
 				c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 64})
 				defer c.Close()
-				lim := redisstore.MustNew(c, l, redisstore.WithAlgorithm(alg), redisstore.WithTimeout(5*time.Second))
+				lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithTimeout(5*time.Second))...)
 				for range 64 {
 					wg.Add(1)
 					go func() {
@@ -50,8 +69,8 @@ func TestExactAdmission(t *testing.T) {
 				}
 			}
 			wg.Wait()
-			if got := admitted.Load(); got != burst {
-				t.Fatalf("admitted %d of 1024, want exactly %d", got, burst)
+			if got := admitted.Load(); got != tc.want {
+				t.Fatalf("admitted %d of 1024, want exactly %d", got, tc.want)
 			}
 		})
 	}
@@ -77,14 +96,32 @@ func ttls(t *testing.T, c *redis.Client) map[string]time.Duration {
 
 // TestTTL: every key written carries a TTL of its time until whole plus the
 // margin, and a key that lost its TTL gets it back from the next decision,
-// allowed or denied.
+// allowed or denied, and from a refund.
 func TestTTL(t *testing.T) {
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
 	ctx := context.Background()
-	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog} {
-		lim := redisstore.MustNew(c, core.PerMinute(2), redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0))
+	cases := []struct {
+		alg  core.Algorithm
+		opts []redisstore.Option
+		seq  []bool // after the first admission: allowed, with the TTL lost before each
+	}{
+		{core.TokenBucket, nil, []bool{true, false}},
+		{core.GCRA, nil, []bool{true, false}},
+		{core.FixedWindow, nil, []bool{true, false}},
+		{core.SlidingWindow, nil, []bool{true, false}},
+		{core.SlidingLog, nil, []bool{true, false}},
+		// Lending: the third goes into debt.
+		{core.TokenBucket, []redisstore.Option{redisstore.WithOverdraft()}, []bool{true, true, false}},
+		// Turns 30 s apart: the second waits 30 s, the third would wait 60.
+		{core.LeakyBucket, []redisstore.Option{redisstore.WithMaxDelay(45 * time.Second)}, []bool{true, false}},
+		// A cold key's next free instant is 84 s away.
+		{core.WarmUp, []redisstore.Option{redisstore.WithWarmUp(time.Minute, 3)}, []bool{false, false}},
+	}
+	for _, tc := range cases {
+		alg := tc.alg
+		lim := redisstore.MustNew(c, core.PerMinute(2), append(tc.opts, redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0))...)
 		d, err := lim.Allow(ctx, "a", 1)
 		if err != nil || !d.Allowed {
 			t.Fatalf("%v: %+v %v", alg, d, err)
@@ -97,8 +134,8 @@ func TestTTL(t *testing.T) {
 		if ttl <= 0 || ttl > max+time.Millisecond || ttl < d.ResetAfter-time.Second {
 			t.Errorf("%v: TTL %v after a decision resetting in %v, want about %v", alg, ttl, d.ResetAfter, max)
 		}
-		// Lost TTL, repaired by an admission, then by a denial.
-		for i, wantAllowed := range []bool{true, false} {
+		// Lost TTL, repaired by admissions and denials, then by a refund.
+		for i, wantAllowed := range tc.seq {
 			if err := c.Persist(ctx, lim.Key("a")).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -109,6 +146,15 @@ func TestTTL(t *testing.T) {
 			if ttl, _ := c.PTTL(ctx, lim.Key("a")).Result(); ttl <= 0 {
 				t.Errorf("%v step %d (allowed=%v): key left with PTTL %v", alg, i, wantAllowed, ttl)
 			}
+		}
+		if err := c.Persist(ctx, lim.Key("a")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := lim.Refund(ctx, "a", 1); err != nil {
+			t.Fatalf("%v refund: %v", alg, err)
+		}
+		if ttl, _ := c.PTTL(ctx, lim.Key("a")).Result(); ttl <= 0 {
+			t.Errorf("%v after a refund: key left with PTTL %v", alg, ttl)
 		}
 	}
 	for k, ttl := range ttls(t, c) {
@@ -130,6 +176,24 @@ func TestKeyLayout(t *testing.T) {
 	lim = redisstore.MustNew(c, core.PerSecond(10).WithBurst(3), redisstore.WithAlgorithm(core.GCRA))
 	if got, want := lim.Key("u"), "floodgate:{u}:gcra:10/1000000000:3"; got != want {
 		t.Errorf("key %q, want %q", got, want)
+	}
+	// The algorithms' settings, defaults written out: two Limiters share
+	// state only when they decide alike.
+	for _, tc := range []struct {
+		opts []redisstore.Option
+		want string
+	}{
+		{[]redisstore.Option{redisstore.WithOverdraft()}, "floodgate:{u}:tb:10/1000000000:3:overdraft"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket)}, "floodgate:{u}:lb:10/1000000000:3:1000000000"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(time.Second)}, "floodgate:{u}:lb:10/1000000000:3:1000000000"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(250 * time.Millisecond)}, "floodgate:{u}:lb:10/1000000000:3:250000000"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 0)}, "floodgate:{u}:wu:10/1000000000:3:1000000000x3"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 2.5)}, "floodgate:{u}:wu:10/1000000000:3:1000000000x2.5"},
+	} {
+		lim := redisstore.MustNew(c, core.PerSecond(10).WithBurst(3), tc.opts...)
+		if got := lim.Key("u"); got != tc.want {
+			t.Errorf("key %q, want %q", got, tc.want)
+		}
 	}
 }
 
@@ -353,6 +417,20 @@ func TestConstruction(t *testing.T) {
 		{"nil option", c, core.PerMinute(1), []redisstore.Option{nil}, "nil Option"},
 		{"nil clock", c, core.PerMinute(1), []redisstore.Option{redisstore.WithClock(nil)}, "nil clock"},
 		{"unknown algorithm", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.Algorithm(9))}, "unknown algorithm"},
+		// The algorithms' settings, checked as core checks them.
+		{"overdraft on GCRA", c, core.PerMinute(1), []redisstore.Option{redisstore.WithOverdraft(), redisstore.WithAlgorithm(core.GCRA)}, "WithOverdraft applies to the token bucket only, not gcra"},
+		{"max delay on a token bucket", c, core.PerMinute(1), []redisstore.Option{redisstore.WithMaxDelay(time.Second)}, "WithMaxDelay applies to LeakyBucket only"},
+		{"negative max delay", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(-1)}, "WithMaxDelay(-1ns): the longest wait must be > 0"},
+		{"warm-up on a token bucket", c, core.PerMinute(1), []redisstore.Option{redisstore.WithWarmUp(time.Second, 3)}, "WithWarmUp applies to WarmUp only"},
+		{"warm-up without a period", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp)}, "WarmUp needs WithWarmUp"},
+		{"small cold factor", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 0.5)}, "cold factor must be from 1"},
+		{"NaN cold factor", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, math.NaN())}, "cold factor must be from 1"},
+		{"negative warm-up", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(-time.Second, 3)}, "warm-up period must be > 0"},
+		// Spans: 60 days of waiting; 10 cold days of 10 permits; 30 days
+		// of burst in debt.
+		{"long wait", c, core.PerSecond(1), []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(60 * 24 * time.Hour)}, "shorten the wait"},
+		{"long cold start", c, core.PerDay(1).WithBurst(10), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Hour, 10)}, "lower the burst, the cold factor or the warm-up period"},
+		{"long debt", c, core.PerDay(1).WithBurst(30), []redisstore.Option{redisstore.WithOverdraft()}, "with WithOverdraft a limit may span at most"},
 	}
 	for _, tc := range cases {
 		_, err := redisstore.New(tc.client, tc.l, tc.opts...)
@@ -360,9 +438,19 @@ func TestConstruction(t *testing.T) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
 		}
 	}
-	// 50 days is within the bound.
+	// 50 days is within the bound; so are 30 days of burst without an
+	// overdraft, a 50-day wait, and 40 days of cold start and warm-up.
 	if _, err := redisstore.New(c, core.Limit{Events: 1, Period: 50 * 24 * time.Hour}, redisstore.WithAlgorithm(core.SlidingWindow)); err != nil {
 		t.Errorf("50-day window: %v", err)
+	}
+	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(30)); err != nil {
+		t.Errorf("30-day token bucket: %v", err)
+	}
+	if _, err := redisstore.New(c, core.PerSecond(1), redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(50*24*time.Hour)); err != nil {
+		t.Errorf("50-day wait: %v", err)
+	}
+	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(10), redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(10*24*time.Hour, 3)); err != nil {
+		t.Errorf("30 cold days and a 10-day warm-up: %v", err)
 	}
 }
 
@@ -410,4 +498,78 @@ func TestSentinel(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // real failover; bounded by the deadline
 	}
+}
+
+// TestMalformedStates: a stored state the script cannot read is a store
+// error, for every algorithm, never a fresh quota; so is a warm-up state
+// whose stored permits are out of range.
+func TestMalformedStates(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	l := core.PerSecond(10).WithBurst(3)
+	cases := []struct {
+		opts  []redisstore.Option
+		state string
+	}{
+		{nil, "not a state"},
+		{[]redisstore.Option{redisstore.WithOverdraft()}, "nan 1700000000 0"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}, "1700000000"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, "x"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow)}, "x"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket)}, "1700000000 x"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "2 1700000000"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "nan 1700000000 0"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "-1 1700000000 0"},
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "10.5 1700000000 0"}, // full is 10
+	}
+	for i, tc := range cases {
+		lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithoutBreaker())...)
+		if err := c.Set(ctx, lim.Key("k"), tc.state, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := lim.Allow(ctx, "k", 1); !errors.Is(err, core.ErrStore) || d.Allowed {
+			t.Errorf("%s holding %q: %+v %v, want a store error", lim.Key("k"), tc.state, d, err)
+		}
+		if err := lim.Refund(ctx, "k", 1); !errors.Is(err, core.ErrStore) {
+			t.Errorf("%s holding %q: refund %v, want a store error", lim.Key("k"), tc.state, err)
+		}
+	}
+}
+
+// TestShapedWaitCancelled: through the adapters' pipeline, a shaped request
+// whose context ends while it waits gives its turn back on Redis, so the
+// next request gets that turn.
+func TestShapedWaitCancelled(t *testing.T) {
+	c := single(t)
+	clk := coretest.NewClock(coretest.T0)
+	lim := redisstore.MustNew(c, core.PerSecond(10), redisstore.WithAlgorithm(core.LeakyBucket),
+		redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithTimeout(5*time.Second))
+	p := pipeline.New(pipeline.Config[string]{Key: func(k string) (string, error) { return k, nil }})
+	var res pipeline.Result
+	p.Decide(context.Background(), lim, "k", 1, &res)
+	if res.Outcome != core.OutcomeAllowed || res.Decision.Delay != 0 {
+		t.Fatalf("first request: %+v", res)
+	}
+	// The client goes away once its 100 ms turn is given, before it comes.
+	ctx, cancel := context.WithCancel(context.Background())
+	p.Decide(ctx, cancelAfterAllow{lim, cancel}, "k", 1, &res)
+	if !errors.Is(res.Err, core.ErrWaitCanceled) || res.Admitted() {
+		t.Fatalf("cancelled wait: %+v, want ErrWaitCanceled", res)
+	}
+	d, err := lim.Allow(context.Background(), "k", 1)
+	if err != nil || !d.Allowed || d.Delay != 100*time.Millisecond {
+		t.Fatalf("after the cancelled wait: %+v %v, want its 100 ms turn", d, err)
+	}
+}
+
+// cancelAfterAllow is a Limiter whose Allow ends the caller's context once
+// it has its decision.
+type cancelAfterAllow struct {
+	core.Limiter
+	cancel context.CancelFunc
+}
+
+func (l cancelAfterAllow) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	defer l.cancel()
+	return l.Limiter.Allow(ctx, key, cost)
 }

@@ -26,6 +26,8 @@ var sources = map[core.Algorithm][]string{
 	core.FixedWindow:   {"common.lua", "windows.lua", "fixedwindow.lua"},
 	core.SlidingWindow: {"common.lua", "windows.lua", "slidingwindow.lua"},
 	core.SlidingLog:    {"common.lua", "slidinglog.lua"},
+	core.LeakyBucket:   {"common.lua", "leakybucket.lua"},
+	core.WarmUp:        {"common.lua", "warmup.lua"},
 	core.Concurrency:   {"concurrency.lua"},
 }
 
@@ -58,9 +60,16 @@ func source(names ...string) string {
 // within two spans and a second of now.
 const maxSpan = time.Duration(1<<52) - 2*time.Second
 
-// params returns the algorithm's script parameters for l (ARGV[6...]), and
-// the largest cost it can ever admit, or an error saying what to change.
-func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
+// params returns the algorithm's script parameters for l and o's settings
+// (ARGV[6...]), and the largest cost it can ever admit, or an error saying
+// what to change.
+func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error) {
+	switch alg {
+	case core.LeakyBucket:
+		return leakyParams(l, o)
+	case core.WarmUp:
+		return warmUpParams(l, o)
+	}
 	span := l.Period
 	if alg == core.TokenBucket || alg == core.GCRA {
 		// Limit.Validate keeps this product far from overflowing.
@@ -68,6 +77,10 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 	}
 	if span > maxSpan {
 		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; on Redis a limit may span at most %v (%s), since Lua numbers are doubles: shorten the period or lower the burst", l, span, maxSpan, "about 52 days")
+	}
+	if o.overdraft && span > maxSpan/2 {
+		// In debt by up to a burst, a bucket takes up to two spans to fill.
+		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; with WithOverdraft a limit may span at most %v (%s) on Redis, since a bucket in debt takes up to two spans to fill: shorten the period or lower the burst", l, span, maxSpan/2, "about 26 days")
 	}
 	switch alg {
 	case core.TokenBucket:
@@ -77,8 +90,13 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 		// A wait for the whole burst is at most its refill time plus float
 		// rounding; searches may look a little further.
 		fill := burst / rate * float64(time.Second)
+		lend := "0"
+		if o.overdraft {
+			fill *= 2 // from a whole burst in debt
+			lend = "1"
+		}
 		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
-		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10)}, l.EffectiveBurst(), nil
+		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
 		t := int64(l.Interval())
 		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
@@ -88,7 +106,7 @@ func params(alg core.Algorithm, l core.Limit) ([]string, int, error) {
 		// The lease TTL follows, added by New.
 		return []string{strconv.Itoa(l.Events), strconv.FormatInt(int64(l.Period), 10)}, l.Events, nil
 	}
-	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog or core.Concurrency", int(alg))
+	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog, core.LeakyBucket, core.WarmUp or core.Concurrency", int(alg))
 }
 
 // logParams checks the log's settings against l as core.New does
@@ -133,6 +151,10 @@ func algTag(alg core.Algorithm) string {
 		return "cc"
 	case core.SlidingLog:
 		return "sl"
+	case core.LeakyBucket:
+		return "lb"
+	case core.WarmUp:
+		return "wu"
 	}
 	return "sw"
 }

@@ -111,7 +111,7 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		}
 		limits = append(limits, l)
 		algs = append(algs, lo.algorithm)
-		ends = append(ends, ":"+keyTag(tag, l))
+		ends = append(ends, ":"+keyTag(tag, l)+lo.settingsTag())
 		fixed = append(fixed, strconv.Itoa(len(p)))
 		for _, v := range p {
 			fixed = append(fixed, v)

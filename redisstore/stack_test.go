@@ -66,7 +66,7 @@ func TestStackTables(t *testing.T) {
 // same decisions, refunds included.
 func TestStackMatchesMemory(t *testing.T) {
 	c := single(t)
-	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow}
+	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket}
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, a := range algs {
 		for _, b := range algs {

@@ -24,17 +24,37 @@ func single(t *testing.T) redis.UniversalClient {
 	return c
 }
 
-// factory makes Redis limiters deciding at the fake clock's time.
+// tableOptions returns the Redis options for tab's algorithm and settings,
+// as tab.CoreOptions does for the in-memory limiter.
+func tableOptions(tab coretest.Table) []redisstore.Option {
+	opts := []redisstore.Option{redisstore.WithAlgorithm(tab.Algorithm)}
+	if tab.Overdraft {
+		opts = append(opts, redisstore.WithOverdraft())
+	}
+	if tab.MaxDelay != 0 {
+		opts = append(opts, redisstore.WithMaxDelay(tab.MaxDelay))
+	}
+	if tab.WarmUp != 0 || tab.ColdFactor != 0 {
+		opts = append(opts, redisstore.WithWarmUp(tab.WarmUp, tab.ColdFactor))
+	}
+	if tab.SubWindows != 0 {
+		opts = append(opts, redisstore.WithSubWindows(tab.SubWindows))
+	}
+	if tab.MaxEntries != 0 {
+		opts = append(opts, redisstore.WithMaxEntries(tab.MaxEntries))
+	}
+	return opts
+}
+
+// factory makes Redis limiters deciding at the fake clock's time. Their
+// timeout is long: a first call on a busy machine under -race (a Cluster's
+// slots fetched, the script loaded) can outlast the default, and the
+// timeout changes no decision.
 func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factory {
 	return func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
-		o := append([]redisstore.Option{redisstore.WithAlgorithm(tab.Algorithm), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
-			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))}, opts...)
-		if tab.SubWindows != 0 {
-			o = append(o, redisstore.WithSubWindows(tab.SubWindows))
-		}
-		if tab.MaxEntries != 0 {
-			o = append(o, redisstore.WithMaxEntries(tab.MaxEntries))
-		}
+		o := append(tableOptions(tab), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5*time.Second))
+		o = append(o, opts...)
 		lim, err := redisstore.New(c, tab.Limit, o...)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +92,9 @@ func TestDecisionTables(t *testing.T) {
 // TestMatchesMemory plays random traffic (several keys, random costs and
 // refunds, steps of random nanoseconds, microseconds or whole periods) on
 // the in-memory limiter and on Redis at the same fake instants, and requires
-// the same decision from both every time.
+// the same decision from both every time: every algorithm, and each
+// algorithm's settings (overdraft, longest waits, warm-up periods and cold
+// factors, whole and not).
 func TestMatchesMemory(t *testing.T) {
 	c := single(t)
 	limits := []core.Limit{
@@ -83,35 +105,70 @@ func TestMatchesMemory(t *testing.T) {
 		{Events: 1_000_000, Period: 24 * time.Hour},
 		{Events: 5, Period: 40 * 24 * time.Hour, Burst: 5},
 	}
-	// Each algorithm, and SlidingWindow with 4 and 10 sub-windows; the
-	// logs may hold up to 2²⁰ entries.
-	type variant struct {
-		alg core.Algorithm
-		sub int
+	// A policy is an algorithm and its settings for a limit; long says
+	// whether it also runs on the 40-day limit, which is too long for
+	// Redis with an overdraft, a warm-up, or a leaky bucket's 140-day
+	// longest wait (New refuses them, tested in TestConstruction).
+	type policy struct {
+		name string
+		tab  func(l core.Limit) coretest.Table
+		long bool
 	}
-	variants := []variant{{core.TokenBucket, 0}, {core.GCRA, 0}, {core.FixedWindow, 0}, {core.SlidingWindow, 0},
-		{core.SlidingLog, 0}, {core.SlidingWindow, 4}, {core.SlidingWindow, 10}}
+	plain := func(alg core.Algorithm) policy {
+		return policy{alg.String(), func(l core.Limit) coretest.Table { return coretest.Table{Algorithm: alg, Limit: l} }, true}
+	}
+	policies := []policy{
+		plain(core.TokenBucket), plain(core.GCRA), plain(core.FixedWindow), plain(core.SlidingWindow), plain(core.LeakyBucket),
+		// The logs may hold up to 2²⁰ entries.
+		{"sliding-log", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.SlidingLog, Limit: l, MaxEntries: 1 << 20}
+		}, true},
+		{"sub-windows-4", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.SlidingWindow, Limit: l, SubWindows: 4, MaxEntries: 1 << 20}
+		}, true},
+		{"sub-windows-10", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.SlidingWindow, Limit: l, SubWindows: 10, MaxEntries: 1 << 20}
+		}, true},
+		{"token-bucket-overdraft", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.TokenBucket, Limit: l, Overdraft: true}
+		}, false},
+		{"leaky-bucket-3.5-intervals", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.LeakyBucket, Limit: l, MaxDelay: 3*l.Interval() + l.Interval()/2}
+		}, false},
+		{"warm-up-period-x3", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.WarmUp, Limit: l, WarmUp: l.Period, ColdFactor: 3}
+		}, false},
+		{"warm-up-odd", func(l core.Limit) coretest.Table {
+			return coretest.Table{Algorithm: core.WarmUp, Limit: l, WarmUp: 5*l.Interval()/2 + 7, ColdFactor: 1.7}
+		}, false},
+	}
 	r := rand.New(rand.NewPCG(8, 9))
-	for _, v := range variants {
-		alg := v.alg
+	for _, p := range policies {
 		for _, l := range limits {
-			t.Run(fmt.Sprintf("%v/sub=%d/%v", alg, v.sub, l), func(t *testing.T) {
+			if !p.long && l.Period > 30*24*time.Hour {
+				continue
+			}
+			tab := p.tab(l)
+			t.Run(fmt.Sprintf("%s/%v", p.name, l), func(t *testing.T) {
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
-				tab := coretest.Table{Algorithm: alg, Limit: l, SubWindows: v.sub}
-				if alg == core.SlidingLog || v.sub != 0 {
-					tab.MaxEntries = 1 << 20
-				}
 				mem, err := core.New(l, append(tab.CoreOptions(), core.WithClock(clk))...)
 				if err != nil {
 					t.Fatal(err)
 				}
 				red := factory(c)(t, tab, clk)
 				maxCost := l.EffectiveBurst()
-				if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
+				if tab.Algorithm == core.FixedWindow || tab.Algorithm == core.SlidingWindow || tab.Algorithm == core.SlidingLog {
 					maxCost = l.Events
 				}
 				ctx := context.Background()
-				for i := 0; i < 400; i++ {
+				var allowed, denied, delayed, refunds int
+				// The float algorithms get longer runs: exact agreement
+				// depends on every rounding.
+				steps := 400
+				if tab.Algorithm == core.WarmUp || tab.Overdraft {
+					steps = 2000
+				}
+				for i := 0; i < steps; i++ {
 					switch r.IntN(4) {
 					case 0:
 						clk.Advance(time.Duration(r.Int64N(1000)))
@@ -132,6 +189,7 @@ func TestMatchesMemory(t *testing.T) {
 						if err := red.Refund(ctx, key, cost); err != nil {
 							t.Fatal(err)
 						}
+						refunds++
 						continue
 					}
 					want, err := mem.Allow(ctx, key, cost)
@@ -145,6 +203,25 @@ func TestMatchesMemory(t *testing.T) {
 					if got != want {
 						t.Fatalf("step %d, %s cost %d at %v:\nredis  %+v\nmemory %+v", i, key, cost, clk.Time().Sub(coretest.T0), got, want)
 					}
+					switch {
+					case !got.Allowed:
+						denied++
+					case got.Delay > 0:
+						delayed++
+					default:
+						allowed++
+					}
+				}
+				// The traffic must reach both sides of every decision, and
+				// the shaper's waits when one interval fits in its longest
+				// wait (the 40-day limit's 8-day interval does not).
+				longest := tab.MaxDelay
+				if longest == 0 {
+					longest = core.DefaultMaxDelay
+				}
+				shapes := tab.Algorithm == core.LeakyBucket && longest >= l.Interval()
+				if allowed+delayed == 0 || denied == 0 || refunds == 0 || shapes != (delayed > 0) {
+					t.Errorf("%d admitted at once, %d shaped, %d refused, %d refunds: the traffic misses a kind of decision", allowed, delayed, denied, refunds)
 				}
 			})
 		}

@@ -6,9 +6,11 @@
 -- the same order as in Go, so the results are bit for bit the same.
 -- ARGV[6]: events per second; ARGV[7]: the burst; ARGV[8]: the tokens
 -- refilled in 2 ns; ARGV[9]: how far past the last update a search for a
--- wait may reach, in ns.
+-- wait may reach, in ns; ARGV[10]: '1' to lend (WithOverdraft: admit any
+-- cost while not in debt, and count one request more into debt), '0' not.
 local rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local state = redis.call('GET', key)
+local lend = ARGV[10] == '1'
 
 -- level is the token count at t of a bucket holding tk at lst
 -- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).
@@ -122,31 +124,41 @@ if op == 'r' then
   result = {1, 0, 0, reset}
 else
   have = level(tokens, last, now)
-  if not fits(have, cost) then
+  -- What must be there for the request to go: its cost, or, lending,
+  -- nothing (not in debt); a refusal waits for that alone.
+  local need = cost
+  if lend then
+    need = 0
+  end
+  local ok = fits(have, need)
+  local tk = have -- what remaining counts from
+  if ok then
+    tk = have - cost
+  end
+  -- Remaining: the whole tokens, plus one when the fraction left is close
+  -- enough for the test to admit it; lending, one more while not in debt.
+  local left = 0
+  if tk > 0 then
+    left = math.floor(tk)
+  end
+  if lend then
+    while fits(tk - left, 0) do
+      left = left + 1
+    end
+  elseif left < burst and fits(tk, left + 1) then
+    left = left + 1
+  end
+  if not ok then
     reset = wait(tokens, last, burst)
     -- Refused: nothing to write, but a key found without a TTL gets one.
     if reset > 0 and redis.call('PTTL', key) == -1 then
       redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
     end
-    local left = 0
-    if have > 0 then
-      left = math.floor(have)
-    end
-    if left < burst and fits(have, left + 1) then
-      left = left + 1
-    end
-    return {0, left, wait(tokens, last, cost), reset}
+    return {0, left, wait(tokens, last, need), reset}
   end
-  tokens = have - cost
+  tokens = tk
   last = math.max(last, now)
   reset = wait(tokens, last, burst)
-  local left = 0
-  if tokens > 0 then
-    left = math.floor(tokens)
-  end
-  if left < burst and fits(tokens, left + 1) then
-    left = left + 1
-  end
   result = {1, left, 0, reset}
 end
 redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)

@@ -1,0 +1,92 @@
+-- Warm-up, as core's warmUp (Guava's SmoothWarmingUp in nanoseconds): the
+-- state is the stored permits, a double, and the key's next free instant,
+-- stored as 'permits seconds nanoseconds' with the permits printed in 17
+-- significant digits, so that they read back as the same double. Lua's
+-- numbers are the same IEEE doubles as Go's float64; every operation below
+-- is done in the same order as in Go, each rounded on its own (core keeps
+-- the compiler from fusing a multiply and an add), and Go's truncations to
+-- whole nanoseconds are floors of values never negative, so the results
+-- are bit for bit the same.
+-- ARGV[6]: the stable interval (ns per permit); ARGV[7]: the threshold;
+-- ARGV[8]: the most permits stored; ARGV[9]: the slope (ns per permit, per
+-- permit above the threshold); ARGV[10]: the cool-down interval (ns per
+-- permit stored while idle). All are computed in Go as core computes them.
+local stable, threshold, full = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local slope, cool = tonumber(ARGV[9]), tonumber(ARGV[10])
+
+-- whole is core's idleAt: the first instant from which a key holding p
+-- permits, next free at t, has cooled back to a full store.
+local function whole(p, t)
+  if p >= full then
+    return t
+  end
+  local d = math.ceil((full - p) * cool)
+  while p + d / cool < full do
+    d = d + 1
+  end
+  return t + d
+end
+
+local state = redis.call('GET', key)
+local stored, nextFree = full, now
+if state then
+  local p, s, n = string.match(state, '^(%S+) (%-?%d+) (%d+)$')
+  p = tonumber(p)
+  -- Stored permits are never negative nor above full, and never NaN.
+  if not p or not (p >= 0 and p <= full) then
+    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  end
+  s = tonumber(s)
+  -- A next free instant more than STALE seconds ago is a key idle for
+  -- longer than any warm-up period Redis accepts (at most a span): cooled
+  -- to a full store, as a key never seen.
+  if s >= R - STALE and s <= R + STALE then
+    stored, nextFree = p, (s - R) * 1e9 + tonumber(n)
+  end
+end
+
+if op == 'r' then
+  -- The next free instant moves back by cost permits at the stable rate,
+  -- never before now; the stored permits stay.
+  if not state or nextFree <= now then
+    return {0, 0, 0, 0}
+  end
+  nextFree = math.max(now, nextFree - math.floor(cost * stable))
+  local reset = whole(stored, nextFree) - now
+  redis.call('SET', key, string.format('%.17g ', stored) .. stamp(nextFree), 'PX', math.ceil(reset / 1e6) + margin)
+  return {1, 0, 0, reset}
+end
+
+if nextFree > now then
+  local reset = whole(stored, nextFree) - now
+  -- Refused: nothing to write, but a key found without a TTL gets one.
+  if redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+  end
+  return {0, 0, nextFree - now, reset}
+end
+if now > nextFree then
+  stored = math.min(full, stored + (now - nextFree) / cool)
+  nextFree = now
+end
+local spend = math.min(cost, stored)
+-- Guava's storedPermitsToWaitTime for spend of the stored permits: the
+-- part above the threshold as the trapezoid under the slope, the rest at
+-- the stable rate; then the permits not stored, at the stable rate.
+local d, n = 0, spend
+local above = stored - threshold
+if above > 0 then
+  local take = math.min(above, n)
+  local length = (stable + above * slope) + (stable + (above - take) * slope)
+  d = math.floor(take * length / 2)
+  n = n - take
+end
+nextFree = nextFree + ((d + math.floor(stable * n)) + math.floor((cost - spend) * stable))
+stored = stored - spend
+local reset = whole(stored, nextFree) - now
+local left = 0
+if nextFree <= now then
+  left = 1
+end
+redis.call('SET', key, string.format('%.17g ', stored) .. stamp(nextFree), 'PX', math.ceil(reset / 1e6) + margin)
+return {1, left, 0, reset}

@@ -1,0 +1,116 @@
+package redisstore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
+)
+
+// WithOverdraft lets the token bucket lend, as core.WithOverdraft does: a
+// request larger than what is left is admitted as long as the bucket is not
+// already in debt, and the requests after it wait until the debt is paid
+// back. It applies to core.TokenBucket only; a limit may then span half as
+// long as without it (see the package documentation).
+func WithOverdraft() Option { return func(o *options) { o.overdraft = true } }
+
+// WithMaxDelay sets the longest wait a core.LeakyBucket admits a request
+// with (default core.DefaultMaxDelay; 0 also means the default), as
+// core.WithMaxDelay does. It applies to core.LeakyBucket only and must not
+// be negative; the wait plus Burst × interval must be within the span a
+// limit may have on Redis.
+func WithMaxDelay(d time.Duration) Option { return func(o *options) { o.maxDelay = d } }
+
+// WithWarmUp sets the core.WarmUp algorithm's warm-up period and cold factor
+// (at least 1; 0 means core.DefaultColdFactor), as core.WithWarmUp does.
+// WarmUp requires it. The period plus the wait of a cold request of the
+// whole burst must be within the span a limit may have on Redis.
+func WithWarmUp(period time.Duration, coldFactor float64) Option {
+	return func(o *options) { o.warmUp, o.coldFactor = period, coldFactor }
+}
+
+// validatePolicy checks the algorithm's settings as core.New does, with
+// the same messages: values out of range, and settings that do not fit the
+// algorithm.
+func (o *options) validatePolicy(errs *option.Errors) {
+	errs.Require(o.maxDelay >= 0, "WithMaxDelay(%v): the longest wait must be > 0", o.maxDelay)
+	errs.Require(o.warmUp >= 0 && o.warmUp <= maxSpan, "WithWarmUp(%v, %v): the warm-up period must be > 0 and <= %v", o.warmUp, o.coldFactor, maxSpan)
+	errs.Require(o.coldFactor == 0 || (o.coldFactor >= 1 && o.coldFactor <= 1<<20), // NaN fails both
+		"WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, core.DefaultColdFactor)
+	errs.Require(!o.overdraft || o.algorithm == core.TokenBucket, "WithOverdraft applies to the token bucket only, not %v", o.algorithm)
+	errs.Require(o.maxDelay == 0 || o.algorithm == core.LeakyBucket, "WithMaxDelay applies to LeakyBucket only, not %v", o.algorithm)
+	errs.Require(o.warmUp == 0 || o.algorithm == core.WarmUp, "WithWarmUp applies to WarmUp only, not %v", o.algorithm)
+	errs.Require(o.warmUp != 0 || o.algorithm != core.WarmUp, "WarmUp needs WithWarmUp(period, coldFactor), for example WithWarmUp(10*time.Second, 3)")
+}
+
+// settingsTag is what the algorithm's settings add to keys, so that two
+// Limiters with different settings never read each other's state: the
+// longest wait of a leaky bucket, the warm-up period and cold factor, or
+// that a token bucket lends. Defaults are written out, so a default and
+// the same value set explicitly share state.
+func (o *options) settingsTag() string {
+	switch {
+	case o.algorithm == core.LeakyBucket:
+		return ":" + strconv.FormatInt(int64(o.leakyMaxDelay()), 10)
+	case o.algorithm == core.WarmUp:
+		return ":" + strconv.FormatInt(int64(o.warmUp), 10) + "x" + ftoa(o.warmColdFactor())
+	case o.overdraft:
+		return ":overdraft"
+	}
+	return ""
+}
+
+func (o *options) leakyMaxDelay() time.Duration {
+	if o.maxDelay == 0 {
+		return core.DefaultMaxDelay
+	}
+	return o.maxDelay
+}
+
+func (o *options) warmColdFactor() float64 {
+	if o.coldFactor == 0 {
+		return core.DefaultColdFactor
+	}
+	return o.coldFactor
+}
+
+// leakyParams returns the leaky bucket's script parameters: the interval
+// and the longest wait, in ns. The line drains at most the longest wait
+// plus Burst × interval after now, which must fit in a Redis span.
+func leakyParams(l core.Limit, o *options) ([]string, int, error) {
+	d := o.leakyMaxDelay()
+	// Limit.Validate keeps the product far from overflowing, and d is
+	// checked alone first so that the sum cannot overflow either.
+	hold := l.Interval() * time.Duration(l.EffectiveBurst())
+	if d > maxSpan || hold+d > maxSpan {
+		return nil, 0, fmt.Errorf("redisstore: LeakyBucket with limit %s and WithMaxDelay(%v): the longest wait plus Burst × interval (%v) is %v; on Redis it may be at most %v (%s), since Lua numbers are doubles: shorten the wait, the period or the burst",
+			l, d, hold, hold+min(d, maxSpan), maxSpan, "about 52 days")
+	}
+	return []string{strconv.FormatInt(int64(l.Interval()), 10), strconv.FormatInt(int64(d), 10)}, l.EffectiveBurst(), nil
+}
+
+// warmUpParams returns the warm-up script's parameters, computed as core's
+// newWarmUp computes its fields, operation for operation, so that the
+// script gets the very doubles the in-memory limiter uses: the stable
+// interval, the threshold, the most permits stored, the slope and the
+// cool-down interval. A key's next free instant is at most a cold request
+// of the whole burst after now, and it cools back to whole within the
+// warm-up period after that: both must fit in a Redis span.
+func warmUpParams(l core.Limit, o *options) ([]string, int, error) {
+	burst := l.EffectiveBurst()
+	coldFactor := o.warmColdFactor()
+	stable := float64(l.Period) / float64(l.Events)
+	cold := stable * coldFactor
+	warm := float64(o.warmUp)
+	threshold := 0.5 * warm / stable
+	maxPermits := threshold + 2*warm/(stable+cold)
+	slope := (cold - stable) / (maxPermits - threshold)
+	coolDown := warm / maxPermits
+	if cold*float64(burst)+warm > float64(maxSpan) {
+		return nil, 0, fmt.Errorf("redisstore: WarmUp with limit %s and WithWarmUp(%v, %v): a cold request of the whole burst waits %v, and the key cools back within %v after it; on Redis the two may add up to at most %v (%s), since Lua numbers are doubles: lower the burst, the cold factor or the warm-up period",
+			l, o.warmUp, coldFactor, time.Duration(min(cold*float64(burst), float64(1<<62))), o.warmUp, maxSpan, "about 52 days")
+	}
+	return []string{ftoa(stable), ftoa(threshold), ftoa(maxPermits), ftoa(slope), ftoa(coolDown)}, burst, nil
+}
