@@ -28,8 +28,8 @@ type inflight struct {
 
 	mu       sync.Mutex
 	n        int
-	refunds  int   // Refund calls: an admission with a lease is undone by releasing it
-	canceled int   // releases under a cancelled context
+	refunds  int // Refund calls: an admission with a lease is undone by releasing it
+	canceled int // releases under a cancelled context
 	released chan struct{}
 }
 
