@@ -65,9 +65,10 @@ var storeErr = &core.StoreError{Op: "allow", Err: errors.New("redis: connection 
 var leaks = []string{"redis", "refused", "keyfunc", "no key", "not a number", "invalid cost", "core:"}
 
 type request struct {
-	route string // "/", "/login" or "/health"
-	key   string // the API key; "" sends none
-	cost  string // the cost; "" sends none
+	route  string // "/", "/login" or "/health"
+	key    string // the API key; "" sends none
+	cost   string // the cost; "" sends none
+	behave string // what the handler does: "" answers, see behaving
 }
 
 // response is an answer normalized across transports.
@@ -77,6 +78,7 @@ type response struct {
 	delay  time.Duration     // gRPC RetryInfo's delay (0 without one); not compared for HTTP
 	text   string            // everything else the client sees, checked for leaks only
 	events []string          // what the observer heard: outcome, "+admitted", "+overflow"
+	probe  string            // what a "probe" handler reported
 }
 
 type step struct {
@@ -231,6 +233,12 @@ type app struct {
 	global, login core.Limiter
 	mode          httpmw.FailureMode
 	obs           core.Observer
+	// The features of the scenarios in features_test.go; zero elsewhere.
+	layered  bool                          // global on every route (but /health) outside login, refunded when login refuses
+	hold     time.Duration                 // WithDenialHold(hold, 1) on every limiter
+	pick     func(key string) core.Limiter // WithLimiterFunc by API key
+	started  chan struct{}                 // a "wait" handler sends on it once running
+	inflight *inflight                     // what a "probe" handler reports
 }
 
 type client interface {
@@ -374,6 +382,9 @@ func (o *observed) Observe(_ context.Context, e core.Event) {
 	if e.Decision.Overflow {
 		s += "+overflow"
 	}
+	if e.Held > 0 {
+		s += "+held=" + e.Held.String()
+	}
 	if (e.Err != nil) != (e.Outcome != core.OutcomeAllowed && e.Outcome != core.OutcomeDenied && e.Outcome != core.OutcomeShaped) {
 		s += "+err-mismatch"
 	}
@@ -438,52 +449,103 @@ func parseCost(v string) (int, error) {
 var apiKey = keyfunc.Header("X-Api-Key")
 
 func httpOpts(a app) []httpmw.Option {
-	return []httpmw.Option{
+	opts := []httpmw.Option{
 		httpmw.WithCost(func(r *http.Request) (int, error) { return parseCost(r.Header.Get("X-Cost")) }),
 		httpmw.WithFailureMode(a.mode),
 		httpmw.WithObserver(a.obs),
 	}
+	if a.hold > 0 {
+		opts = append(opts, httpmw.WithDenialHold(a.hold, 1))
+	}
+	if pick := a.pick; pick != nil {
+		opts = append(opts, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter { return pick(r.Header.Get("X-Api-Key")) }))
+	}
+	return opts
 }
 
-func skipGlobal(r *http.Request) bool { return r.URL.Path == "/health" || r.URL.Path == "/login" }
+// globalSkip is what the global limiter skips: /health, and /login unless
+// layered.
+func globalSkip(a app) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.URL.Path == "/health" || !a.layered && r.URL.Path == "/login" }
+}
+
+// globalOpts are the global limiter's options but its skip function:
+// layered, it records its charges for login to refund.
+func globalOpts(a app) []httpmw.Option {
+	opts := httpOpts(a)
+	if a.layered {
+		opts = append(opts, httpmw.WithRefundOnInnerRefusal())
+	}
+	return opts
+}
 
 var hello = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8") // so no recorder sniffs it
 	_, _ = io.WriteString(w, "hello")
 })
 
+// errBoom is what a "panic" handler panics with.
+var errBoom = errors.New("boom")
+
+// behaving is hello, or with X-Behave what the request asks for: "panic"
+// panics, "wait" waits for the client to go away and answers 499, "probe"
+// says in X-Probe how many requests a.inflight counts.
+func behaving(a app) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("X-Behave") {
+		case "panic":
+			panic(errBoom)
+		case "wait":
+			a.started <- struct{}{}
+			<-r.Context().Done()
+			w.WriteHeader(499)
+			return
+		case "probe":
+			w.Header().Set("X-Probe", strconv.Itoa(a.inflight.count()))
+		}
+		hello.ServeHTTP(w, r)
+	})
+}
+
 func buildHTTP(_ *testing.T, a app) client {
+	h := behaving(a)
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", hello)
-	mux.Handle("GET /health", hello)
-	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, httpOpts(a)...).Handler(hello))
-	return httpClient{httpmw.MustNew(a.global, apiKey, append(httpOpts(a), httpmw.WithSkip(skipGlobal))...).Handler(mux)}
+	mux.Handle("GET /{$}", h)
+	mux.Handle("GET /health", h)
+	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, httpOpts(a)...).Handler(h))
+	return httpClient{httpmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...).Handler(mux), a}
 }
 
 func buildGin(_ *testing.T, a app) client {
+	h := gin.WrapH(behaving(a))
 	e := gin.New()
-	e.Use(ginmw.MustNew(a.global, apiKey, append(httpOpts(a), httpmw.WithSkip(skipGlobal))...))
-	e.GET("/", gin.WrapH(hello))
-	e.GET("/health", gin.WrapH(hello))
-	e.GET("/login", ginmw.MustNew(a.login, apiKey, httpOpts(a)...), gin.WrapH(hello))
-	return httpClient{e}
+	e.Use(ginmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...))
+	e.GET("/", h)
+	e.GET("/health", h)
+	e.GET("/login", ginmw.MustNew(a.login, apiKey, httpOpts(a)...), h)
+	return httpClient{e, a}
 }
 
 func buildEcho(_ *testing.T, a app) client {
+	h := echo.WrapHandler(behaving(a))
 	e := echo.New()
+	skip := globalSkip(a)
 	e.Use(echomw.MustNewWithConfig(echomw.Config{
-		Skipper: func(c echo.Context) bool { return skipGlobal(c.Request()) },
-		Limiter: a.global, KeyFunc: apiKey, Options: httpOpts(a),
+		Skipper: func(c echo.Context) bool { return skip(c.Request()) },
+		Limiter: a.global, KeyFunc: apiKey, Options: globalOpts(a),
 	}))
-	e.GET("/", echo.WrapHandler(hello))
-	e.GET("/health", echo.WrapHandler(hello))
-	e.GET("/login", echo.WrapHandler(hello), echomw.MustNew(a.login, apiKey, httpOpts(a)...))
-	return httpClient{e}
+	e.GET("/", h)
+	e.GET("/health", h)
+	e.GET("/login", h, echomw.MustNew(a.login, apiKey, httpOpts(a)...))
+	return httpClient{e, a}
 }
 
-type httpClient struct{ h http.Handler }
+type httpClient struct {
+	h http.Handler
+	a app
+}
 
-func (c httpClient) do(_ *testing.T, req request) response {
+func (c httpClient) do(_ *testing.T, req request) (res response) {
 	r := httptest.NewRequest(http.MethodGet, req.route, nil)
 	if req.key != "" {
 		r.Header.Set("X-Api-Key", req.key)
@@ -491,9 +553,32 @@ func (c httpClient) do(_ *testing.T, req request) response {
 	if req.cost != "" {
 		r.Header.Set("X-Cost", req.cost)
 	}
+	if req.behave != "" {
+		r.Header.Set("X-Behave", req.behave)
+	}
+	if req.behave == "wait" {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
+		go func() { <-c.a.started; cancel() }()
+	}
 	w := httptest.NewRecorder()
+	defer func() {
+		// A panic goes through the middleware to the server, which would
+		// log it and drop the connection: the client sees a failure, 500
+		// here as gRPC's recovery answers Internal.
+		if p := recover(); p != nil {
+			if p != errBoom {
+				panic(p)
+			}
+			res = response{status: 500, fields: map[string]string{}}
+		}
+	}()
 	c.h.ServeHTTP(w, r)
-	res := response{status: w.Code, fields: map[string]string{}, text: w.Body.String()}
+	res = response{status: w.Code, fields: map[string]string{}, text: w.Body.String()}
+	if v := w.Header().Get("X-Probe"); v != "" {
+		res.probe = v
+	}
 	for _, name := range fieldNames {
 		if v := w.Header().Values(name); len(v) > 0 {
 			res.fields[name] = strings.Join(v, ", ")
@@ -514,21 +599,43 @@ const (
 )
 
 func buildGRPC(t *testing.T, a app) client {
-	l := grpcmw.MustNew(a.global, grpcmw.KeyByMetadata("x-api-key"),
-		grpcmw.WithMethodLimiter(mList, a.login),
-		grpcmw.WithExempt(mWatch),
+	key := grpcmw.KeyByMetadata("x-api-key")
+	opts := []grpcmw.Option{
 		grpcmw.WithCost(func(ctx context.Context, _ string) (int, error) {
 			return parseCost(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-cost"), ""))
 		}),
 		grpcmw.WithFailureMode(a.mode),
 		grpcmw.WithObserver(a.obs),
 		grpcmw.WithLimitedInfrastructure(),
-	)
+	}
+	if a.hold > 0 {
+		opts = append(opts, grpcmw.WithDenialHold(a.hold, 1))
+	}
+	if pick := a.pick; pick != nil {
+		opts = append(opts, grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
+			return pick(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-api-key"), ""))
+		}))
+	}
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	if a.layered {
+		// Two interceptors: global on every method but Watch, then login on
+		// List alone.
+		outer := grpcmw.MustNew(a.global, key, append(opts, grpcmw.WithExempt(mWatch), grpcmw.WithRefundOnInnerRefusal())...)
+		inner := grpcmw.MustNew(a.login, key, append(opts, grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != mList }))...)
+		unary = append(unary, outer.UnaryServerInterceptor(), inner.UnaryServerInterceptor())
+		stream = append(stream, outer.StreamServerInterceptor(), inner.StreamServerInterceptor())
+	} else {
+		l := grpcmw.MustNew(a.global, key, append(opts, grpcmw.WithMethodLimiter(mList, a.login), grpcmw.WithExempt(mWatch))...)
+		unary = append(unary, l.UnaryServerInterceptor())
+		stream = append(stream, l.StreamServerInterceptor())
+	}
+	unary = append([]grpc.UnaryServerInterceptor{recovering}, append(unary, behavingRPC(a))...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(l.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(l.StreamServerInterceptor()))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(lis) }()
@@ -537,10 +644,42 @@ func buildGRPC(t *testing.T, a app) client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cc.Close(); srv.Stop(); <-done })
-	return grpcClient{healthpb.NewHealthClient(cc)}
+	return grpcClient{healthpb.NewHealthClient(cc), a}
 }
 
-type grpcClient struct{ c healthpb.HealthClient }
+// recovering answers a handler's panic with Internal, as a server's
+// recovery interceptor does.
+func recovering(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = status.Error(codes.Internal, "panic")
+		}
+	}()
+	return h(ctx, req)
+}
+
+// behavingRPC is behaving for gRPC: the x-behave metadata says what the
+// "handler" (an interceptor inside the limiters) does.
+func behavingRPC(a app) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		switch strings.Join(metadata.ValueFromIncomingContext(ctx, "x-behave"), "") {
+		case "panic":
+			panic(errBoom)
+		case "wait":
+			a.started <- struct{}{}
+			<-ctx.Done()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case "probe":
+			_ = grpc.SetHeader(ctx, metadata.Pairs("x-probe", strconv.Itoa(a.inflight.count())))
+		}
+		return h(ctx, req)
+	}
+}
+
+type grpcClient struct {
+	c healthpb.HealthClient
+	a app
+}
 
 func (c grpcClient) do(t *testing.T, req request) response {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -550,6 +689,15 @@ func (c grpcClient) do(t *testing.T, req request) response {
 	}
 	if req.cost != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "x-cost", req.cost)
+	}
+	if req.behave != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-behave", req.behave)
+	}
+	if req.behave == "wait" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { <-c.a.started; cancel() }()
 	}
 	var header, trailer metadata.MD
 	var err error
@@ -570,9 +718,17 @@ func (c grpcClient) do(t *testing.T, req request) response {
 	s := status.Convert(err)
 	res := response{status: httpStatus(s), fields: map[string]string{}, text: s.Message() + fmt.Sprint(s.Details()...)}
 	for _, name := range fieldNames {
-		if v := header.Get(name); len(v) > 0 {
+		switch v := header.Get(name); {
+		case len(v) > 0 && c.a.layered:
+			// grpc merges the metadata two interceptors set; HTTP's inner
+			// middleware replaces the outer's headers. Compare the inner's.
+			res.fields[name] = v[len(v)-1]
+		case len(v) > 0:
 			res.fields[name] = strings.Join(v, ", ")
 		}
+	}
+	if v := header.Get("x-probe"); len(v) > 0 {
+		res.probe = v[0]
 	}
 	res.text += fmt.Sprint(header, trailer)
 	if d, ok := grpcmw.RetryDelay(err); ok {
@@ -592,6 +748,8 @@ func httpStatus(s *status.Status) int {
 	switch s.Code() {
 	case codes.OK:
 		return 200
+	case codes.Canceled:
+		return 499 // what a "wait" handler answers over HTTP
 	case codes.InvalidArgument:
 		if s.Message() == grpcmw.MessageCostTooLarge {
 			return 413

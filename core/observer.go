@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Outcome is how one request through an adapter ended, as an [Observer]
@@ -87,6 +88,12 @@ type Event struct {
 	// Err is why no decision was made, for the error outcomes; nil
 	// otherwise. Its text may hold internal details.
 	Err error
+	// Held is how long a denial was held before it was answered, when the
+	// adapter holds denials (httpmw.WithDenialHold, grpcmw.WithDenialHold):
+	// min(the hold, Decision.RetryAfter), or less if the request ended
+	// first; 0 when the denial was answered at once (holding is off, or
+	// too many denials were held already).
+	Held time.Duration
 }
 
 // Observer hears of every request an adapter checks: admissions, denials,

@@ -17,6 +17,14 @@
 // so that the application's HTTPErrorHandler renders it like its other
 // errors.
 //
+// A concurrency slot (core.Lease) is given back when the next handler
+// returns or panics, in both modes. With httpmw.WithRefundOnInnerRefusal
+// on the e.Use limiter, a route's stricter limiter that refuses a request
+// gives the global charge back (the middleware passes on the request whose
+// context records it, with c.SetRequest). httpmw.WithLimiterFunc,
+// httpmw.WithDenialHold and httpmw.CostByContentLength work as they do
+// under net/http.
+//
 // # Keys, and why not c.RealIP
 //
 // The key function is required and takes the *http.Request

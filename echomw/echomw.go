@@ -93,10 +93,16 @@ func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
 	if !cfg.HTTPErrors {
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
-				if skip(c) || l.Admit(c.Response(), c.Request()) {
+				if skip(c) {
 					return next(c)
 				}
-				return nil
+				a := l.Enter(c.Response(), c.Request())
+				if !a.Admitted() {
+					return nil
+				}
+				defer a.End()
+				c.SetRequest(a.Request())
+				return next(c)
 			}
 		}, nil
 	}
@@ -106,9 +112,11 @@ func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
 				return next(c)
 			}
 			h := c.Response().Header()
-			ok, _, err := l.Decide(h, c.Request())
+			a, err := l.Check(h, c.Request())
 			switch {
-			case ok:
+			case a.Admitted():
+				defer a.End()
+				c.SetRequest(a.Request())
 				return next(c)
 			case err == nil:
 				return &echo.HTTPError{Code: http.StatusTooManyRequests, Message: http.StatusText(http.StatusTooManyRequests), Internal: ErrDenied}

@@ -17,6 +17,14 @@
 // before c.Next, so they go out with whatever status the route answers,
 // 404 included when the limiter is installed with Use.
 //
+// The rest of the chain runs inside the middleware's c.Next, so a
+// concurrency slot (core.Lease) is given back when it returns or panics.
+// With httpmw.WithRefundOnInnerRefusal on the engine's limiter, a route's
+// stricter limiter that refuses a request gives the engine-wide charge back
+// (the middleware passes on the request whose context records it, as
+// c.Request). httpmw.WithLimiterFunc, httpmw.WithDenialHold and
+// httpmw.CostByContentLength work here as they do under net/http.
+//
 // # Keys, and why not c.ClientIP
 //
 // The key function is required and takes the *http.Request (c.Request), so

@@ -43,10 +43,15 @@ func Handler(l *httpmw.Limiter) gin.HandlerFunc {
 		// Gin's ResponseWriter shares the underlying header map and defers
 		// the status line to the first write, so headers set here go out
 		// with whatever the rest of the chain answers.
-		if !l.Admit(c.Writer, c.Request) {
+		a := l.Enter(c.Writer, c.Request)
+		if !a.Admitted() {
 			c.Abort()
 			return
 		}
+		// The rest of the chain runs inside c.Next, so the admission ends
+		// when it returns or panics.
+		defer a.End()
+		c.Request = a.Request()
 		c.Next()
 	}
 }

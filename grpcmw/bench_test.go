@@ -2,6 +2,7 @@ package grpcmw_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -71,5 +72,29 @@ func BenchmarkUnaryRealMetadata(b *testing.B) {
 		ft := &fakeTransport{method: mCheck}
 		ctx := grpc.NewContextWithServerTransportStream(context.Background(), ft)
 		_, _ = ic(ctx, nil, info, handler)
+	}
+}
+
+// BenchmarkLayered measures a call through two chained interceptors, both
+// admitting, with and without WithRefundOnInnerRefusal on the outer one:
+// the cost of recording its charge.
+func BenchmarkLayered(b *testing.B) {
+	info := &grpc.UnaryServerInfo{FullMethod: mCheck}
+	handler := func(context.Context, any) (any, error) { return nil, nil }
+	ctx := grpc.NewContextWithServerTransportStream(context.Background(), discard{})
+	for _, refund := range []bool{false, true} {
+		opts := []grpcmw.Option{grpcmw.WithLimitedInfrastructure()}
+		if refund {
+			opts = append(opts, grpcmw.WithRefundOnInnerRefusal())
+		}
+		outer := grpcmw.MustNew(core.MustNew(core.PerSecond(1_000_000_000)), grpcmw.Constant("k"), opts...).UnaryServerInterceptor()
+		inner := grpcmw.MustNew(core.MustNew(core.PerSecond(1_000_000_000)), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()
+		next := func(ctx context.Context, req any) (any, error) { return inner(ctx, req, info, handler) }
+		b.Run(fmt.Sprintf("refund=%v", refund), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = outer(ctx, nil, info, next)
+			}
+		})
 	}
 }

@@ -77,6 +77,30 @@
 // interceptor holds the call that long, and if its context ends first it
 // refunds the units and ends the call with the context's status.
 //
+// # Concurrency limits, layers, stacks and choices
+//
+// A concurrency limiter admits a call with a core.Lease, its slot among the
+// calls in flight. A unary call gives it back when its handler returns or
+// panics; a stream when its handler returns, which is when the stream
+// ends; a metered stream's message (WithMeterMessages) at the next RecvMsg
+// or the end of the stream; a shaped call whose context ends while it
+// waits, at once. Releases run under a context that is not cancelled. The
+// client interceptors take no leases.
+//
+// Interceptors nest: a global Limiter first in the chain and a stricter
+// one for a login method after it both charge a login. With
+// WithRefundOnInnerRefusal on the outer one, a call the inner one refuses
+// gives the outer charge back, for unary calls and streams alike (httpmw's
+// option of the same name does it for HTTP middlewares). grpc merges the
+// header metadata both set; the inner's values come last.
+//
+// A limiter that enforces several limits at once (core.PolicyLister) has
+// every policy listed in ratelimit-policy, in order, while ratelimit and
+// x-ratelimit-* describe the one that decided (Decision.Limit).
+// WithLimiterFunc chooses the limiter per call (reads and writes, free and
+// paid keys); WithDenialHold holds refusals briefly before answering, so
+// that clients retrying in a tight loop retry less often.
+//
 // # Clients
 //
 // UnaryClientInterceptor and StreamClientInterceptor retry a call refused

@@ -35,6 +35,10 @@ type Limiter struct {
 	p        *pipeline.Pipeline[call]
 	o        options
 	policies *fields.Cache[policy]
+	// defList is the default limiter's RateLimit-Policy list when it is a
+	// stack (core.PolicyLister); lists holds the others'.
+	defList string
+	lists   fields.Lists
 }
 
 // call is what the pipeline sees of a gRPC call.
@@ -47,6 +51,7 @@ type methodRoute struct {
 	lim    core.Limiter
 	cost   int
 	exempt bool
+	list   string // lim's RateLimit-Policy list when it is a stack
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -66,6 +71,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 		return nil, errors.New("grpcmw: nil KeyFunc; pass one such as grpcmw.MustKeyByPeerIP()")
 	}
 	l := &Limiter{def: lim}
+	l.defList = l.lists.Of(lim)
 	l.o.errs.Prefix = "grpcmw: "
 	if err := option.Apply(&l.o, &l.o.errs, opts); err != nil {
 		return nil, err
@@ -77,6 +83,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 			if m.lim != nil {
 				mr.lim = m.lim
 			}
+			mr.list = l.lists.Of(mr.lim)
 			l.methods[name] = mr
 		}
 	}
@@ -85,6 +92,10 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 		Key:       func(c call) (string, error) { return key(c.ctx, c.method) },
 		Failure:   l.o.failure,
 		Observer:  l.o.observer,
+		Hold:      l.o.hold,
+	}
+	if pick := l.o.pick; pick != nil {
+		cfg.Select = func(c call) core.Limiter { return pick(c.ctx, c.method) }
 	}
 	if cost := l.o.cost; cost != nil {
 		cfg.Cost = func(c call) (int, error) { return cost(c.ctx, c.method) }
@@ -141,8 +152,13 @@ func StreamServerInterceptor(lim core.Limiter, key KeyFunc, opts ...Option) (grp
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if _, err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}); err != nil {
+		var res pipeline.Result
+		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
+		}
+		defer pipeline.End(ctx, res.Decision.Lease)
+		if l.o.refundInner {
+			ctx = pipeline.Attach(ctx, l.route(info.FullMethod).lim, &res)
 		}
 		return handler(ctx, req)
 	}
@@ -153,17 +169,31 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // every message the client sends on it is charged too.
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		res, err := l.admit(ss.Context(), info.FullMethod, sink{ss: ss})
-		if err != nil {
+		ctx := ss.Context()
+		var res pipeline.Result
+		if err := l.admit(ctx, info.FullMethod, sink{ss: ss}, &res); err != nil {
 			return err
+		}
+		// The stream ends when its handler returns (or panics).
+		defer pipeline.End(ctx, res.Decision.Lease)
+		if !l.o.refundInner && (!l.o.meter || res.Skipped) {
+			return handler(srv, ss)
+		}
+		lim := l.route(info.FullMethod).lim
+		if res.Limiter != nil {
+			lim = res.Limiter
+		}
+		if l.o.refundInner {
+			if actx := pipeline.Attach(ctx, lim, &res); actx != ctx {
+				ss = &ctxStream{ss, actx}
+			}
 		}
 		if !l.o.meter || res.Skipped {
 			return handler(srv, ss)
 		}
-		ms := &meteredStream{ServerStream: ss, l: l, method: info.FullMethod, lim: l.route(info.FullMethod).lim, key: res.Key}
-		err = handler(srv, ms)
-		ms.finish()
-		return err
+		ms := &meteredStream{ServerStream: ss, l: l, method: info.FullMethod, lim: lim, key: res.Key}
+		defer ms.finish()
+		return handler(srv, ms)
 	}
 }
 
@@ -180,36 +210,60 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 // text: RetryInfo, QuotaFailure and ErrorInfo are lost, and key or store
 // failures become ResourceExhausted too. Prefer this package's interceptors
 // where you can.
+//
+// A concurrency slot it takes (Decision.Lease) is given back when the
+// call's context ends, which grpc does when the call ends; the charge is
+// not recorded for interceptors inside (WithRefundOnInnerRefusal needs this
+// package's interceptors).
 func (l *Limiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	_, err := l.admit(ctx, method, sink{ts: grpc.ServerTransportStreamFromContext(ctx)})
-	return err
+	var res pipeline.Result
+	if err := l.admit(ctx, method, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
+		return err
+	}
+	if lease := res.Decision.Lease; lease != nil {
+		context.AfterFunc(ctx, func() { pipeline.End(ctx, lease) })
+	}
+	return nil
 }
+
+// ctxStream is a server stream whose context records this Limiter's charge
+// (WithRefundOnInnerRefusal).
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }
 
 // route returns the method's limiter and fixed cost (0: the cost function).
 func (l *Limiter) route(fullMethod string) methodRoute {
 	if m, ok := l.methods[fullMethod]; ok {
 		return m
 	}
-	return methodRoute{lim: l.def}
+	return methodRoute{lim: l.def, list: l.defList}
 }
 
-// admit runs the pipeline for one call and answers it: a nil error lets it
-// proceed.
-func (l *Limiter) admit(ctx context.Context, fullMethod string, s sink) (pipeline.Result, error) {
+// admit runs the pipeline for one call, sets *res and answers it: a nil
+// error lets it proceed.
+func (l *Limiter) admit(ctx context.Context, fullMethod string, s sink, res *pipeline.Result) error {
 	m := l.route(fullMethod)
 	if m.exempt {
-		return pipeline.Result{Skipped: true}, nil
+		*res = pipeline.Result{Skipped: true}
+		return nil
 	}
-	var res pipeline.Result
-	l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost, &res)
-	return res, l.answer(ctx, fullMethod, s, &res, true)
+	l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost, res)
+	list := m.list
+	if res.Limiter != nil {
+		list = l.lists.Of(res.Limiter)
+	}
+	return l.answer(ctx, fullMethod, s, res, list, true)
 }
 
 // answer sets the metadata for a result and returns the call's status:
 // nil when it may proceed. headers is false for a metered message, whose
 // header metadata has gone already.
-func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pipeline.Result, headers bool) error {
+func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pipeline.Result, list string, headers bool) error {
 	switch {
 	case res.Skipped:
 		return nil
@@ -228,7 +282,7 @@ func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pi
 		}
 		return nil
 	}
-	s.setHeader(l.headerMD(res.Decision))
+	s.setHeader(l.headerMD(res.Decision, list))
 	if !res.Decision.Allowed {
 		s.setTrailer(metadata.MD{PushbackKey: {pushbackMillis(res.Decision.RetryAfter)}})
 		return l.denied(res.Decision)

@@ -10,14 +10,16 @@ import (
 
 // headerMD returns the response header metadata for d: the values httpmw
 // writes as headers for the same Decision (the same formatter), under
-// lower-case keys.
-func (l *Limiter) headerMD(d core.Decision) metadata.MD {
+// lower-case keys. list is the deciding limiter's RateLimit-Policy list
+// when it is a stack ("" otherwise).
+func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
 	var pt *fields.PolicyText
 	if l.o.headers != HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
 	var v fields.Values
 	v.Format(d, pt, l.o.headers)
+	v.SetPolicies(list)
 	if v.Len() == 0 {
 		return nil
 	}

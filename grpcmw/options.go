@@ -3,9 +3,11 @@ package grpcmw
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
 // Option configures a Limiter made by New (and the interceptor shorthands
@@ -73,7 +75,12 @@ type options struct {
 	headers  HeaderStyle
 	meter    bool
 	infra    bool // health and reflection are limited too
-	errs     option.Errors
+	pick     func(ctx context.Context, fullMethod string) core.Limiter
+	hold     pipeline.Hold
+	// refundInner records each admission's charge in the call's context
+	// (WithRefundOnInnerRefusal).
+	refundInner bool
+	errs        option.Errors
 }
 
 // methodConf is what options say about one method.
@@ -248,4 +255,56 @@ func infraService(fullMethod string) bool {
 		return true
 	}
 	return false
+}
+
+// WithLimiterFunc chooses the limiter per call: f returns the limiter that
+// decides the call (a stricter policy for writes than for reads, a larger
+// one for paid API keys), or nil for the method's (WithMethodLimiter) or
+// the default one. It runs after the key and cost functions, only for
+// calls that are charged, so keep it cheap: pick among limiters made
+// once. A metered stream's messages are charged to the limiter chosen
+// when it opened.
+func WithLimiterFunc(f func(ctx context.Context, fullMethod string) core.Limiter) Option {
+	return func(o *options) {
+		if o.errs.Require(f != nil, "WithLimiterFunc(nil); leave the option out to use the method's or the default limiter") {
+			o.pick = f
+		}
+	}
+}
+
+// WithDenialHold holds each refusal up to max before answering it, never
+// longer than the refusal's RetryAfter, and less if the call's context
+// ends first: clients that retry as soon as they are refused then retry
+// less often. At most concurrent refusals are held at once; beyond that
+// they are answered at once, so that a flood of refused calls cannot tie
+// up the server. A refused message of a metered stream is held too.
+// Default: off. The observer's core.Event.Held says how long a refusal was
+// held. Only denials are held; errors and store failures are answered at
+// once. max must be positive and concurrent at least 1; httpmw's option
+// of the same name behaves the same.
+func WithDenialHold(max time.Duration, concurrent int) Option {
+	return func(o *options) {
+		h := pipeline.Hold{Max: max, Concurrent: concurrent}
+		if p := h.Problem(); o.errs.Require(p == "", "WithDenialHold(%v, %d): %s", max, concurrent, p) {
+			o.hold = h
+		}
+	}
+}
+
+// WithRefundOnInnerRefusal makes this Limiter, when it sits outside
+// another floodgate in an interceptor chain (a global limiter first, a
+// stricter one for a login method after it), give back what it charged a
+// call that the inner one refuses, so that a client refused by the inner
+// limiter keeps its outer quota. It records each admission's key, cost and
+// limiter in the call's context; the inner floodgate (grpcmw, or httpmw,
+// ginmw and echomw for HTTP) refunds every charge recorded there when it
+// does not admit the call (a denial, a store failure under FailClosed, a
+// bad key or cost), through core.Limiter.Refund or by releasing the
+// concurrency slot of a Decision.Lease. Default: off.
+//
+// Set it on the outer Limiter; the inner needs nothing. It costs each
+// admitted call one small allocation (a stream two), which is why it is
+// not the default. The go-grpc-middleware bridge (Limit) records nothing.
+func WithRefundOnInnerRefusal() Option {
+	return func(o *options) { o.refundInner = true }
 }

@@ -20,17 +20,26 @@ type meteredStream struct {
 	// a client refused message after message must not receive a value per
 	// refusal. Only the handler's goroutine calls RecvMsg.
 	pushback string
+	// lease is the latest message's concurrency slot, if its limiter
+	// counts messages in flight: a message is in flight from its RecvMsg
+	// until the next RecvMsg, or the end of the stream.
+	lease *core.Lease
 }
 
 // RecvMsg receives a message and charges it; a refused message is dropped
 // and RecvMsg returns the refusal's status.
 func (s *meteredStream) RecvMsg(m any) error {
+	ctx := s.Context()
+	if s.lease != nil {
+		pipeline.End(ctx, s.lease)
+		s.lease = nil
+	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	ctx := s.Context()
 	var res pipeline.Result
 	s.l.p.Decide(ctx, s.lim, s.key, 1, &res)
+	s.lease = res.Decision.Lease
 	switch {
 	case res.Err == nil && !res.Skipped && !res.Decision.Allowed:
 		s.pushback = pushbackMillis(res.Decision.RetryAfter)
@@ -39,11 +48,13 @@ func (s *meteredStream) RecvMsg(m any) error {
 	}
 	// No sink: header metadata has gone with the first message, and the
 	// trailer is set once by finish.
-	return s.l.answer(ctx, s.method, sink{}, &res, false)
+	return s.l.answer(ctx, s.method, sink{}, &res, "", false)
 }
 
-// finish sets the stream's trailer after its handler returned.
+// finish releases the last message's lease and sets the stream's trailer
+// after its handler returned.
 func (s *meteredStream) finish() {
+	pipeline.End(s.Context(), s.lease)
 	if s.pushback != "" {
 		s.ServerStream.SetTrailer(metadata.MD{PushbackKey: {s.pushback}})
 	}

@@ -147,3 +147,31 @@ func BenchmarkWriteHeaders(b *testing.B) {
 		l.WriteHeaders(h, d)
 	}
 }
+
+// BenchmarkLayered measures a request through two nested limiters (a
+// global one and one on the route), both admitting, with and without
+// WithRefundOnInnerRefusal on the outer one: the cost of recording its
+// charge.
+func BenchmarkLayered(b *testing.B) {
+	reqs := requests(b)
+	for _, refund := range []bool{false, true} {
+		outer := core.MustNew(benchLimit, core.WithCapacity(2*nKeys))
+		inner := core.MustNew(benchLimit, core.WithCapacity(2*nKeys))
+		var opts []httpmw.Option
+		if refund {
+			opts = append(opts, httpmw.WithRefundOnInnerRefusal())
+		}
+		h := httpmw.MustNew(outer, byAddr, opts...).Handler(httpmw.MustNew(inner, byAddr).Handler(bare))
+		b.Run("refund="+strconv.FormatBool(refund), func(b *testing.B) {
+			w := httpmwtest.NewWriter()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				w.Reset()
+				h.ServeHTTP(w, reqs[i&(nKeys-1)])
+			}
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d", w.Code)
+			}
+		})
+	}
+}

@@ -37,7 +37,12 @@ func newPolicy(l core.Limit, problem bool) *policy {
 //	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
 //	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
 //
-// where name is d.Limit.Name, or "default" when empty. Negative numbers from
+// where name is d.Limit.Name, or "default" when empty. When the limiter is
+// a stack of limits (it implements [core.PolicyLister]), RateLimit-Policy
+// lists every policy, in order, as a Structured Field List
+// ("burst";q=10;w=1, "day";q=1000;w=86400), and the other headers describe
+// d.Limit, the policy that decided (the one that refused, or the one with
+// the least left). Negative numbers from
 // a misbehaving core.Limiter are written as 0. grpcmw sends the same values
 // as metadata.
 //
@@ -45,13 +50,24 @@ func newPolicy(l core.Limit, problem bool) *policy {
 // next handler runs, so every limited response carries the headers whatever
 // status it ends with. Each header gets a slice whose capacity equals its
 // length, so a later h.Add copies rather than overwriting a neighbour.
+//
+// WriteHeaders lists the policies of the limiter given to [New]; for a
+// request decided by a [WithLimiterFunc] limiter, [Limiter.Check] lists
+// that limiter's.
 func (l *Limiter) WriteHeaders(h http.Header, d core.Decision) {
+	l.writeHeaders(h, d, l.list)
+}
+
+// writeHeaders is WriteHeaders with list, the RateLimit-Policy list of the
+// limiter that decided ("" for a single limit).
+func (l *Limiter) writeHeaders(h http.Header, d core.Decision, list string) {
 	var pt *fields.PolicyText
 	if l.o.headers != HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
 	var v fields.Values
 	v.Format(d, pt, l.o.headers)
+	v.SetPolicies(list)
 	// The text and the value slots come from a slab (see fields.Take): no
 	// allocation on most requests.
 	vals, text := fields.Take(v.Len(), v.Text())

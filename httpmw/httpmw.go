@@ -1,6 +1,7 @@
 package httpmw
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -30,6 +31,10 @@ type Limiter struct {
 	o        options
 	policies *fields.Cache[policy]
 	badKey   answer
+	// list is the default limiter's RateLimit-Policy list when it is a
+	// stack (core.PolicyLister); lists holds those of WithLimiterFunc's.
+	list  string
+	lists fields.Lists
 }
 
 // New returns a Limiter that limits requests by key through lim. key is
@@ -58,7 +63,10 @@ func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
 		Skip:      l.o.skip,
 		Failure:   l.o.failure,
 		Observer:  l.o.observer,
+		Select:    l.o.pick,
+		Hold:      l.o.hold,
 	})
+	l.list = l.lists.Of(lim)
 	problem := l.o.problem
 	l.policies = fields.NewCache(func(lim core.Limit) *policy { return newPolicy(lim, problem) })
 	l.badKey = newAnswer(l.o.badKey, "the request carries no usable rate-limit key")
@@ -121,12 +129,19 @@ func Wrap(lim core.Limiter, key keyfunc.Func, h http.Handler, opts ...Option) (h
 }
 
 // Handler returns next behind the limiter. The method value l.Handler is a
-// func(http.Handler) http.Handler, the usual middleware shape.
+// func(http.Handler) http.Handler, the usual middleware shape. It runs
+// [Limiter.Enter] and, when the request is admitted, next with
+// [Admission.Request], then ends the admission however next ends (it
+// returns or panics; a client that goes away cancels the request's
+// context, which next is expected to heed).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.Admit(w, r) {
-			next.ServeHTTP(w, r)
+		a := l.Enter(w, r)
+		if !a.admitted {
+			return
 		}
+		defer a.End()
+		next.ServeHTTP(w, a.request)
 	})
 }
 
@@ -136,50 +151,126 @@ func (l *Limiter) HandlerFunc(next func(http.ResponseWriter, *http.Request)) htt
 	return l.Handler(http.HandlerFunc(next))
 }
 
-// Admit does the limiter's whole job for one request and reports whether the
-// request may proceed. When it returns false it has written the complete
-// response (429, or an error answer) and the caller must not write more.
-// When it returns true the rate-limit headers are set on w (unless the
-// request was skipped, free, or the store failed open) and the caller runs
-// the next handler. A shaped request waits here for its turn.
+// Admission is how [Limiter.Enter] or [Limiter.Check] found one request.
+// An admitted request goes on with [Admission.Request] and must be ended
+// with [Admission.End] when it is done, however it ends:
+//
+//	a := l.Enter(w, r)
+//	if !a.Admitted() { return }  // the answer is written
+//	defer a.End()
+//	next.ServeHTTP(w, a.Request())
+type Admission struct {
+	// Decision is the limiter's answer: for an admitted request, the zero
+	// Decision when it was skipped, free or failed open; for a refused
+	// one, the denial, or the zero Decision when no decision was made.
+	Decision core.Decision
+	request  *http.Request
+	admitted bool
+}
+
+// Admitted reports whether the request may proceed.
+func (a *Admission) Admitted() bool { return a.admitted }
+
+// Request returns the request the rest of the chain must get: the one
+// given, or under [WithRefundOnInnerRefusal] a copy whose context records
+// this limiter's charge, so that a floodgate nested inside can give it
+// back.
+func (a *Admission) Request() *http.Request { return a.request }
+
+// End finishes an admitted request: it gives back the concurrency slot of
+// Decision.Lease, if any (see [core.Lease]). It is idempotent, and does
+// nothing for a request without a lease, so adapters defer it
+// unconditionally.
+func (a *Admission) End() {
+	if a.Decision.Lease != nil {
+		pipeline.End(a.request.Context(), a.Decision.Lease)
+	}
+}
+
+// Enter does the limiter's whole job for one request, as [Limiter.Admit]
+// does, and returns the [Admission]. When it is not admitted, Enter has
+// written the complete response (429, or an error answer) and the caller
+// must not write more. When it is, the rate-limit headers are set on w
+// (unless the request was skipped, free, or the store failed open), and the
+// caller runs the next handler with a.Request() and then calls a.End(). A
+// shaped request waits here for its turn, and a held denial
+// ([WithDenialHold]) is held here.
+func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
+	a, err := l.Check(w.Header(), r)
+	switch {
+	case a.admitted:
+	case err != nil:
+		l.WriteError(w, r, err)
+	default:
+		l.WriteDenied(w, r, a.Decision)
+	}
+	return a
+}
+
+// Admit is [Limiter.Enter] for callers that cannot end the request: it
+// reports whether the request may proceed. A concurrency slot it takes
+// (Decision.Lease) is given back when the request's context ends, which
+// net/http does when ServeHTTP returns; the charge is not recorded for
+// floodgates nested inside ([WithRefundOnInnerRefusal] needs Enter's
+// request). When it returns false it has written the complete response
+// and the caller must not write more.
 //
 // An adapter is then:
 //
 //	if !l.Admit(w, r) { return }   // Gin: c.Abort()
 //	next.ServeHTTP(w, r)           // Gin: c.Next()
 func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
-	ok, d, err := l.Decide(w.Header(), r)
-	switch {
-	case ok:
-		return true
-	case err != nil:
-		l.WriteError(w, r, err)
-	default:
-		l.WriteDenied(w, r, d)
+	a := l.Enter(w, r)
+	if lease := a.Decision.Lease; a.admitted && lease != nil {
+		ctx := r.Context()
+		context.AfterFunc(ctx, func() { pipeline.End(ctx, lease) })
 	}
-	return false
+	return a.admitted
 }
 
-// Decide is [Limiter.Admit] without the answer, for adapters that render
+// Check is [Limiter.Enter] without the answer, for adapters that render
 // refusals their own way (echomw can return them as *echo.HTTPError). It
 // runs the pipeline (skip, key, cost, limiter, failure mode, the shaping
-// wait, the observer) and sets the rate-limit headers on h.
+// wait, the denial hold, the observer) and sets the rate-limit headers on
+// h.
 //
-// ok reports whether the request may proceed; d is then its decision (the
-// zero Decision when skipped, free or failed open). Otherwise, either err
-// is nil and d denied the request: Retry-After and the rate-limit headers
-// are set on h, and the answer is [Limiter.WriteDenied]'s to give; or err
-// says why no decision was made, h is untouched, and the answer is
+// When a.Admitted(), the caller goes on with a.Request() and calls a.End()
+// when the request is done. Otherwise, either err is nil and a.Decision
+// denied the request: Retry-After and the rate-limit headers are set on h,
+// and the answer is [Limiter.WriteDenied]'s to give; or err says why no
+// decision was made, h is untouched, and the answer is
 // [Limiter.WriteError]'s (see also [Limiter.WriteErrorHeaders]).
-func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
+func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error) {
 	var res pipeline.Result
-	l.p.Run(r.Context(), r, l.limiter, 0, &res)
+	ctx := r.Context()
+	l.p.Run(ctx, r, l.limiter, 0, &res)
+	a.request = r
 	switch {
 	case res.Skipped || res.FailedOpen:
-		return true, core.Decision{}, nil
+		a.admitted = true
+		return a, nil
 	case res.Err != nil:
-		return false, core.Decision{}, res.Err
+		return a, res.Err
 	}
-	l.WriteHeaders(h, res.Decision)
-	return res.Decision.Allowed, res.Decision, nil
+	list := l.list
+	if res.Limiter != nil {
+		list = l.lists.Of(res.Limiter)
+	}
+	l.writeHeaders(h, res.Decision, list)
+	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
+	if a.admitted && l.o.refundInner {
+		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
+	}
+	return a, nil
+}
+
+// Decide is [Limiter.Check] in the form it had before [Admission]: ok
+// reports whether the request may proceed; d is then its decision (the
+// zero Decision when skipped, free or failed open), and the caller must
+// release d.Lease when the request is done (a nil Lease releases nothing).
+// Otherwise, d and err are what [Limiter.Check] says. The charge is not
+// recorded for nested floodgates.
+func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
+	a, err := l.Check(h, r)
+	return a.admitted, a.Decision, err
 }

@@ -2,9 +2,11 @@ package httpmw
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
 // Option configures a [Limiter] made by [New] (and the shorthands built on
@@ -21,7 +23,12 @@ type options struct {
 	failure  FailureMode
 	badKey   int
 	problem  bool
-	errs     option.Errors
+	pick     func(*http.Request) core.Limiter
+	hold     pipeline.Hold
+	// refundInner records each admission's charge in the request's
+	// context (WithRefundOnInnerRefusal).
+	refundInner bool
+	errs        option.Errors
 }
 
 // CostFunc says how many units a request spends. 0 means the request is
@@ -160,4 +167,67 @@ func WithBadKeyStatus(status int) Option {
 			o.badKey = status
 		}
 	}
+}
+
+// WithLimiterFunc chooses the limiter per request: f returns the limiter
+// that decides r (a stricter policy for writes than for reads, a larger
+// one for paid API keys), or nil for the one given to [New]. It runs after
+// the key and cost functions, only for requests that are charged, so keep
+// it cheap: pick among limiters made once, never make one per request.
+// Every limiter it returns gets the same key, cost, options and headers
+// (a stack's policies are listed in RateLimit-Policy).
+//
+//	httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
+//		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+//			return reads
+//		}
+//		return nil // writes: the limiter given to New
+//	})
+func WithLimiterFunc(f func(*http.Request) core.Limiter) Option {
+	return func(o *options) {
+		if o.errs.Require(f != nil, "WithLimiterFunc(nil); leave the option out to use the limiter given to New for every request") {
+			o.pick = f
+		}
+	}
+}
+
+// WithDenialHold holds each refusal up to max before answering it, never
+// longer than the refusal's RetryAfter, and less if the request's context
+// ends first. Clients that retry as soon as they are refused (scripts,
+// brute-force tools) then retry less often, without a wait ever keeping a
+// client past the time its retry could succeed. At most concurrent
+// refusals are held at once; beyond that they are answered at once, so
+// that a flood of refused requests cannot tie up the server's goroutines
+// and connections. Default: off (answered at once). The observer's
+// [core.Event.Held] says how long a refusal was held.
+//
+// Only denials are held; errors and store failures are answered at once.
+// max must be positive and concurrent at least 1.
+func WithDenialHold(max time.Duration, concurrent int) Option {
+	return func(o *options) {
+		h := pipeline.Hold{Max: max, Concurrent: concurrent}
+		if p := h.Problem(); o.errs.Require(p == "", "WithDenialHold(%v, %d): %s", max, concurrent, p) {
+			o.hold = h
+		}
+	}
+}
+
+// WithRefundOnInnerRefusal makes this limiter, when it sits outside
+// another floodgate (a global limiter on the router, a stricter one on
+// /login), give back what it charged a request that the inner one refuses:
+// a client refused on /login then keeps its global quota. It records each
+// admission's key, cost and limiter in the request's context; the inner
+// floodgate, any of httpmw, ginmw, echomw or grpcmw, refunds every charge
+// recorded there when it does not admit the request (a denial, a store
+// failure under FailClosed, a bad key or cost), through core.Limiter.Refund,
+// or by releasing the concurrency slot of a Decision.Lease. Default: off.
+//
+// Set it on the outer limiter; the inner needs nothing. It costs the
+// admitted requests of the outer limiter one copy of the *http.Request and
+// one small allocation (see the package documentation for the measured
+// cost), which is why it is not the default. [Limiter.Admit] and
+// [Limiter.Decide] cannot pass the recorded request on; [Limiter.Handler],
+// [Limiter.Enter], ginmw and echomw do.
+func WithRefundOnInnerRefusal() Option {
+	return func(o *options) { o.refundInner = true }
 }

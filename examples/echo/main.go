@@ -29,6 +29,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/examples/internal/graceful"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -42,7 +43,10 @@ func newServer() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Refusals answered by the middleware: the bytes net/http's httpmw writes.
-	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP))
+	// It gives back what it charged a login that the login limiter refuses,
+	// so refused logins spend no global quota.
+	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
+		httpmw.WithRefundOnInnerRefusal()))
 	e.GET("/hello", func(c echo.Context) error { return c.String(http.StatusOK, "hello\n") })
 	// Refusals returned to Echo as *echo.HTTPError, rendered by its error
 	// handler like the application's other errors (here Echo's default, JSON).

@@ -29,6 +29,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/examples/internal/graceful"
 	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -40,7 +41,10 @@ func router() *gin.Engine {
 	byIP := keyfunc.MustClientIP()
 
 	r := gin.New()
-	r.Use(gin.Recovery(), ginmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP))
+	// The global limiter gives back what it charged a login that the
+	// login limiter refuses, so refused logins spend no global quota.
+	r.Use(gin.Recovery(), ginmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
+		httpmw.WithRefundOnInnerRefusal()))
 	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
 	r.POST("/login", ginmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login")), byIP),
 		func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })

@@ -94,3 +94,66 @@ func TestFormatAllocs(t *testing.T) {
 		t.Errorf("%v allocs per Format", n)
 	}
 }
+
+func TestPolicies(t *testing.T) {
+	stack := []core.Limit{core.PerSecond(10).WithName("burst"), core.PerDay(1000).WithName("day")}
+	if got, want := fields.JoinPolicies(stack), `"burst";q=10;w=1, "day";q=1000;w=86400`; got != want {
+		t.Errorf("JoinPolicies = %s, want %s", got, want)
+	}
+	var c fields.Lists
+	if c.Get(nil) != "" || c.Get(stack) != fields.JoinPolicies(stack) {
+		t.Fatal("Lists.Get")
+	}
+	// An equal but distinct slice is another stack's: found by identity.
+	other := append([]core.Limit(nil), stack[:1]...)
+	if c.Get(other) != `"burst";q=10;w=1` || c.Get(stack[:1]) != `"burst";q=10;w=1` {
+		t.Error("Lists.Get confused slices")
+	}
+	// The deciding policy describes the rest; RateLimit-Policy lists all.
+	d := core.Decision{Allowed: true, Limit: stack[1], Remaining: 7, ResetAfter: time.Minute}
+	p := fields.NewPolicyText(d.Limit)
+	var v fields.Values
+	v.Format(d, &p, core.HeadersBoth)
+	v.SetPolicies(c.Get(stack))
+	text := string(v.Text())
+	var b strings.Builder
+	for i := 0; i < v.Len(); i++ {
+		f, val := v.Field(i, text)
+		fmt.Fprintf(&b, "%s: %s\n", f.HTTP(), val)
+	}
+	want := "X-Ratelimit-Limit: 1000\nX-Ratelimit-Remaining: 7\nX-Ratelimit-Reset: 60\n" +
+		"Ratelimit-Policy: \"burst\";q=10;w=1, \"day\";q=1000;w=86400\nRatelimit: \"day\";r=7;t=60\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		var v fields.Values
+		v.Format(d, &p, core.HeadersBoth)
+		v.SetPolicies(c.Get(stack))
+		_, _ = v.Field(3, text)
+	})
+	if n != 0 {
+		t.Errorf("%v allocs per stacked Format", n)
+	}
+}
+
+type lister struct {
+	core.Limiter
+	ls []core.Limit
+}
+
+func (l lister) Policies() []core.Limit { return l.ls }
+
+func TestListsOf(t *testing.T) {
+	var c fields.Lists
+	if c.Of(core.MustNew(core.PerSecond(1))) != "" {
+		t.Error("a single limiter listed")
+	}
+	var l core.Limiter = lister{ls: []core.Limit{core.PerSecond(1).WithName("a"), core.PerHour(9).WithName("b")}}
+	if got := c.Of(l); got != `"a";q=1;w=1, "b";q=9;w=3600` {
+		t.Errorf("Of = %s", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = c.Of(l) }); n != 0 {
+		t.Errorf("%v allocs per cached Of", n)
+	}
+}

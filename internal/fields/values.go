@@ -15,7 +15,10 @@ type Values struct {
 	n   int         // buf[:n] is the text
 	k   int         // e[:k] are set
 	p   *PolicyText // where the constant values come from
-	e   [numFields]entry
+	// list replaces p.Policy in RateLimit-Policy when not empty: every
+	// policy of a stacked limiter (see [Values.SetPolicies]).
+	list string
+	e    [numFields]entry
 }
 
 // entry is one field: the span [i, j) of the text (which is shorter than
@@ -39,7 +42,7 @@ type entry struct {
 //	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
 //	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
 func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) {
-	v.n, v.k, v.p = 0, 0, p
+	v.n, v.k, v.p, v.list = 0, 0, p, ""
 	legacy, ietf := style.Legacy(), style.IETF()
 	if p == nil {
 		legacy, ietf = false, false
@@ -85,6 +88,12 @@ func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) 
 	}
 }
 
+// SetPolicies makes RateLimit-Policy, if v holds it, list, the policies of
+// a stacked limiter formatted by [JoinPolicies], in place of the deciding
+// policy alone; the other fields still describe the Decision's Limit. ""
+// changes nothing. Call it after Format.
+func (v *Values) SetPolicies(list string) { v.list = list }
+
 // Len returns how many fields v holds.
 func (v *Values) Len() int { return v.k }
 
@@ -101,6 +110,8 @@ func (v *Values) Field(i int, text string) (Field, string) {
 		return e.f, text[e.i:e.j]
 	case e.f == Limit:
 		return e.f, v.p.Events
+	case v.list != "":
+		return e.f, v.list
 	}
 	return e.f, v.p.Policy
 }

@@ -4,4 +4,11 @@
 // request ended ([core.Outcome]); the adapters (httpmw, and through it
 // ginmw and echomw; grpcmw) only translate that result into their wire
 // form, so every transport classifies, charges, waits and reports alike.
+//
+// It also holds what the adapters share beyond one decision: the limiter
+// chosen per request (Config.Select), denials held before their answer
+// (Config.Hold), leases given back when a request ends ([End], [Undo]),
+// and the charge records through which a floodgate nested inside another
+// refunds the outer one when it refuses a request ([Attach]; [Pipeline.Run]
+// refunds them).
 package pipeline

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
@@ -28,16 +29,48 @@ type Config[R any] struct {
 	Failure core.FailureMode
 	// Observer hears of every request that is not skipped; nil is free.
 	Observer core.Observer
+	// Select picks the limiter for a request in place of the one Run is
+	// given; nil, or a nil answer, keeps Run's. It runs after the key and
+	// cost functions, only for requests that are charged.
+	Select func(R) core.Limiter
+	// Hold holds denials before they are answered; the zero Hold answers
+	// at once.
+	Hold Hold
+}
+
+// Hold says how long a denial is held before it is answered: min(Max,
+// the denial's RetryAfter), less if the request's context ends first.
+// At most Concurrent denials are held at once; beyond that they are
+// answered at once, so that holding cannot tie up the server. Max == 0
+// turns holding off.
+type Hold struct {
+	Max        time.Duration
+	Concurrent int
+}
+
+// Problem says what is wrong with h as the adapters' WithDenialHold
+// options take it (Max > 0, Concurrent >= 1): "" when nothing is.
+func (h Hold) Problem() string {
+	switch {
+	case h.Max <= 0:
+		return "the hold must be positive; leave the option out to answer refusals at once"
+	case h.Concurrent < 1:
+		return "at least 1 refusal must be allowed to wait at once (answered at once beyond that)"
+	}
+	return ""
 }
 
 // Pipeline runs Config's steps for each request. It is safe for concurrent
 // use.
 type Pipeline[R any] struct {
-	c Config[R]
+	c    Config[R]
+	held atomic.Int64 // denials being held now
+	// sleep is Sleep; tests replace it to hold without waiting.
+	sleep func(context.Context, time.Duration) error
 }
 
 // New returns a Pipeline for c.
-func New[R any](c Config[R]) *Pipeline[R] { return &Pipeline[R]{c: c} }
+func New[R any](c Config[R]) *Pipeline[R] { return &Pipeline[R]{c: c, sleep: Sleep} }
 
 // Result is how one request ended.
 type Result struct {
@@ -59,6 +92,11 @@ type Result struct {
 	Err error
 	// FailedOpen reports a store error admitted under FailOpen.
 	FailedOpen bool
+	// Limiter is the limiter Config.Select chose, nil when Run's own was
+	// asked (or none was).
+	Limiter core.Limiter
+	// Held is how long a denial was held before its answer (Config.Hold).
+	Held time.Duration
 }
 
 // Admitted reports whether the request goes on to the handler: skipped,
@@ -71,8 +109,18 @@ func (r *Result) Admitted() bool {
 // ended (res is an out-parameter so that the result is not copied on its
 // way up). cost > 0 is a fixed cost that replaces the cost function (a gRPC
 // method's own cost); 0 asks the cost function. A shaped request waits
-// here for its turn.
+// here for its turn, and a denial is held here (Config.Hold).
+//
+// A request that is not admitted gives back what floodgates outside this
+// one charged it, when they recorded their charge in ctx (see [Attach]).
 func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
+	p.run(ctx, req, lim, cost, res)
+	if !res.Admitted() {
+		undoOuter(ctx)
+	}
+}
+
+func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
 	*res = Result{}
 	if p.c.Skip != nil && p.c.Skip(req) {
 		res.Skipped = true
@@ -96,6 +144,11 @@ func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int
 		if cost == 0 {
 			res.Skipped = true
 			return
+		}
+	}
+	if p.c.Select != nil {
+		if l := p.c.Select(req); l != nil {
+			lim, res.Limiter = l, l
 		}
 	}
 	p.Decide(ctx, lim, key, cost, res)
@@ -130,12 +183,13 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 	switch {
 	case !res.Decision.Allowed:
 		res.Outcome = core.OutcomeDenied
+		if p.c.Hold.Max > 0 {
+			p.hold(ctx, res)
+		}
 	case res.Decision.Delay > 0:
 		res.Outcome = core.OutcomeShaped
-		if err := Sleep(ctx, res.Decision.Delay); err != nil {
-			// The request's context is done, so refund under one that is
-			// not, or a store that honours contexts would refuse.
-			rerr := lim.Refund(context.WithoutCancel(ctx), key, cost)
+		if err := p.sleep(ctx, res.Decision.Delay); err != nil {
+			rerr := Undo(ctx, lim, key, cost, res.Decision.Lease)
 			p.fail(ctx, res, errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr))
 			return
 		}
@@ -145,6 +199,26 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 	if p.c.Observer != nil {
 		p.observe(ctx, res, true, nil)
 	}
+}
+
+// hold holds a denial for min(Hold.Max, RetryAfter), unless Hold.Concurrent
+// denials are held already, and records in res.Held how long it did.
+func (p *Pipeline[R]) hold(ctx context.Context, res *Result) {
+	d := min(p.c.Hold.Max, res.Decision.RetryAfter)
+	if d <= 0 {
+		return
+	}
+	if p.held.Add(1) > int64(p.c.Hold.Concurrent) {
+		p.held.Add(-1)
+		return
+	}
+	start := time.Now()
+	if p.sleep(ctx, d) == nil {
+		res.Held = d
+	} else {
+		res.Held = min(time.Since(start), d)
+	}
+	p.held.Add(-1)
 }
 
 // fail finishes a request for which no decision was made. A store error
@@ -170,6 +244,7 @@ func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, e
 		Cost:      res.Cost,
 		Decision:  res.Decision,
 		Err:       err,
+		Held:      res.Held,
 	})
 }
 

@@ -1,0 +1,208 @@
+package httpmw_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+)
+
+func TestCostByContentLength(t *testing.T) {
+	t.Parallel()
+	kib := httpmw.CostByContentLength(httpmw.KiB, 64)
+	refuse := httpmw.CostByContentLength(httpmw.KiB, httpmw.RefuseUnknownLength)
+	bytes := httpmw.CostByContentLength(1, 1)
+	tests := []struct {
+		f      httpmw.CostFunc
+		length int64
+		want   int
+		bad    bool
+	}{
+		{kib, 0, 1, false}, // no body still counts
+		{kib, 1, 1, false},
+		{kib, 1024, 1, false},
+		{kib, 1025, 2, false},
+		{kib, 10 << 20, 10 << 10, false},
+		{kib, -1, 64, false}, // unknown: the configured cost
+		{refuse, -1, 0, true},
+		{refuse, 2048, 2, false},
+		{bytes, 5, 5, false},
+		{bytes, math.MaxInt64, math.MaxInt, false},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.ContentLength = tc.length
+		got, err := tc.f(r)
+		if got != tc.want || (err != nil) != tc.bad || tc.bad && !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("length %d: cost %d, %v; want %d, error %v", tc.length, got, err, tc.want, tc.bad)
+		}
+	}
+	for _, args := range [][2]int{{0, 1}, {1024, 0}, {1024, -2}} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(p.(string), "CostByContentLength") {
+					t.Errorf("CostByContentLength(%d, %d): panic %v, want one naming the call", args[0], args[1], p)
+				}
+			}()
+			httpmw.CostByContentLength(int64(args[0]), args[1])
+		}()
+	}
+	// Refused unknown lengths are the client's fault: 400.
+	k, _ := newKeyed(t, demo)
+	r := httptest.NewRequest("POST", "/", strings.NewReader("x"))
+	r.ContentLength = -1
+	if w := do(mustMiddleware(t, k, byAddr, httpmw.WithCost(refuse)), r); w.Code != 400 {
+		t.Errorf("unknown length refused with %d, want 400", w.Code)
+	}
+}
+
+func TestFeatureOptions(t *testing.T) {
+	t.Parallel()
+	k, _ := newKeyed(t, demo)
+	for _, tc := range []struct {
+		opt  httpmw.Option
+		want string
+	}{
+		{httpmw.WithDenialHold(0, 1), "WithDenialHold(0s, 1): the hold must be positive"},
+		{httpmw.WithDenialHold(time.Second, 0), "WithDenialHold(1s, 0): at least 1 refusal"},
+		{httpmw.WithLimiterFunc(nil), "WithLimiterFunc(nil)"},
+	} {
+		if _, err := httpmw.New(k, byAddr, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one containing %q", err, tc.want)
+		}
+	}
+}
+
+// leased admits every request with a lease and counts those not released.
+type leased struct {
+	out      atomic.Int64
+	released chan struct{}
+}
+
+func (l *leased) Allow(context.Context, string, int) (core.Decision, error) {
+	l.out.Add(1)
+	return core.Decision{Allowed: true, Limit: demo, Remaining: 1, Lease: core.NewLease(func(context.Context) error {
+		l.out.Add(-1)
+		select {
+		case l.released <- struct{}{}:
+		default:
+		}
+		return nil
+	})}, nil
+}
+func (l *leased) Refund(context.Context, string, int) error { return nil }
+
+// TestLeaseEntryPoints checks that every way in ends the lease: Handler
+// when the handler returns or panics, Admit when the request's context
+// ends, Decide through the Decision's Lease.
+func TestLeaseEntryPoints(t *testing.T) {
+	t.Parallel()
+	lim := &leased{released: make(chan struct{}, 1)}
+	l := httpmw.MustNew(lim, byAddr)
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lim.out.Load() != 1 {
+			t.Errorf("%d leases out while the handler runs, want 1", lim.out.Load())
+		}
+		if r.Header.Get("X-Panic") != "" {
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	do(h, nil)
+	func() {
+		defer func() { _ = recover() }()
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Panic", "1")
+		do(h, r)
+	}()
+	if n := lim.out.Load(); n != 0 {
+		t.Fatalf("Handler: %d leases out", n)
+	}
+	<-lim.released
+	ctx, cancel := context.WithCancel(context.Background())
+	if !l.Admit(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil).WithContext(ctx)) || lim.out.Load() != 1 {
+		t.Fatal("Admit refused or took no lease")
+	}
+	cancel()
+	select { // context.AfterFunc releases on a goroutine of its own
+	case <-lim.released:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Admit: %d leases out 5s after the context ended", lim.out.Load())
+	}
+	ok, d, err := l.Decide(http.Header{}, httptest.NewRequest("GET", "/", nil))
+	if !ok || err != nil || d.Lease == nil {
+		t.Fatalf("Decide: %v %v, lease %v", ok, err, d.Lease)
+	}
+	_ = d.Lease.Release(context.Background())
+	if n := lim.out.Load(); n != 0 {
+		t.Fatalf("Decide: %d leases out", n)
+	}
+}
+
+// stackLimiter decides with d and lists two policies.
+type stackLimiter struct {
+	*fakeLimiter
+	ls []core.Limit
+}
+
+func (s stackLimiter) Policies() []core.Limit { return s.ls }
+
+// TestStackedHeaders checks RateLimit-Policy for a stack, for the limiter
+// given to New and for one WithLimiterFunc picks, and that listing costs
+// no allocation over a single limit.
+func TestStackedHeaders(t *testing.T) {
+	ls := []core.Limit{core.PerSecond(5).WithName("burst"), demo}
+	d := core.Decision{Allowed: true, Limit: demo, Remaining: 2, ResetAfter: 40 * time.Second}
+	var stacked core.Limiter = stackLimiter{decide(d, nil), ls}
+	single := decide(d, nil)
+	wantPolicy := `"burst";q=5;w=1, "demo";q=6;w=60`
+	direct := httpmw.MustNew(stacked, byAddr).Handler(ok)
+	picked := httpmw.MustNew(single, byAddr, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return stacked })).Handler(ok)
+	for name, h := range map[string]http.Handler{"direct": direct, "picked": picked} {
+		w := do(h, nil)
+		if got := w.Header().Get("RateLimit-Policy"); got != wantPolicy || w.Header().Get("RateLimit") != `"demo";r=2;t=40` {
+			t.Errorf("%s: RateLimit-Policy %q, RateLimit %q", name, got, w.Header().Get("RateLimit"))
+		}
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	w := httpmwtest.NewWriter()
+	allocs := func(h http.Handler) float64 {
+		return testing.AllocsPerRun(200, func() { w.Reset(); h.ServeHTTP(w, r) })
+	}
+	base := allocs(httpmw.MustNew(single, byAddr).Handler(ok))
+	for name, h := range map[string]http.Handler{"direct": direct, "picked": picked} {
+		if n := allocs(h); n > base {
+			t.Errorf("%s: %v allocs per stacked request, %v per single", name, n, base)
+		}
+	}
+}
+
+// TestLimiterFunc checks that the choice decides, and nil keeps New's.
+func TestLimiterFunc(t *testing.T) {
+	t.Parallel()
+	reads, _ := newKeyed(t, core.PerMinute(100).WithName("reads"))
+	writes, _ := newKeyed(t, core.PerMinute(2).WithName("writes"))
+	h := mustMiddleware(t, writes, byAddr, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
+		if r.Method == http.MethodGet {
+			return reads
+		}
+		return nil
+	}))
+	for i, tc := range []struct {
+		method, policy string
+		code           int
+	}{{"GET", "reads", 200}, {"POST", "writes", 200}, {"POST", "writes", 200}, {"POST", "writes", 429}, {"GET", "reads", 200}} {
+		w := do(h, httptest.NewRequest(tc.method, "/", nil))
+		if w.Code != tc.code || !strings.HasPrefix(w.Header().Get("RateLimit"), `"`+tc.policy+`"`) {
+			t.Errorf("request %d (%s): %d %q, want %d from %s", i+1, tc.method, w.Code, w.Header().Get("RateLimit"), tc.code, tc.policy)
+		}
+	}
+}

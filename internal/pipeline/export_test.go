@@ -1,0 +1,9 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+)
+
+// SetSleep replaces p's waits (shaping and holds) with f.
+func SetSleep[R any](p *Pipeline[R], f func(context.Context, time.Duration) error) { p.sleep = f }
