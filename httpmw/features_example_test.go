@@ -115,3 +115,34 @@ func ExampleWithDenialHold() {
 	// denied 50ms
 	// 429
 }
+
+// A stack of two limits on every key: RateLimit-Policy lists both, and
+// RateLimit describes the one that decided.
+func Example_stack() {
+	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.PerSecond(2).WithName("burst")},
+		{Limit: core.PerHour(3).WithName("hourly"), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	}, core.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	h := httpmw.MustNew(s, apiKey).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	for i := 0; i < 4; i++ {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Api-Key", "k1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if i == 0 {
+			fmt.Println("RateLimit-Policy:", w.Header().Get("RateLimit-Policy"))
+		}
+		fmt.Printf("%d %s retry-after=%q\n", w.Code, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"))
+		clock.Advance(time.Second)
+	}
+	// Output:
+	// RateLimit-Policy: "burst";q=2;w=1, "hourly";q=3;w=3600
+	// 200 "burst";r=1;t=1 retry-after=""
+	// 200 "burst";r=1;t=1 retry-after=""
+	// 200 "hourly";r=0;t=3598 retry-after=""
+	// 429 "hourly";r=0;t=3597 retry-after="3597"
+}
