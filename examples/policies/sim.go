@@ -35,6 +35,17 @@ type policy struct {
 	// admits in any period-long window, for traffic whose largest request
 	// costs maxCost. The test checks it on every run.
 	bound func(l core.Limit, maxCost int) int
+	// own, when set, replaces the shared limit: a concurrency limit counts
+	// requests in flight, not per period.
+	own core.Limit
+}
+
+// limit returns the limit p runs under.
+func (p policy) limit() core.Limit {
+	if p.own.Events != 0 {
+		return p.own
+	}
+	return limit
 }
 
 // policies is every algorithm the program compares, in chart order.
@@ -64,6 +75,16 @@ var policies = []policy{
 		// Each admission moves the next free instant at least one stable
 		// interval per unit of cost on.
 		bound: func(l core.Limit, maxCost int) int { return l.Events - 1 + maxCost }},
+	{name: "sliding-log", opts: []core.Option{core.WithAlgorithm(core.SlidingLog)},
+		// The exact window: never more than Events in any period.
+		bound: func(l core.Limit, _ int) int { return l.Events }},
+	// Ten sub-windows of 100 ms: Events plus at most one sub-window's
+	// admissions, which promises nothing tighter than two periods' worth.
+	{name: "sub-windows-10", opts: []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10)},
+		bound: func(l core.Limit, _ int) int { return 2 * l.Events }},
+	// At most 6 units in flight, each running 20–120 ms: a cap on
+	// concurrency, not on rate.
+	{name: "concurrency", opts: []core.Option{core.WithAlgorithm(core.Concurrency)}, own: core.InFlight(6).WithName("in-flight")},
 }
 
 // request is one request of synthetic traffic.
@@ -197,7 +218,7 @@ func simulate(seed uint64) ([]result, error) {
 func drive(p *policy, reqs []request) ([]outcome, error) {
 	ctx := context.Background()
 	clock := coretest.NewClock(start)
-	lim, err := core.New(limit, append(slices.Clip(p.opts), core.WithClock(clock))...)
+	lim, err := core.New(p.limit(), append(slices.Clip(p.opts), core.WithClock(clock))...)
 	if err != nil {
 		return nil, err
 	}
