@@ -79,13 +79,20 @@ func policyChart(rows []result) [][]*plot.Plot {
 		// Refused bars stand on the admitted ones: drawn to the total
 		// first, then covered up to the admitted count.
 		tot, adm := bars(total, refusedColor), bars(admitted, admittedColor)
-		rate := rateLine(r.shape.length)
-		p.Add(tot, adm, rate)
-		// Headroom for the legend above the tallest bar.
-		p.Y.Max = math.Ceil(max(slices.Max(total), rate.XYs[0].Y) * 1.6)
+		p.Add(tot, adm)
+		top := slices.Max(total)
 		p.Legend.Add("admitted", adm)
 		p.Legend.Add("refused", tot)
-		p.Legend.Add("limit rate", rate)
+		if r.policy.own.Events == 0 {
+			// A policy with a limit of its own (requests in flight) has
+			// no rate to draw.
+			rate := rateLine(r.shape.length)
+			p.Add(rate)
+			p.Legend.Add("limit rate", rate)
+			top = max(top, rate.XYs[0].Y)
+		}
+		// Headroom for the legend above the tallest bar.
+		p.Y.Max = math.Ceil(top * 1.6)
 		grid[i] = []*plot.Plot{p}
 		if shaper {
 			grid[i] = append(grid[i], delayPanel(r))
