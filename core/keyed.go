@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,16 +31,39 @@ import (
 //
 // A Keyed is safe for concurrent use. Make one with [New].
 type Keyed struct {
-	limit   Limit
-	clock   Clock // nil: the system clock, read without an interface call
-	seed    maphash.Seed
-	maxCost int64
-	cache   bool
+	pol   atomic.Pointer[policy] // the limit in force and its algorithm
+	clock Clock                  // nil: the system clock, read without an interface call
+	seed  maphash.Seed
+	cache bool
 	table
+
+	opts  options    // what New was given, for SetLimit's algorithm
+	setMu sync.Mutex // serialises SetLimit
+	dyn   *Dynamic   // the Dynamic limiter k is one table of, or nil
 
 	overflowMu  sync.Mutex
 	overflow    state
 	overflowSet bool
+}
+
+// policy is a Limit bound to its algorithm: what a Keyed enforces, swapped
+// as a whole by SetLimit, so that a decision reads a limit and its
+// algorithm that belong together.
+type policy struct {
+	limit   Limit
+	alg     algo
+	maxCost int64
+}
+
+func newPolicy(l Limit, o *options) (*policy, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	alg, err := newAlgo(o.algorithm, l, o)
+	if err != nil {
+		return nil, err
+	}
+	return &policy{limit: l, alg: alg, maxCost: alg.maxCost()}, nil
 }
 
 var _ Limiter = (*Keyed)(nil)
@@ -60,18 +85,26 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	alg, err := newAlgo(o.algorithm, l, &o)
+	if o.maxLimits != 0 {
+		return nil, fmt.Errorf("core: WithMaxLimits(%d) applies to NewDynamic only", o.maxLimits)
+	}
+	return newKeyed(l, &o)
+}
+
+// newKeyed is New after the options are checked.
+func newKeyed(l Limit, o *options) (*Keyed, error) {
+	p, err := newPolicy(l, o)
 	if err != nil {
 		return nil, err
 	}
 	k := &Keyed{
-		limit:   l,
-		clock:   o.clock,
-		seed:    maphash.MakeSeed(),
-		maxCost: alg.maxCost(),
-		cache:   o.denyCache,
-		table:   newTable(alg, o.capacity, o.shards, o.full, o.denyCache),
+		clock: o.clock,
+		seed:  maphash.MakeSeed(),
+		cache: o.denyCache,
+		table: newTable(o.capacity, o.shards, o.full, o.denyCache),
+		opts:  *o,
 	}
+	k.pol.Store(p)
 	if o.seed != nil {
 		k.seed = *o.seed
 	}
@@ -92,7 +125,66 @@ func MustNew(l Limit, opts ...Option) *Keyed {
 }
 
 // Limit returns the limit k enforces.
-func (k *Keyed) Limit() Limit { return k.limit }
+func (k *Keyed) Limit() Limit { return k.pol.Load().limit }
+
+// SetLimit makes k enforce l from now on, keeping every key's state: no key
+// gets a fresh quota, and none loses what it has spent. It fails, changing
+// nothing, if l is invalid or the algorithm's options (WithWarmUp,
+// WithMaxDelay...) do not fit it, exactly as [New] would.
+//
+// The change is atomic: a decision is made under the old limit or the new
+// one, never a mix, and once SetLimit returns every decision is made under
+// l (decisions under way meanwhile may finish under the old one). Denials
+// cached under the old limit are dropped.
+//
+// A key's state is read under the new limit as follows; an arrival under
+// the new limit then proceeds from it as the algorithm always does.
+//
+//   - TokenBucket: the tokens the key held at its last update are kept, capped
+//     at the new burst, and refill at the new rate from that update on. Raising
+//     the burst adds no tokens at once: the key fills up to it at the new rate.
+//   - GCRA and LeakyBucket: the key's theoretical arrival instant (when its
+//     quota is whole again; the instant its line drains) is kept. The time the
+//     key owes is kept, so what it may spend now is that debt read at the new
+//     interval and burst: a key whole again stays whole, a key in debt beyond
+//     the new burst is refused until the debt is within it.
+//   - FixedWindow: the count of the stored window is kept while the window of
+//     the new period that holds the stored window's start is current; a count
+//     above the new Events is refused until the window ends (Remaining 0).
+//     With the same period, that is simply: the count is kept for the window.
+//   - SlidingWindow: as FixedWindow, for both counts: a stored window counts
+//     as the window of the new period holding its start, so its counts are the
+//     current and previous ones while that window is current, and its current
+//     count becomes the previous one in the window after.
+//   - WarmUp: the stored permits (capped at the new maximum) and the next free
+//     instant are kept.
+//
+// The overflow state (FullOverflow) carries over the same way. Keys keep
+// their place in the table; the first time the table looks for keys to drop
+// after a change, each shard is scanned once to index its keys' idle
+// instants under the new limit.
+func (k *Keyed) SetLimit(l Limit) error {
+	p, err := newPolicy(l, &k.opts)
+	if err != nil {
+		return err
+	}
+	k.setMu.Lock()
+	defer k.setMu.Unlock()
+	k.pol.Store(p)
+	// A decision that loaded the old policy before the store above checks
+	// it again under its shard's lock (see decide), so once a shard has
+	// been through here, nothing caches a denial of the old limit in it.
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		for j := range s.slots {
+			s.slots[j].clear()
+		}
+		s.floor = math.MinInt64 // idle instants are the old limit's: rescan
+		s.mu.Unlock()
+	}
+	return nil
+}
 
 // Len returns how many keys k tracks now (keys decided against the overflow
 // state are not tracked).
@@ -118,12 +210,12 @@ func (k *Keyed) now() int64 {
 	return k.clock.Now()
 }
 
-func (k *Keyed) checkCost(cost int) error {
+func (p *policy) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
 	}
-	if int64(cost) > k.maxCost {
-		return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, k.maxCost, k.limit)
+	if int64(cost) > p.maxCost {
+		return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, p.maxCost, p.limit)
 	}
 	return nil
 }
@@ -135,8 +227,9 @@ func clockError(now int64) error {
 // Allow decides whether key may spend cost units now and, if so, charges
 // them. The context is not used: an in-memory decision never blocks.
 func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error) {
-	if cost < 1 || int64(cost) > k.maxCost {
-		return Decision{}, k.checkCost(cost)
+	p := k.pol.Load()
+	if cost < 1 || int64(cost) > p.maxCost {
+		return Decision{}, p.checkCost(cost)
 	}
 	h := maphash.String(k.seed, key)
 	now := k.now()
@@ -149,30 +242,46 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 		// built straight into the result: until the cached instant nothing
 		// fits, so nothing is left, and both waits end at fixed instants.
 		if until, resetAt, ok := sh.slot(h).loadWaits(h, now); ok {
-			return Decision{Limit: k.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
+			return Decision{Limit: p.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
 		}
 	}
-	return k.decide(sh, h, now, int64(cost)), nil
+	return k.decide(p, sh, h, now, int64(cost), false)
 }
 
-func (k *Keyed) decide(sh *shard, h uint64, now, cost int64) Decision {
+// decide decides for key hash h of shard sh under p, the policy loaded
+// when the call began. moved says that a Dynamic limiter has already looked
+// for the key in its other tables.
+func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bool) (Decision, error) {
 	var sl *slot
 	if k.cache {
 		sl = sh.slot(h)
 		if cost > 1 {
 			if st, ok := sl.load(h, now); ok {
-				if _, v := k.alg.decide(st, now, cost); !v.allowed {
-					return k.decision(v)
+				if _, v := p.alg.decide(st, now, cost); !v.allowed {
+					return p.decision(v), nil
 				}
 			}
 		}
 	}
 	sh.mu.Lock()
+	if q := k.pol.Load(); q != p {
+		// SetLimit ran since p was loaded: decide under the new limit, so
+		// that no denial of the old one is cached after SetLimit cleared
+		// this shard's cache.
+		if p = q; cost > p.maxCost {
+			sh.mu.Unlock()
+			return Decision{}, p.checkCost(int(cost))
+		}
+	}
 	st, found := sh.lru.Peek(h)
 	if !found {
-		return k.insert(sh, h, now, cost)
+		if k.dyn != nil && !moved {
+			sh.mu.Unlock()
+			return k.dyn.miss(k, sh, h, now, cost)
+		}
+		return k.insert(p, sh, h, now, cost, p.alg.fresh(now), false), nil
 	}
-	ns, v := k.alg.decide(st, now, cost)
+	ns, v := p.alg.decide(st, now, cost)
 	if v.allowed {
 		sh.lru.Add(h, ns)
 		if sl != nil {
@@ -182,36 +291,41 @@ func (k *Keyed) decide(sh *shard, h uint64, now, cost int64) Decision {
 		// A denial leaves the key's recency alone, as an answer from the
 		// cache must: with or without the cache, FullEvictLRU then drops
 		// the same key.
-		if one, ok := k.deniedOne(st, now, cost, v); ok {
+		if one, ok := p.deniedOne(st, now, cost, v); ok {
 			sl.store(h, st, now+one.retryAfter, now+one.resetAfter)
 		}
 	}
 	sh.mu.Unlock()
-	return k.decision(v)
+	return p.decision(v), nil
 }
 
-// insert decides for a key sh does not hold, called with sh locked; it
-// unlocks sh.
-func (k *Keyed) insert(sh *shard, h uint64, now, cost int64) Decision {
-	if !k.makeRoom(sh, now) {
+// insert decides for a key sh does not hold, from state st, called with sh
+// locked; it unlocks sh. st is a fresh state, or the key's state carried
+// over from another table (carried), which is kept even when denied.
+func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state, carried bool) Decision {
+	if !k.makeRoom(p.alg, sh, now) {
 		sh.mu.Unlock()
-		return k.decideOverflow(now, cost)
+		return k.decideOverflow(p, now, cost)
 	}
-	ns, v := k.alg.decide(k.alg.fresh(now), now, cost)
-	if v.allowed {
+	ns, v := p.alg.decide(st, now, cost)
+	switch {
+	case v.allowed:
 		sh.lru.Add(h, ns)
 		sh.track(now+v.resetAfter, h)
-	} else {
+	case carried:
+		sh.lru.Add(h, st)
+		sh.track(max(p.alg.idleAt(st), now), h)
+	default:
 		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
 	}
 	sh.mu.Unlock()
-	return k.decision(v)
+	return p.decision(v)
 }
 
-func (k *Keyed) decision(v verdict) Decision {
+func (p *policy) decision(v verdict) Decision {
 	d := Decision{
 		Allowed:    v.allowed,
-		Limit:      k.limit,
+		Limit:      p.limit,
 		Remaining:  int(v.remaining),
 		ResetAfter: time.Duration(v.resetAfter),
 	}
@@ -227,23 +341,23 @@ func (k *Keyed) decision(v verdict) Decision {
 // given that st denied cost with verdict v. Its waits end at instants that
 // do not move while st stands, which lets the deny cache answer later
 // requests without the algorithm.
-func (k *Keyed) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) {
+func (p *policy) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) {
 	if cost == 1 {
 		return v, true
 	}
-	_, one := k.alg.decide(st, now, 1)
+	_, one := p.alg.decide(st, now, 1)
 	return one, !one.allowed
 }
 
-func (k *Keyed) decideOverflow(now, cost int64) Decision {
+func (k *Keyed) decideOverflow(p *policy, now, cost int64) Decision {
 	k.overflowMu.Lock()
 	if !k.overflowSet {
-		k.overflow, k.overflowSet = k.alg.fresh(now), true
+		k.overflow, k.overflowSet = p.alg.fresh(now), true
 	}
 	var v verdict
-	k.overflow, v = k.alg.decide(k.overflow, now, cost)
+	k.overflow, v = p.alg.decide(k.overflow, now, cost)
 	k.overflowMu.Unlock()
-	d := k.decision(v)
+	d := p.decision(v)
 	d.Overflow = true
 	return d
 }
@@ -251,7 +365,7 @@ func (k *Keyed) decideOverflow(now, cost int64) Decision {
 // Refund gives back cost units charged to key, never beyond a whole quota.
 // A key that is no longer tracked has nothing to give back to.
 func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
-	if err := k.checkCost(cost); err != nil {
+	if err := k.pol.Load().checkCost(cost); err != nil {
 		return err
 	}
 	h := maphash.String(k.seed, key)
@@ -261,14 +375,25 @@ func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
 	}
 	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()
+	if _, ok := sh.lru.Peek(h); !ok && k.dyn != nil {
+		sh.mu.Unlock()
+		k.dyn.carry(k, sh, h, now)
+		sh.mu.Lock()
+	}
+	k.refundLocked(sh, h, now, int64(cost))
+	sh.mu.Unlock()
+	return nil
+}
+
+// refundLocked gives cost back to key hash h of sh, called with sh locked.
+func (k *Keyed) refundLocked(sh *shard, h uint64, now, cost int64) {
+	p := k.pol.Load()
 	if st, ok := sh.lru.Peek(h); ok {
-		if st, ok = k.alg.refund(st, now, int64(cost)); ok {
+		if st, ok = p.alg.refund(st, now, cost); ok {
 			sh.lru.Add(h, st)
 			sh.forget(h)
 			// The key may be idle earlier now: index its new instant.
-			sh.track(max(k.alg.idleAt(st), now), h)
+			sh.track(max(p.alg.idleAt(st), now), h)
 		}
 	}
-	sh.mu.Unlock()
-	return nil
 }

@@ -22,6 +22,8 @@ type options struct {
 	maxDelay   time.Duration // LeakyBucket; 0: DefaultMaxDelay
 	warmUp     time.Duration // WarmUp; required
 	coldFactor float64       // WarmUp; 0: DefaultColdFactor
+
+	maxLimits int // NewDynamic; 0: DefaultMaxLimits
 }
 
 // DefaultCapacity is how many keys a limiter tracks unless [WithCapacity]
@@ -151,5 +153,21 @@ func (o *options) validate() error {
 	if o.coldFactor != 0 && !(o.coldFactor >= 1 && o.coldFactor <= 1<<20) { // NaN fails both
 		return fmt.Errorf("core: WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, DefaultColdFactor)
 	}
+	if o.maxLimits < 0 || o.maxLimits > maxMaxLimits {
+		return fmt.Errorf("core: WithMaxLimits(%d): the number of distinct limits must be from 1 to %d", o.maxLimits, maxMaxLimits)
+	}
 	return nil
 }
+
+// DefaultMaxLimits is how many distinct limits a [Dynamic] limiter tracks
+// unless [WithMaxLimits] says otherwise.
+const DefaultMaxLimits = 16
+
+// maxMaxLimits bounds WithMaxLimits: a key new to its limit's table is
+// looked for in every other table.
+const maxMaxLimits = 256
+
+// WithMaxLimits sets how many distinct limits a [Dynamic] limiter tracks
+// (default [DefaultMaxLimits], at most 256), each with a table of its own
+// of WithCapacity keys. It applies to NewDynamic only.
+func WithMaxLimits(n int) Option { return func(o *options) { o.maxLimits = n } }
