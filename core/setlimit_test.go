@@ -31,14 +31,11 @@ type change struct {
 // Dynamic limiter's limit function).
 type setter func(l core.Limit) error
 
-// playChanges plays steps on lim, changing limits with set, and checks every
-// decision exactly, Limit included.
-func playChanges(t *testing.T, clk *coretest.Clock, lim core.Limiter, set setter, steps []change) {
+// playChanges plays steps on lim, whose key starts under first, changing
+// limits with set, and checks every decision exactly, Limit included.
+func playChanges(t *testing.T, clk *coretest.Clock, lim core.Limiter, set setter, first core.Limit, steps []change) {
 	t.Helper()
-	var cur core.Limit
-	if k, ok := lim.(*core.Keyed); ok {
-		cur = k.Limit()
-	}
+	cur := first
 	for i, s := range steps {
 		clk.Set(t0.Add(s.At))
 		if s.Set != (core.Limit{}) {
@@ -211,7 +208,7 @@ func TestSetLimitTables(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				playChanges(t, clk, lim, lim.SetLimit, tab.steps)
+				playChanges(t, clk, lim, lim.SetLimit, tab.first, tab.steps)
 			})
 		}
 	}
