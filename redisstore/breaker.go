@@ -31,7 +31,7 @@ var (
 // call makes one round trip for key through the route of the server that
 // holds it: while that server's breaker is open, only its probe goes to
 // Redis and every other call gets ErrCircuitOpen at once.
-func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int) ([4]int64, error) {
+func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key string, cost int) ([4]int64, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
 	r := l.one
 	if l.masters != nil {
@@ -49,12 +49,12 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 		if rkey == "" {
 			rkey = l.Key(key)
 		}
-		return l.probe(ctx, r, op, code, rkey, cost)
+		return l.probe(ctx, p, r, op, code, rkey, cost)
 	}
 	if rkey == "" {
 		rkey = l.Key(key)
 	}
-	v, err := l.run(ctx, r.q, op, code, rkey, cost)
+	v, err := l.run(ctx, p, r.q, op, code, rkey, cost)
 	if b != nil {
 		settle(ctx, b, err, false)
 	}
@@ -62,7 +62,7 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 }
 
 // probe is call for the caller that owns b's probe.
-func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int) ([4]int64, error) {
+func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int) ([4]int64, error) {
 	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
@@ -72,7 +72,7 @@ func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rke
 			b.Inconclusive(true)
 		}
 	}()
-	v, err := l.run(ctx, r.q, op, code, rkey, cost)
+	v, err := l.run(ctx, p, r.q, op, code, rkey, cost)
 	done = true
 	settle(ctx, b, err, true)
 	return v, err

@@ -10,8 +10,9 @@ import (
 
 // denyCache remembers, in process, keys the server refused a cost-1 request
 // and until when: until then, cost-1 requests for the key are refused with
-// no round trip. A Limiter owns its cache, so an entry is always for the
-// Limiter's own limit: a changed limit is a new Limiter with an empty cache.
+// no round trip. A Limiter owns its cache, and an entry holds the limit it
+// was refused under, which a lookup must match: a Dynamic's key whose limit
+// changed asks the server again.
 //
 // It is a direct-mapped table of immutable entries: a lookup is one hash and
 // one atomic load, and a key's entry may be overwritten by another key's,
@@ -26,6 +27,7 @@ type denyCache struct {
 // (local clock, ns).
 type denied struct {
 	key            string
+	pol            *policy
 	until, resetAt int64
 }
 
@@ -42,17 +44,17 @@ func (c *denyCache) slot(key string) *atomic.Pointer[denied] {
 }
 
 // lookup returns the refusal for key at now if one is cached.
-func (c *denyCache) lookup(key string, now int64) (core.Decision, bool) {
+func (c *denyCache) lookup(key string, p *policy, now int64) (core.Decision, bool) {
 	e := c.slot(key).Load()
-	if e == nil || now >= e.until || e.key != key {
+	if e == nil || now >= e.until || e.pol != p || e.key != key {
 		return core.Decision{}, false
 	}
 	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, true
 }
 
-// store remembers that key is refused until until.
-func (c *denyCache) store(key string, until, resetAt int64) {
-	c.slot(key).Store(&denied{key: key, until: until, resetAt: resetAt})
+// store remembers that key is refused under p until until.
+func (c *denyCache) store(key string, p *policy, until, resetAt int64) {
+	c.slot(key).Store(&denied{key: key, pol: p, until: until, resetAt: resetAt})
 }
 
 // forget drops key's entry: its quota changed here.

@@ -20,12 +20,11 @@ import (
 type Limiter struct {
 	client  redis.UniversalClient
 	script  *redis.Script
-	limit   core.Limit
+	pol     *policy // nil for a Dynamic's
 	alg     core.Algorithm
-	maxCost int
-	suffix  string     // "}:" plus the algorithm and the limit's parameters
+	margin  time.Duration
+	suffix  string     // "}:" plus the algorithm and the limit's parameters (a Dynamic's: the algorithm only)
 	prefix  string     // the key prefix plus "{"
-	fixed   []any      // the TTL margin in ms, then the algorithm's parameters
 	clock   core.Clock // the process's clock, for the deny cache
 	testNow core.Clock // nil: the scripts read the server's TIME
 	timeout time.Duration
@@ -40,11 +39,41 @@ type Limiter struct {
 // decision loads the script).
 func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, error) {
 	if client == nil {
-		return nil, errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+		return nil, errNilClient
 	}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
+	lim, err := newLimiter(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	if lim.pol, err = newPolicy(lim.alg, lim.margin, l); err != nil {
+		return nil, err
+	}
+	lim.suffix = fmt.Sprintf("}:%s:%d/%d:%d", algTag(lim.alg), l.Events, int64(l.Period), l.EffectiveBurst())
+	return lim, nil
+}
+
+var errNilClient = errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+
+// policy is one limit's part of the script's arguments, made once.
+type policy struct {
+	limit   core.Limit
+	maxCost int
+	fixed   []any // the TTL margin in ms, then the algorithm's parameters
+}
+
+func newPolicy(alg core.Algorithm, margin time.Duration, l core.Limit) (*policy, error) {
+	p, maxCost, err := params(alg, l)
+	if err != nil {
+		return nil, err
+	}
+	return &policy{limit: l, maxCost: maxCost, fixed: fixedArgs(margin, p)}, nil
+}
+
+// newLimiter returns a Limiter for opts without its limit.
+func newLimiter(client redis.UniversalClient, opts []Option) (*Limiter, error) {
 	o := defaultOptions()
 	errs := option.Errors{Prefix: "redisstore: "}
 	if err := option.Apply(&o, &errs, opts); err != nil {
@@ -53,23 +82,20 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
-	p, maxCost, err := params(o.algorithm, l)
-	if err != nil {
-		return nil, err
+	if _, ok := scripts[o.algorithm]; !ok {
+		return nil, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow or core.SlidingWindow", int(o.algorithm))
 	}
 	lim := &Limiter{
 		client:  client,
 		script:  scripts[o.algorithm],
-		limit:   l,
 		alg:     o.algorithm,
-		maxCost: maxCost,
+		margin:  o.margin,
 		prefix:  o.prefix + "{",
-		suffix:  fmt.Sprintf("}:%s:%d/%d:%d", algTag(o.algorithm), l.Events, int64(l.Period), l.EffectiveBurst()),
-		fixed:   fixedArgs(o.margin, p),
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
 	}
+	var err error
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
 	}
@@ -111,7 +137,7 @@ func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limite
 func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
 
 // Limit returns the limit the Limiter enforces.
-func (l *Limiter) Limit() core.Limit { return l.limit }
+func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 
 // Allow decides whether key may spend cost units now and, if so, charges
 // them, in one round trip (none when the deny cache answers). A server that
@@ -120,31 +146,41 @@ func (l *Limiter) Limit() core.Limit { return l.limit }
 // decides, never this package. While the circuit breaker is open, that
 // error comes at once, with cause ErrCircuitOpen.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	if err := l.checkCost(cost); err != nil {
+	return l.allow(ctx, l.pol, key, cost)
+}
+
+// allow is Allow under p.
+func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
+	if err := p.checkCost(cost); err != nil {
 		return core.Decision{}, err
 	}
 	start := l.clock.Now()
 	if l.deny != nil && cost == 1 {
-		if d, ok := l.deny.lookup(key, start); ok {
-			d.Limit = l.limit
+		if d, ok := l.deny.lookup(key, p, start); ok {
+			d.Limit = p.limit
 			return d, nil
 		}
 	}
-	v, err := l.call(ctx, "allow", 'a', key, cost)
+	v, err := l.call(ctx, p, "allow", 'a', key, cost)
 	if err != nil {
 		return core.Decision{}, err
 	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
-		Limit:      l.limit,
+		Limit:      p.limit,
 		Remaining:  int(v[1]),
 		RetryAfter: time.Duration(v[2]),
 		ResetAfter: time.Duration(v[3]),
 	}
+	if l.deny != nil && l.pol == nil && d.Allowed {
+		// A Dynamic's key refused under another limit may hold an entry
+		// that this admission, under this one, makes stale.
+		l.deny.forget(key)
+	}
 	if l.deny != nil && cost == 1 && !d.Allowed {
 		// Counted from before the round trip: the entry never outlives the
 		// server's own answer.
-		l.deny.store(key, start+int64(d.RetryAfter), start+int64(d.ResetAfter))
+		l.deny.store(key, p, start+int64(d.RetryAfter), start+int64(d.ResetAfter))
 	}
 	return d, nil
 }
@@ -152,22 +188,27 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 // Refund gives back cost units charged to key, never beyond a whole quota,
 // in one round trip. It fails as Allow does, ErrCircuitOpen included.
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
-	if err := l.checkCost(cost); err != nil {
+	return l.refund(ctx, l.pol, key, cost)
+}
+
+// refund is Refund under p.
+func (l *Limiter) refund(ctx context.Context, p *policy, key string, cost int) error {
+	if err := p.checkCost(cost); err != nil {
 		return err
 	}
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.call(ctx, "refund", 'r', key, cost)
+	_, err := l.call(ctx, p, "refund", 'r', key, cost)
 	return err
 }
 
-func (l *Limiter) checkCost(cost int) error {
+func (p *policy) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", core.ErrInvalidCost, cost)
 	}
-	if cost > l.maxCost {
-		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, l.maxCost, l.limit)
+	if cost > p.maxCost {
+		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, p.maxCost, p.limit)
 	}
 	return nil
 }
@@ -184,8 +225,8 @@ var (
 )
 
 // args returns the script's arguments for one call: ARGV[1...].
-func (l *Limiter) args(code byte, cost int) []any {
-	args := make([]any, 4, 4+len(l.fixed))
+func (l *Limiter) args(p *policy, code byte, cost int) []any {
+	args := make([]any, 4, 4+len(p.fixed))
 	args[0] = argAllow
 	if code == 'r' {
 		args[0] = argRefund
@@ -200,7 +241,7 @@ func (l *Limiter) args(code byte, cost int) []any {
 		t := l.testNow.Now()
 		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
 	}
-	return append(args, l.fixed...)
+	return append(args, p.fixed...)
 }
 
 // reply reads the script's four numbers from cmd.
