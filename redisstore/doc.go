@@ -69,10 +69,36 @@
 // "seconds nanoseconds count", sliding window "seconds nanoseconds previous
 // current".
 //
+// A Dynamic (NewDynamic: the limit chosen per key, per request, as
+// core.NewDynamic does) keeps a key's state at
+//
+//	<prefix>{<key>}:<algorithm>
+//
+// without the limit's parameters, so that a key whose limit changes (a
+// user who upgrades) keeps its state: the scripts get the limit's
+// parameters with each call and read a stored state under them exactly as
+// core.Keyed.SetLimit documents (the same decisions as core's Dynamic on
+// the same clock). The script arguments of up to MaxCachedLimits distinct
+// limits are made once and reused.
+//
 // Every write sets a TTL: the time until the key's quota is whole again (when
 // forgetting it changes nothing), plus a margin (WithTTLMargin, default one
 // second). A key found without a TTL, after a manual write or a restore, is
-// given one by its next decision.
+// given one by its next decision, and so is a Dynamic's key whose TTL, set
+// under its old limit, would end before its quota is whole under the new
+// one. A Dynamic's key left alone past the TTL its last write set is
+// forgotten, though, and starts whole under its new limit where the
+// in-memory limiter would still hold its old state: GCRA, whose TTL is the
+// instant the key is whole under any limit, is the same on both; the token
+// bucket and the windows differ only when a change makes a key take longer
+// to be whole (a slower rate, a larger burst, a longer period) and it sees
+// no request before its old TTL ends.
+//
+// # Reservations
+//
+// core.Reserve works on both limiters unchanged: its Cancel is a Refund,
+// which the scripts apply atomically, never beyond a whole quota (the
+// shared decision tables' refund steps pass on Redis exactly).
 //
 // # When Redis fails
 //
@@ -126,7 +152,8 @@
 // requests are refused with no round trip (well under a microsecond), with
 // the RetryAfter and ResetAfter that remain. A repeat offender hammering the
 // service costs Redis nothing. The cache belongs to one Limiter, so its
-// entries are always for that Limiter's limit; it holds DefaultDenyCacheSize
+// entries are always for that Limiter's limit (a Dynamic's entries hold the
+// limit they were refused under and answer only under it); it holds DefaultDenyCacheSize
 // keys (WithDenyCache sets the size, 0 turns it off). Requests of other costs
 // always ask the server. The price: a refund made by another instance does
 // not reach this instance's cache, which keeps refusing the key until the
