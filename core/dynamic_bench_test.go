@@ -18,7 +18,9 @@ import (
 func BenchmarkDynamic(b *testing.B) {
 	paid := benchLimit.WithBurst(200)
 	mk := map[string]func() core.Limiter{
-		"keyed": func() core.Limiter { return core.MustNew(benchLimit, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys)) },
+		"keyed": func() core.Limiter {
+			return core.MustNew(benchLimit, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys))
+		},
 		"dynamic-1": func() core.Limiter {
 			return must(core.NewDynamic(func(string) core.Limit { return benchLimit }, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys)))
 		},
