@@ -25,13 +25,18 @@ func (sw *slidingWindow) maxCost() int64        { return sw.events }
 
 // counts returns the window in force at now, the counts of it and of the one
 // before, and the instant within it that applies (now, or the window's start
-// when the clock stepped back behind a stored window).
+// when the clock stepped back behind a stored window). A stored window whose
+// start is not aligned to the period comes from another period (SetLimit):
+// it counts as the window of this period that holds its start.
 func (sw *slidingWindow) counts(s state, now int64) (w, prev, cur, at int64) {
 	w = windowStart(now, sw.period)
 	switch {
 	case s.a >= w:
-		w, prev, cur = s.a, s.b>>32, s.b&math.MaxUint32
-	case s.a+sw.period == w:
+		if s.a-w >= sw.period {
+			w = s.a
+		}
+		prev, cur = s.b>>32, s.b&math.MaxUint32
+	case s.a >= w-sw.period:
 		prev = s.b & math.MaxUint32
 	}
 	return w, prev, cur, max(now, w)
