@@ -27,13 +27,13 @@ func (tb *tokenBucket) maxCost() int64 { return int64(tb.burst) }
 // too (a state kept across SetLimit may hold more than the new burst).
 func (tb *tokenBucket) tokensAt(s state, now int64) float64 {
 	tokens := math.Float64frombits(uint64(s.a))
-	if now <= s.b {
-		// Only a state kept across SetLimit to a smaller burst holds more.
-		return min(tokens, tb.burst)
+	if now > s.b {
+		// The conversion keeps the product rounded on its own (no fused
+		// multiply-add on any platform), as the Redis scripts compute it.
+		tokens += float64(time.Duration(now-s.b).Seconds() * tb.rate)
 	}
-	// The conversion keeps the product rounded on its own (no fused
-	// multiply-add on any platform), as the Redis scripts compute it.
-	tokens += float64(time.Duration(now-s.b).Seconds() * tb.rate)
+	// Without refill, only a state kept across SetLimit to a smaller
+	// burst holds more.
 	if tokens > tb.burst {
 		tokens = tb.burst
 	}
