@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -195,7 +196,7 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 	case SlidingLog:
 		return nil, nil // its state lives in the extended table (see New)
 	case Concurrency:
-		return &concurrency{events: int64(l.Events), period: int64(l.Period)}, nil
+		return &concurrency{events: int64(l.Events), period: int64(l.Period), gen: new(atomic.Int64)}, nil
 	}
 	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp, SlidingLog or Concurrency", int(a))
 }

@@ -26,7 +26,9 @@ func InFlight(n int) Limit { return Limit{Events: n, Period: time.Second, Burst:
 // indexes it (see Keyed.giveBack), so a key in flight is never indexed.
 type concurrency struct {
 	events, period int64
-	gen            atomic.Int64 // the last generation handed out
+	// gen is the last generation handed out, shared by the policies one
+	// limiter has had (SetLimit), so that no two states share one.
+	gen *atomic.Int64
 }
 
 func (c *concurrency) fresh(int64) state { return state{b: c.gen.Add(1)} }
@@ -36,7 +38,8 @@ func (c *concurrency) decide(s state, _, cost int64) (state, verdict) {
 	if held := s.a + cost; held <= c.events {
 		return state{a: held, b: s.b}, verdict{allowed: true, remaining: c.events - held, resetAfter: c.period}
 	}
-	return s, verdict{remaining: c.events - s.a, retryAfter: c.period, resetAfter: c.period}
+	// A key may hold more than Events after SetLimit lowered it.
+	return s, verdict{remaining: max(0, c.events-s.a), retryAfter: c.period, resetAfter: c.period}
 }
 
 func (c *concurrency) idleAt(s state) int64 {
@@ -57,7 +60,8 @@ func (c *concurrency) refund(s state, _, cost int64) (state, bool) {
 
 // acquire is Allow for a limiter that hands out leases: it decides under
 // the shard's lock, with no deny cache, and wraps an admission's units in
-// a Lease, its one allocation. cost has been checked.
+// a Lease, its one allocation. cost has been checked against the policy
+// Allow loaded; the policy in force under the lock decides.
 func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 	h := maphash.String(k.seed, key)
 	now := k.now()
@@ -66,15 +70,20 @@ func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 	}
 	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()
+	p := k.pol.Load()
+	if cost > p.maxCost {
+		sh.mu.Unlock()
+		return Decision{}, p.checkCost(int(cost))
+	}
 	st, found := sh.lru.Peek(h)
 	if !found {
-		if !k.makeRoom(sh, now) {
+		if !k.makeRoom(p.alg, sh, now) {
 			sh.mu.Unlock()
-			return k.acquireOverflow(h, now, cost), nil
+			return k.acquireOverflow(p, h, now, cost), nil
 		}
-		st = k.alg.fresh(now)
+		st = p.alg.fresh(now)
 	}
-	ns, v := k.alg.decide(st, now, cost)
+	ns, v := p.alg.decide(st, now, cost)
 	switch {
 	case v.allowed:
 		// Not indexed: a key in flight becomes idle only when released,
@@ -84,7 +93,7 @@ func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
 	}
 	sh.mu.Unlock()
-	d := k.decision(v)
+	d := p.decision(v)
 	if v.allowed {
 		d.Lease = &Lease{keyed: k, h: h, gen: ns.b, units: cost}
 	}
@@ -92,16 +101,16 @@ func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 }
 
 // acquireOverflow is acquire against the shared overflow state.
-func (k *Keyed) acquireOverflow(h uint64, now, cost int64) Decision {
+func (k *Keyed) acquireOverflow(p *policy, h uint64, now, cost int64) Decision {
 	k.overflowMu.Lock()
 	if !k.overflowSet {
-		k.overflow, k.overflowSet = k.alg.fresh(now), true
+		k.overflow, k.overflowSet = p.alg.fresh(now), true
 	}
 	var v verdict
-	k.overflow, v = k.alg.decide(k.overflow, now, cost)
+	k.overflow, v = p.alg.decide(k.overflow, now, cost)
 	gen := k.overflow.b
 	k.overflowMu.Unlock()
-	d := k.decision(v)
+	d := p.decision(v)
 	d.Overflow = true
 	if v.allowed {
 		d.Lease = &Lease{keyed: k, h: h, gen: gen, units: cost, overflow: true}
@@ -113,10 +122,13 @@ func (k *Keyed) acquireOverflow(h uint64, now, cost int64) Decision {
 // if the limiter still holds that state: never below none held, and
 // nothing to a key tracked afresh since (another generation).
 func (k *Keyed) giveBack(l *Lease) {
+	// A release gives back units whatever the limit: the policy in force
+	// serves (SetLimit keeps the states and their generations).
+	alg := k.pol.Load().alg
 	if l.overflow {
 		k.overflowMu.Lock()
 		if k.overflow.b == l.gen {
-			k.overflow, _ = k.alg.refund(k.overflow, 0, l.units)
+			k.overflow, _ = alg.refund(k.overflow, 0, l.units)
 		}
 		k.overflowMu.Unlock()
 		return
@@ -124,9 +136,9 @@ func (k *Keyed) giveBack(l *Lease) {
 	sh := &k.shards[l.h&k.mask]
 	sh.mu.Lock()
 	if st, ok := sh.lru.Peek(l.h); ok && st.b == l.gen {
-		if st, ok = k.alg.refund(st, 0, l.units); ok {
+		if st, ok = alg.refund(st, 0, l.units); ok {
 			sh.lru.Add(l.h, st)
-			if k.alg.idle(st, 0) {
+			if alg.idle(st, 0) {
 				// Idle from now on: index it, at an instant no clock
 				// reading precedes, so that the next sweep can drop it.
 				sh.track(0, l.h)

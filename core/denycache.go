@@ -70,3 +70,10 @@ func (s *slot) forget(h uint64) {
 		s.seq.Add(1)
 	}
 }
+
+// clear forgets whatever s holds.
+func (s *slot) clear() {
+	s.seq.Add(1)
+	s.until.Store(math.MinInt64)
+	s.seq.Add(1)
+}

@@ -59,6 +59,46 @@
 // cost < 1, or more than the limit can ever admit at once), which charges
 // nothing, or a store failure (errors.Is(err, [ErrStore])).
 //
+// # Changing limits
+//
+// [Keyed.SetLimit] changes a limiter's limit at run time, atomically, and
+// every key keeps its state, read under the new limit: the token bucket
+// keeps its tokens (capped at the new burst) and refills at the new rate
+// from its last update; GCRA and LeakyBucket keep the instant the key is
+// whole again (the time it owes); the windows keep their counts for the
+// window of the new period that holds the stored window's start; under
+// Concurrency the units in flight stay held and their leases give them
+// back. The method's documentation gives each algorithm's rule exactly.
+// SlidingLog and SlidingWindow with [WithSubWindows] keep per-key logs
+// sized for their limit: SetLimit on them fails with
+// [ErrSetLimitUnsupported], and so does NewDynamic for them and for
+// Concurrency (whose leases give back to the table they were taken from).
+// A [Stack]'s layers have no SetLimit.
+//
+// [NewDynamic] chooses each key's limit per request with a function of the
+// key (tiers: free and paid API keys). Each distinct limit has a table of
+// its own, at most [WithMaxLimits] of them (default [DefaultMaxLimits]),
+// and a key whose limit changes has its state moved to its new limit's
+// table, read as SetLimit reads it; beyond the bound, a request fails with
+// [ErrTooManyLimits]. A key that keeps its limit costs one lookup, as in
+// Keyed, plus the limit function and a map lookup by Limit.
+//
+// [NewAdaptive] moves the limit between a low and a high Limit with a load
+// signal the caller supplies (heap in use, latency, CPU): at or below the
+// low water mark the high limit, at or above the high mark the low one,
+// linearly between, quantised to whole events. The signal is read by
+// Update, called by the caller or by a background sampler that Close stops,
+// never on the request path; keys keep their state across changes.
+//
+// # Reservations
+//
+// [Reserve] charges units now and returns a [Reservation] to settle later:
+// Commit keeps the charge, Cancel refunds it with [Limiter.Refund], once,
+// never after Commit, whoever calls either and however often (ad serving:
+// check the frequency cap before the auction, keep the unit only for the ad
+// shown). A refund never lifts a key above a whole quota; the shared
+// decision tables of core/coretest play refunds on every store.
+//
 // Time is injected: limiters read a [Clock] once per decision. The default
 // is monotonic and cheap; tests use coretest.Clock, which moves only when
 // told to, so that every expected value is exact.

@@ -22,11 +22,18 @@ func (fw *fixedWindow) fresh(now int64) state { return state{a: windowStart(now,
 func (fw *fixedWindow) maxCost() int64        { return fw.events }
 
 // current returns the window that applies at now and its count. A state
-// from a later window (the clock stepped back) stays in force.
+// from a later window (the clock stepped back) stays in force. A stored
+// start inside the current window, not at its start, comes from another
+// period (SetLimit): its count is the current window's.
 func (fw *fixedWindow) current(s state, now int64) (start, count int64) {
 	w := windowStart(now, fw.period)
-	if s.a >= w {
+	switch {
+	case s.a == w || s.a-w >= fw.period:
+		// The common case first, returning the stored start: a branch, so
+		// that what follows need not wait for the division above.
 		return s.a, s.b
+	case s.a > w:
+		return w, s.b
 	}
 	return w, 0
 }
@@ -37,11 +44,14 @@ func (fw *fixedWindow) decide(s state, now, cost int64) (state, verdict) {
 	if count+cost <= fw.events {
 		return state{a: w, b: count + cost}, verdict{allowed: true, remaining: fw.events - count - cost, resetAfter: end - now}
 	}
-	return s, verdict{remaining: fw.events - count, retryAfter: end - now, resetAfter: end - now}
+	// A count kept across SetLimit may exceed Events: nothing is left.
+	return s, verdict{remaining: max(0, fw.events-count), retryAfter: end - now, resetAfter: end - now}
 }
 
 // idleAt is the end of the stored window, once anything is counted in it:
-// the next window starts empty.
+// the next window starts empty. (A start kept across SetLimit may lie inside
+// a window of the new period, which then ends before this: idleAt is never
+// early, which is all the table needs.)
 func (fw *fixedWindow) idleAt(s state) int64 {
 	if s.b == 0 {
 		return math.MinInt64
@@ -52,7 +62,7 @@ func (fw *fixedWindow) idleAt(s state) int64 {
 func (fw *fixedWindow) idle(s state, now int64) bool { return now >= fw.idleAt(s) }
 
 func (fw *fixedWindow) refund(s state, now, cost int64) (state, bool) {
-	if w, count := fw.current(s, now); w == s.a && count > 0 {
+	if w, count := fw.current(s, now); count > 0 {
 		return state{a: w, b: max(0, count-cost)}, true
 	}
 	return s, false

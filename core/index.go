@@ -159,8 +159,8 @@ func (s *shard) siftDown(i int) {
 
 // sweep drops idle keys from s, called with s locked, and returns how many
 // it dropped: at least one if s holds any.
-func (t *table) sweep(s *shard, now int64) int {
-	if n := t.dropOldIdle(s, now, 1); n > 0 {
+func (t *table) sweep(alg algo, s *shard, now int64) int {
+	if n := t.dropOldIdle(alg, s, now, 1); n > 0 {
 		return n
 	}
 	var last due
@@ -175,15 +175,15 @@ func (t *table) sweep(s *shard, now int64) int {
 		st, ok := s.lru.Peek(c.h)
 		switch {
 		case !ok:
-		case t.alg.idle(st, now):
+		case alg.idle(st, now):
 			s.remove(c.h)
 			return 1
 		default:
-			s.track(max(t.alg.idleAt(st), now+1), c.h)
+			s.track(max(alg.idleAt(st), now+1), c.h)
 		}
 	}
 	if s.floor <= now {
-		return t.rescan(s, now)
+		return t.rescan(alg, s, now)
 	}
 	return 0
 }
@@ -191,21 +191,21 @@ func (t *table) sweep(s *shard, now int64) int {
 // rescan walks every key of s, drops the idle ones and indexes the others
 // afresh. Each live key goes to the front as it is passed, so that a whole
 // round leaves the recency order as it was.
-func (t *table) rescan(s *shard, now int64) int {
+func (t *table) rescan(alg algo, s *shard, now int64) int {
 	s.idx = s.idx[:0]
 	s.floor = maxInstant
 	dropped := 0
 	for i := s.lru.Len(); i > 0; i-- {
 		h, st, _ := s.lru.GetOldest()
 		s.examined++
-		if t.alg.idle(st, now) {
+		if alg.idle(st, now) {
 			s.lru.RemoveOldest()
 			s.forget(h)
 			dropped++
 			continue
 		}
 		s.lru.Get(h)
-		s.track(max(t.alg.idleAt(st), now+1), h)
+		s.track(max(alg.idleAt(st), now+1), h)
 	}
 	return dropped
 }

@@ -2,9 +2,12 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,22 +32,59 @@ import (
 //
 // A Keyed is safe for concurrent use. Make one with [New].
 type Keyed struct {
+	pol    atomic.Pointer[policy] // the limit in force and its algorithm
+	clock  Clock                  // nil: the system clock, read without an interface call
+	seed   maphash.Seed
+	leases bool // the algorithm is Concurrency: admissions carry a Lease
+	cache  bool
+	table
+	ext *extTable // non-nil: the algorithm keeps its state there, not in table
+
+	opts  options    // what New was given, for SetLimit's algorithm
+	setMu sync.Mutex // serialises SetLimit
+	dyn   *Dynamic   // the Dynamic limiter k is one table of, or nil
+
+	overflowMu  sync.Mutex
+	overflow    state
+	overflowSet bool
+}
+
+// policy is a Limit bound to its algorithm: what a Keyed enforces, swapped
+// as a whole by SetLimit, so that a decision reads a limit and its
+// algorithm that belong together.
+type policy struct {
 	limit   Limit
-	clock   Clock // nil: the system clock, read without an interface call
-	seed    maphash.Seed
+	alg     algo // nil for the extended algorithms (see wl)
 	maxCost int64
 	// fastCost bounds the costs Allow decides on its fast path: maxCost,
 	// or 0 for a limiter that hands out leases, whose every call thus
 	// takes the slow path and the other algorithms pay nothing for it.
 	fastCost int64
-	leases   bool
-	cache    bool
-	table
-	ext *extTable // non-nil: the algorithm keeps its state there, not in table
+	wl       *windowLog // the extended algorithms' (SlidingLog, sub-windows), or nil
+}
 
-	overflowMu  sync.Mutex
-	overflow    state
-	overflowSet bool
+func newPolicy(l Limit, o *options) (*policy, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	alg, err := newAlgo(o.algorithm, l, o)
+	if err != nil {
+		return nil, err
+	}
+	p := &policy{limit: l, alg: alg}
+	if extended(o.algorithm, o) {
+		if p.wl, err = newWindowLog(o.algorithm, l, o); err != nil {
+			return nil, err
+		}
+		p.alg, p.maxCost = nil, p.wl.maxCost()
+	} else {
+		p.maxCost = alg.maxCost()
+	}
+	p.fastCost = p.maxCost
+	if o.algorithm == Concurrency {
+		p.fastCost = 0
+	}
+	return p, nil
 }
 
 var _ Limiter = (*Keyed)(nil)
@@ -66,37 +106,36 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	alg, err := newAlgo(o.algorithm, l, &o)
+	if o.maxLimits != 0 {
+		return nil, fmt.Errorf("core: WithMaxLimits(%d) applies to NewDynamic only", o.maxLimits)
+	}
+	return newKeyed(l, &o)
+}
+
+// newKeyed is New after the options are checked.
+func newKeyed(l Limit, o *options) (*Keyed, error) {
+	p, err := newPolicy(l, o)
 	if err != nil {
 		return nil, err
 	}
 	// A concurrency limiter has no deny cache: its refusals end when a
 	// lease is released, at no instant the cache could hold.
 	leases := o.algorithm == Concurrency
-	cache := o.denyCache && !leases
 	k := &Keyed{
-		limit:  l,
 		clock:  o.clock,
 		seed:   maphash.MakeSeed(),
 		leases: leases,
-		cache:  cache,
+		cache:  o.denyCache && !leases,
+		opts:   *o,
 	}
-	if extended(o.algorithm, &o) {
-		wl, err := newWindowLog(o.algorithm, l, &o)
-		if err != nil {
-			return nil, err
-		}
-		k.maxCost, k.cache = wl.maxCost(), false
-		k.ext = newExtTable(wl, o.capacity, o.shards, o.full)
+	if p.wl != nil {
+		k.cache = false
+		k.ext = newExtTable(p.wl, o.capacity, o.shards, o.full)
 		k.table.capacity = o.capacity
 	} else {
-		k.maxCost = alg.maxCost()
-		k.table = newTable(alg, o.capacity, o.shards, o.full, cache)
+		k.table = newTable(o.capacity, o.shards, o.full, k.cache)
 	}
-	k.fastCost = k.maxCost
-	if leases {
-		k.fastCost = 0
-	}
+	k.pol.Store(p)
 	if o.seed != nil {
 		k.seed = *o.seed
 	}
@@ -117,7 +156,95 @@ func MustNew(l Limit, opts ...Option) *Keyed {
 }
 
 // Limit returns the limit k enforces.
-func (k *Keyed) Limit() Limit { return k.limit }
+func (k *Keyed) Limit() Limit { return k.pol.Load().limit }
+
+// SetLimit makes k enforce l from now on, keeping every key's state: no key
+// gets a fresh quota, and none loses what it has spent. It fails, changing
+// nothing, if l is invalid or the algorithm's options (WithWarmUp,
+// WithMaxDelay...) do not fit it, exactly as [New] would.
+//
+// The change is atomic: a decision is made under the old limit or the new
+// one, never a mix, and once SetLimit returns every decision is made under
+// l (decisions under way meanwhile may finish under the old one). Denials
+// cached under the old limit are dropped.
+//
+// A key's state is read under the new limit as follows; an arrival under
+// the new limit then proceeds from it as the algorithm always does.
+//
+//   - TokenBucket: the tokens the key held at its last update are kept, capped
+//     at the new burst, and refill at the new rate from that update on. Raising
+//     the burst adds no tokens at once: the key fills up to it at the new rate.
+//   - GCRA and LeakyBucket: the key's theoretical arrival instant (when its
+//     quota is whole again; the instant its line drains) is kept. The time the
+//     key owes is kept, so what it may spend now is that debt read at the new
+//     interval and burst: a key whole again stays whole, a key in debt beyond
+//     the new burst is refused until the debt is within it.
+//   - FixedWindow: the count of the stored window is kept while the window of
+//     the new period that holds the stored window's start is current; a count
+//     above the new Events is refused until the window ends (Remaining 0).
+//     With the same period, that is simply: the count is kept for the window.
+//   - SlidingWindow: as FixedWindow, for both counts: a stored window counts
+//     as the window of the new period holding its start, so its counts are the
+//     current and previous ones while that window is current, and its current
+//     count becomes the previous one in the window after.
+//   - WarmUp: the stored permits (capped at the new maximum) and the next free
+//     instant are kept.
+//   - Concurrency: the units each key has in flight are kept, and their
+//     leases give them back as before; a key holding more than the new
+//     Events is refused (Remaining 0) until enough are released.
+//
+// SlidingLog and SlidingWindow with [WithSubWindows] keep logs sized for
+// their limit: SetLimit on such a limiter fails with [ErrSetLimitUnsupported],
+// changing nothing.
+//
+// The overflow state (FullOverflow) carries over the same way. Keys keep
+// their place in the table; the first time the table looks for keys to drop
+// after a change, each shard is scanned once to index its keys' idle
+// instants under the new limit.
+func (k *Keyed) SetLimit(l Limit) error {
+	if k.ext != nil {
+		return fmt.Errorf("%w: %v keeps per-key logs sized for its limit; make a new limiter for %s", ErrSetLimitUnsupported, algorithmName(&k.opts), l)
+	}
+	p, err := newPolicy(l, &k.opts)
+	if err != nil {
+		return err
+	}
+	k.setMu.Lock()
+	defer k.setMu.Unlock()
+	if c, ok := p.alg.(*concurrency); ok {
+		// Leases name generations of the old policy's counter: keep
+		// counting from it, so that no new state takes an old one's.
+		c.gen = k.pol.Load().alg.(*concurrency).gen
+	}
+	k.pol.Store(p)
+	// A decision that loaded the old policy before the store above checks
+	// it again under its shard's lock (see decide), so once a shard has
+	// been through here, nothing caches a denial of the old limit in it.
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		for j := range s.slots {
+			s.slots[j].clear()
+		}
+		s.floor = math.MinInt64 // idle instants are the old limit's: rescan
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// ErrSetLimitUnsupported is wrapped by the error [Keyed.SetLimit] returns
+// for an algorithm whose per-key state cannot be read under another limit
+// (SlidingLog, SlidingWindow with WithSubWindows), and by the error
+// [NewDynamic] returns for an algorithm it cannot move between limits.
+var ErrSetLimitUnsupported = errors.New("core: the limit cannot change under this algorithm")
+
+// algorithmName names o's algorithm in errors, with its sub-windows.
+func algorithmName(o *options) string {
+	if o.algorithm == SlidingWindow && o.subWindows != 0 {
+		return fmt.Sprintf("%v with WithSubWindows(%d)", o.algorithm, o.subWindows)
+	}
+	return o.algorithm.String()
+}
 
 // Len returns how many keys k tracks now (keys decided against the overflow
 // state are not tracked).
@@ -146,12 +273,12 @@ func (k *Keyed) now() int64 {
 	return k.clock.Now()
 }
 
-func (k *Keyed) checkCost(cost int) error {
+func (p *policy) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
 	}
-	if int64(cost) > k.maxCost {
-		return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, k.maxCost, k.limit)
+	if int64(cost) > p.maxCost {
+		return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, p.maxCost, p.limit)
 	}
 	return nil
 }
@@ -164,11 +291,12 @@ func clockError(now int64) error {
 // them. The context is not used: an in-memory decision never blocks. Under
 // [Concurrency] an admission carries the Lease that gives the units back.
 func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error) {
-	if cost < 1 || int64(cost) > k.fastCost {
-		if k.leases && cost >= 1 && int64(cost) <= k.maxCost {
+	p := k.pol.Load()
+	if cost < 1 || int64(cost) > p.fastCost {
+		if k.leases && cost >= 1 && int64(cost) <= p.maxCost {
 			return k.acquire(key, int64(cost))
 		}
-		return Decision{}, k.checkCost(cost)
+		return Decision{}, p.checkCost(cost)
 	}
 	h := maphash.String(k.seed, key)
 	now := k.now()
@@ -177,7 +305,7 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 	}
 	if k.ext != nil {
 		v, overflow := k.ext.allow(h, now, int64(cost))
-		d := k.decision(v)
+		d := p.decision(v)
 		d.Overflow = overflow
 		return d, nil
 	}
@@ -187,30 +315,46 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 		// built straight into the result: until the cached instant nothing
 		// fits, so nothing is left, and both waits end at fixed instants.
 		if until, resetAt, ok := sh.slot(h).loadWaits(h, now); ok {
-			return Decision{Limit: k.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
+			return Decision{Limit: p.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
 		}
 	}
-	return k.decide(sh, h, now, int64(cost)), nil
+	return k.decide(p, sh, h, now, int64(cost), false)
 }
 
-func (k *Keyed) decide(sh *shard, h uint64, now, cost int64) Decision {
+// decide decides for key hash h of shard sh under p, the policy loaded
+// when the call began. moved says that a Dynamic limiter has already looked
+// for the key in its other tables.
+func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bool) (Decision, error) {
 	var sl *slot
 	if k.cache {
 		sl = sh.slot(h)
 		if cost > 1 {
 			if st, ok := sl.load(h, now); ok {
-				if _, v := k.alg.decide(st, now, cost); !v.allowed {
-					return k.decision(v)
+				if _, v := p.alg.decide(st, now, cost); !v.allowed {
+					return p.decision(v), nil
 				}
 			}
 		}
 	}
 	sh.mu.Lock()
+	if q := k.pol.Load(); q != p {
+		// SetLimit ran since p was loaded: decide under the new limit, so
+		// that no denial of the old one is cached after SetLimit cleared
+		// this shard's cache.
+		if p = q; cost > p.maxCost {
+			sh.mu.Unlock()
+			return Decision{}, p.checkCost(int(cost))
+		}
+	}
 	st, found := sh.lru.Peek(h)
 	if !found {
-		return k.insert(sh, h, now, cost)
+		if k.dyn != nil && !moved {
+			sh.mu.Unlock()
+			return k.dyn.miss(k, sh, h, now, cost)
+		}
+		return k.insert(p, sh, h, now, cost, p.alg.fresh(now), false), nil
 	}
-	ns, v := k.alg.decide(st, now, cost)
+	ns, v := p.alg.decide(st, now, cost)
 	if v.allowed {
 		sh.lru.Add(h, ns)
 		if sl != nil {
@@ -220,36 +364,41 @@ func (k *Keyed) decide(sh *shard, h uint64, now, cost int64) Decision {
 		// A denial leaves the key's recency alone, as an answer from the
 		// cache must: with or without the cache, FullEvictLRU then drops
 		// the same key.
-		if one, ok := k.deniedOne(st, now, cost, v); ok {
+		if one, ok := p.deniedOne(st, now, cost, v); ok {
 			sl.store(h, st, now+one.retryAfter, now+one.resetAfter)
 		}
 	}
 	sh.mu.Unlock()
-	return k.decision(v)
+	return p.decision(v), nil
 }
 
-// insert decides for a key sh does not hold, called with sh locked; it
-// unlocks sh.
-func (k *Keyed) insert(sh *shard, h uint64, now, cost int64) Decision {
-	if !k.makeRoom(sh, now) {
+// insert decides for a key sh does not hold, from state st, called with sh
+// locked; it unlocks sh. st is a fresh state, or the key's state carried
+// over from another table (carried), which is kept even when denied.
+func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state, carried bool) Decision {
+	if !k.makeRoom(p.alg, sh, now) {
 		sh.mu.Unlock()
-		return k.decideOverflow(now, cost)
+		return k.decideOverflow(p, now, cost)
 	}
-	ns, v := k.alg.decide(k.alg.fresh(now), now, cost)
-	if v.allowed {
+	ns, v := p.alg.decide(st, now, cost)
+	switch {
+	case v.allowed:
 		sh.lru.Add(h, ns)
 		sh.track(now+v.resetAfter, h)
-	} else {
+	case carried:
+		sh.lru.Add(h, st)
+		sh.track(max(p.alg.idleAt(st), now), h)
+	default:
 		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
 	}
 	sh.mu.Unlock()
-	return k.decision(v)
+	return p.decision(v)
 }
 
-func (k *Keyed) decision(v verdict) Decision {
+func (p *policy) decision(v verdict) Decision {
 	d := Decision{
 		Allowed:    v.allowed,
-		Limit:      k.limit,
+		Limit:      p.limit,
 		Remaining:  int(v.remaining),
 		ResetAfter: time.Duration(v.resetAfter),
 	}
@@ -265,23 +414,23 @@ func (k *Keyed) decision(v verdict) Decision {
 // given that st denied cost with verdict v. Its waits end at instants that
 // do not move while st stands, which lets the deny cache answer later
 // requests without the algorithm.
-func (k *Keyed) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) {
+func (p *policy) deniedOne(st state, now, cost int64, v verdict) (verdict, bool) {
 	if cost == 1 {
 		return v, true
 	}
-	_, one := k.alg.decide(st, now, 1)
+	_, one := p.alg.decide(st, now, 1)
 	return one, !one.allowed
 }
 
-func (k *Keyed) decideOverflow(now, cost int64) Decision {
+func (k *Keyed) decideOverflow(p *policy, now, cost int64) Decision {
 	k.overflowMu.Lock()
 	if !k.overflowSet {
-		k.overflow, k.overflowSet = k.alg.fresh(now), true
+		k.overflow, k.overflowSet = p.alg.fresh(now), true
 	}
 	var v verdict
-	k.overflow, v = k.alg.decide(k.overflow, now, cost)
+	k.overflow, v = p.alg.decide(k.overflow, now, cost)
 	k.overflowMu.Unlock()
-	d := k.decision(v)
+	d := p.decision(v)
 	d.Overflow = true
 	return d
 }
@@ -289,7 +438,7 @@ func (k *Keyed) decideOverflow(now, cost int64) Decision {
 // Refund gives back cost units charged to key, never beyond a whole quota.
 // A key that is no longer tracked has nothing to give back to.
 func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
-	if err := k.checkCost(cost); err != nil {
+	if err := k.pol.Load().checkCost(cost); err != nil {
 		return err
 	}
 	h := maphash.String(k.seed, key)
@@ -303,14 +452,25 @@ func (k *Keyed) Refund(_ context.Context, key string, cost int) error {
 	}
 	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()
+	if _, ok := sh.lru.Peek(h); !ok && k.dyn != nil {
+		sh.mu.Unlock()
+		k.dyn.carry(k, sh, h, now)
+		sh.mu.Lock()
+	}
+	k.refundLocked(sh, h, now, int64(cost))
+	sh.mu.Unlock()
+	return nil
+}
+
+// refundLocked gives cost back to key hash h of sh, called with sh locked.
+func (k *Keyed) refundLocked(sh *shard, h uint64, now, cost int64) {
+	p := k.pol.Load()
 	if st, ok := sh.lru.Peek(h); ok {
-		if st, ok = k.alg.refund(st, now, int64(cost)); ok {
+		if st, ok = p.alg.refund(st, now, cost); ok {
 			sh.lru.Add(h, st)
 			sh.forget(h)
 			// The key may be idle earlier now: index its new instant.
-			sh.track(max(k.alg.idleAt(st), now), h)
+			sh.track(max(p.alg.idleAt(st), now), h)
 		}
 	}
-	sh.mu.Unlock()
-	return nil
 }

@@ -24,6 +24,8 @@ type options struct {
 	coldFactor float64       // WarmUp; 0: DefaultColdFactor
 	subWindows int           // SlidingWindow; 0: none (the two-window estimate)
 	maxEntries int           // SlidingLog, sub-windows; 0: DefaultMaxEntries
+
+	maxLimits int // NewDynamic; 0: DefaultMaxLimits
 }
 
 // DefaultCapacity is how many keys a limiter tracks unless [WithCapacity]
@@ -207,5 +209,21 @@ func (o *options) validate() error {
 	if err := validateWindowOptions(o); err != nil {
 		return err
 	}
+	if o.maxLimits < 0 || o.maxLimits > maxMaxLimits {
+		return fmt.Errorf("core: WithMaxLimits(%d): the number of distinct limits must be from 1 to %d", o.maxLimits, maxMaxLimits)
+	}
 	return nil
 }
+
+// DefaultMaxLimits is how many distinct limits a [Dynamic] limiter tracks
+// unless [WithMaxLimits] says otherwise.
+const DefaultMaxLimits = 16
+
+// maxMaxLimits bounds WithMaxLimits: a key new to its limit's table is
+// looked for in every other table.
+const maxMaxLimits = 256
+
+// WithMaxLimits sets how many distinct limits a [Dynamic] limiter tracks
+// (default [DefaultMaxLimits], at most 256), each with a table of its own
+// of WithCapacity keys. It applies to NewDynamic only.
+func WithMaxLimits(n int) Option { return func(o *options) { o.maxLimits = n } }

@@ -23,18 +23,24 @@ type slidingWindow struct {
 func (sw *slidingWindow) fresh(now int64) state { return state{a: windowStart(now, sw.period)} }
 func (sw *slidingWindow) maxCost() int64        { return sw.events }
 
-// counts returns the window in force at now, the counts of it and of the one
-// before, and the instant within it that applies (now, or the window's start
-// when the clock stepped back behind a stored window).
-func (sw *slidingWindow) counts(s state, now int64) (w, prev, cur, at int64) {
+// counts returns the window in force at now and the counts of it and of the
+// one before; the instant within it that applies is max(now, w) (the
+// window's start when the clock stepped back behind a stored window). A
+// stored window whose start is not aligned to the period comes from another
+// period (SetLimit): it counts as the window of this period that holds its
+// start.
+func (sw *slidingWindow) counts(s state, now int64) (w, prev, cur int64) {
 	w = windowStart(now, sw.period)
 	switch {
 	case s.a >= w:
-		w, prev, cur = s.a, s.b>>32, s.b&math.MaxUint32
-	case s.a+sw.period == w:
+		if s.a-w >= sw.period {
+			w = s.a
+		}
+		prev, cur = s.b>>32, s.b&math.MaxUint32
+	case s.a >= w-sw.period:
 		prev = s.b & math.MaxUint32
 	}
-	return w, prev, cur, max(now, w)
+	return w, prev, cur
 }
 
 // weighted is ceil(count×left/P): the previous window's share still in the
@@ -60,7 +66,16 @@ func (sw *slidingWindow) longestLeft(room, count int64) int64 {
 }
 
 func (sw *slidingWindow) decide(s state, now, cost int64) (state, verdict) {
-	w, prev, cur, at := sw.counts(s, now)
+	var w, prev, cur int64
+	if s.a == windowStart(now, sw.period) {
+		// The common case, the stored window current, taken by a branch
+		// with the stored start, so that what follows need not wait for
+		// the division.
+		w, prev, cur = s.a, s.b>>32, s.b&math.MaxUint32
+	} else {
+		w, prev, cur = sw.counts(s, now)
+	}
+	at := max(now, w)
 	left := w + sw.period - at
 	used := sw.weighted(prev, left) + cur
 	if used+cost <= sw.events {
@@ -104,7 +119,7 @@ func (sw *slidingWindow) idleAt(s state) int64 {
 func (sw *slidingWindow) idle(s state, now int64) bool { return now >= sw.idleAt(s) }
 
 func (sw *slidingWindow) refund(s state, now, cost int64) (state, bool) {
-	w, prev, cur, _ := sw.counts(s, now)
+	w, prev, cur := sw.counts(s, now)
 	switch {
 	case cur > 0:
 		cur = max(0, cur-cost)

@@ -98,8 +98,10 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
 			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
-		if k.maxCost < s.maxCost {
-			s.maxCost, s.bound = k.maxCost, k
+		// A layer's limit never changes (no SetLimit reaches it), so its
+		// cost bound is read once here.
+		if mc := k.pol.Load().maxCost; mc < s.maxCost {
+			s.maxCost, s.bound = mc, k
 		}
 		s.layers = append(s.layers, k)
 		s.limits = append(s.limits, l)
@@ -189,21 +191,24 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	allowed := true
 	for _, k := range s.layers {
 		sh := &k.shards[i]
+		// The layer's policy, read under its shard's lock as Keyed's
+		// decisions read it.
+		alg := k.pol.Load().alg
 		var l layerState
 		l.st, l.found = sh.lru.Peek(h)
 		if !l.found {
-			if k.makeRoom(sh, now) {
-				l.st = k.alg.fresh(now)
+			if k.makeRoom(alg, sh, now) {
+				l.st = alg.fresh(now)
 			} else {
 				l.overflow = true
 				k.overflowMu.Lock()
 				if !k.overflowSet {
-					k.overflow, k.overflowSet = k.alg.fresh(now), true
+					k.overflow, k.overflowSet = alg.fresh(now), true
 				}
 				l.st = k.overflow
 			}
 		}
-		l.ns, l.v = k.alg.decide(l.st, now, c)
+		l.ns, l.v = alg.decide(l.st, now, c)
 		allowed = allowed && l.v.allowed
 		ls = append(ls, l)
 	}
@@ -278,7 +283,7 @@ func (s *Stack) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
 	}
-	return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, s.maxCost, s.bound.limit)
+	return fmt.Errorf("%w: cost %d, at most %d under %s", ErrCostTooLarge, cost, s.maxCost, s.bound.Limit())
 }
 
 // Refund gives cost units back to key under every limit of the stack,

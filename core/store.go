@@ -24,7 +24,6 @@ import (
 type table struct {
 	shards   []shard
 	mask     uint64
-	alg      algo
 	full     FullPolicy
 	capacity int
 	chunk    int64
@@ -78,7 +77,7 @@ func shardsFor(capacity int) int {
 	return n
 }
 
-func newTable(alg algo, capacity, shards int, full FullPolicy, cache bool) table {
+func newTable(capacity, shards int, full FullPolicy, cache bool) table {
 	if shards == 0 {
 		shards = shardsFor(capacity)
 	}
@@ -89,7 +88,6 @@ func newTable(alg algo, capacity, shards int, full FullPolicy, cache bool) table
 	t := table{
 		shards:   make([]shard, shards),
 		mask:     uint64(shards - 1),
-		alg:      alg,
 		full:     full,
 		capacity: capacity,
 		chunk:    int64(max(1, min(64, share/16))),
@@ -194,7 +192,8 @@ func take(c *atomic.Int64, n int64) int64 {
 	}
 }
 
-// makeRoom makes s ready to take a new key, called with s locked. Keys
+// makeRoom makes s ready to take a new key, called with s locked; alg is
+// the algorithm in force, which tells idle keys. Keys
 // whose quota is whole again are dropped first. Once s is half its share
 // full, each arrival drops one from its old end; once the table is
 // nearly full, each arrival drops every idle key of its shard, so that idle
@@ -203,17 +202,17 @@ func take(c *atomic.Int64, n int64) int64 {
 // Only when s holds none and the table is full does the policy apply:
 // FullEvictLRU drops the least recently charged key, FullOverflow refuses
 // (the caller then uses the overflow state).
-func (t *table) makeRoom(s *shard, now int64) bool {
+func (t *table) makeRoom(alg algo, s *shard, now int64) bool {
 	// The room of a key dropped here goes to the arriving key straight
 	// away, without passing through the shard's budget or the pool: one
 	// atomic round trip fewer per insertion under churn.
 	dropped := 0
 	if t.pool.free.Load() < t.tight {
-		for n := t.sweep(s, now); n > 0; n = t.sweep(s, now) {
+		for n := t.sweep(alg, s, now); n > 0; n = t.sweep(alg, s, now) {
 			dropped += n
 		}
 	} else if s.lru.Len() >= s.share/2 {
-		dropped = t.dropOldIdle(s, now, 1)
+		dropped = t.dropOldIdle(alg, s, now, 1)
 	}
 	if dropped > 0 {
 		t.release(s, dropped-1)
@@ -222,7 +221,7 @@ func (t *table) makeRoom(s *shard, now int64) bool {
 	if t.reserve(s) {
 		return true
 	}
-	if n := t.sweep(s, now); n > 0 {
+	if n := t.sweep(alg, s, now); n > 0 {
 		t.release(s, n-1)
 		return true
 	}
@@ -234,7 +233,7 @@ func (t *table) makeRoom(s *shard, now int64) bool {
 
 // dropOldIdle drops up to n idle keys from the least recently charged end
 // of s and returns how many it dropped.
-func (t *table) dropOldIdle(s *shard, now int64, n int) int {
+func (t *table) dropOldIdle(alg algo, s *shard, now int64, n int) int {
 	dropped := 0
 	for dropped < n {
 		h, st, ok := s.lru.GetOldest()
@@ -242,7 +241,7 @@ func (t *table) dropOldIdle(s *shard, now int64, n int) int {
 			break
 		}
 		s.examined++
-		if !t.alg.idle(st, now) {
+		if !alg.idle(st, now) {
 			break
 		}
 		s.lru.RemoveOldest()

@@ -23,15 +23,17 @@ func (tb *tokenBucket) fresh(now int64) state {
 func (tb *tokenBucket) maxCost() int64 { return int64(tb.burst) }
 
 // tokensAt is x/time/rate's advance: the tokens s holds at now, capped at
-// burst. A now before the last update adds nothing.
+// burst. A now before the last update adds nothing, and the cap holds then
+// too (a state kept across SetLimit may hold more than the new burst).
 func (tb *tokenBucket) tokensAt(s state, now int64) float64 {
 	tokens := math.Float64frombits(uint64(s.a))
-	if now <= s.b {
-		return tokens
+	if now > s.b {
+		// The conversion keeps the product rounded on its own (no fused
+		// multiply-add on any platform), as the Redis scripts compute it.
+		tokens += float64(time.Duration(now-s.b).Seconds() * tb.rate)
 	}
-	// The conversion keeps the product rounded on its own (no fused
-	// multiply-add on any platform), as the Redis scripts compute it.
-	tokens += float64(time.Duration(now-s.b).Seconds() * tb.rate)
+	// Without refill, only a state kept across SetLimit to a smaller
+	// burst holds more.
 	if tokens > tb.burst {
 		tokens = tb.burst
 	}

@@ -78,7 +78,8 @@ func (w *warmUp) decide(s state, now, cost int64) (state, verdict) {
 	if next > now {
 		return s, verdict{retryAfter: next - now, resetAfter: w.idleAt(s) - now}
 	}
-	stored := math.Float64frombits(uint64(s.a))
+	// A store kept across SetLimit may exceed the new maximum.
+	stored := min(w.max, math.Float64frombits(uint64(s.a)))
 	if now > next {
 		stored = min(w.max, stored+float64(now-next)/w.coolDown)
 		next = now

@@ -39,12 +39,12 @@ type pending struct {
 // run makes the round trip of one call on the Redis key rkey, through q,
 // the queue of the server that holds it (nil without batching), and
 // returns the script's four numbers.
-func (l *Limiter) run(ctx context.Context, q *queue, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) run(ctx context.Context, pol *policy, q *queue, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
 	ctx, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
 	}
-	args := l.args(code, cost, member)
+	args := l.args(pol, code, cost, member)
 	if q == nil {
 		return reply(op, l.script.Run(ctx, l.client, l.keys(rkey), args...))
 	}

@@ -47,7 +47,7 @@ func errOpen(code byte) error {
 // holds it: while that server's breaker is open, only its probe goes to
 // Redis and every other call gets ErrCircuitOpen at once. member is a
 // concurrency lease's member, empty for the other algorithms.
-func (l *Limiter) call(ctx context.Context, op string, code byte, key string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key string, cost int, member string) ([5]int64, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
 	r := l.one
 	if l.masters != nil {
@@ -62,12 +62,12 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 		if rkey == "" {
 			rkey = l.Key(key)
 		}
-		return l.probe(ctx, r, op, code, rkey, cost, member)
+		return l.probe(ctx, p, r, op, code, rkey, cost, member)
 	}
 	if rkey == "" {
 		rkey = l.Key(key)
 	}
-	v, err := l.run(ctx, r.q, op, code, rkey, cost, member)
+	v, err := l.run(ctx, p, r.q, op, code, rkey, cost, member)
 	if b != nil {
 		settle(ctx, b, err, false)
 	}
@@ -75,7 +75,7 @@ func (l *Limiter) call(ctx context.Context, op string, code byte, key string, co
 }
 
 // probe is call for the caller that owns b's probe.
-func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
 	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
@@ -85,7 +85,7 @@ func (l *Limiter) probe(ctx context.Context, r *route, op string, code byte, rke
 			b.Inconclusive(true)
 		}
 	}()
-	v, err := l.run(ctx, r.q, op, code, rkey, cost, member)
+	v, err := l.run(ctx, p, r.q, op, code, rkey, cost, member)
 	done = true
 	settle(ctx, b, err, true)
 	return v, err

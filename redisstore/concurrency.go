@@ -39,6 +39,7 @@ func newLeases(o options) *leases {
 // released.
 type lease struct {
 	l      *Limiter
+	p      *policy // the policy it was taken under, whose arguments its calls pass
 	key    string
 	cost   int
 	member string
@@ -50,10 +51,10 @@ type lease struct {
 
 // acquire is Allow under core.Concurrency: one round trip that admits a
 // new lease if its cost fits in what the key's unexpired leases leave.
-func (l *Limiter) acquire(ctx context.Context, key string, cost int) (core.Decision, error) {
+func (l *Limiter) acquire(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
 	ls := l.leases
 	member := strconv.Itoa(cost) + ":" + ls.tag + "." + strconv.FormatUint(ls.seq.Add(1), 36)
-	v, err := l.call(ctx, "allow", 'a', key, cost, member)
+	v, err := l.call(ctx, p, "allow", 'a', key, cost, member)
 	if err != nil {
 		// If the script ran all the same (a timeout after the server
 		// answered), the lease expires unrenewed within the TTL.
@@ -61,13 +62,13 @@ func (l *Limiter) acquire(ctx context.Context, key string, cost int) (core.Decis
 	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
-		Limit:      l.limit,
+		Limit:      p.limit,
 		Remaining:  int(v[1]),
 		RetryAfter: time.Duration(v[2]),
 		ResetAfter: time.Duration(v[3]),
 	}
 	if d.Allowed {
-		hold := &lease{l: l, key: key, cost: cost, member: member}
+		hold := &lease{l: l, p: p, key: key, cost: cost, member: member}
 		hold.mu.Lock()
 		hold.stop = ls.after(ls.every, hold.renew)
 		hold.mu.Unlock()
@@ -89,7 +90,7 @@ func (h *lease) release(ctx context.Context) error {
 		h.stop = nil
 	}
 	h.mu.Unlock()
-	_, err := h.l.call(context.WithoutCancel(ctx), "release", 'l', h.key, h.cost, h.member)
+	_, err := h.l.call(context.WithoutCancel(ctx), h.p, "release", 'l', h.key, h.cost, h.member)
 	return err
 }
 
@@ -106,7 +107,7 @@ func (h *lease) renew() {
 	}
 	h.stop = nil
 	h.mu.Unlock()
-	v, err := h.l.call(context.Background(), "renew", 'n', h.key, h.cost, h.member)
+	v, err := h.l.call(context.Background(), h.p, "renew", 'n', h.key, h.cost, h.member)
 	if err == nil && v[0] == 0 {
 		return
 	}

@@ -10,8 +10,9 @@ import (
 
 // denyCache remembers, in process, keys the server refused a cost-1 request
 // and until when: until then, cost-1 requests for the key are refused with
-// no round trip. A Limiter owns its cache, so an entry is always for the
-// Limiter's own limit: a changed limit is a new Limiter with an empty cache.
+// no round trip. A Limiter owns its cache, and an entry holds the limit it
+// was refused under, which a lookup must match: a Dynamic's key whose limit
+// changed asks the server again.
 //
 // It is a direct-mapped table of immutable entries: a lookup is one hash and
 // one atomic load, and a key's entry may be overwritten by another key's,
@@ -22,10 +23,12 @@ type denyCache struct {
 	slots []atomic.Pointer[denied]
 }
 
-// denied is one refused key: refused until until, whole again at resetAt
-// (local clock, ns), by a stack's layer (0 for one limit).
+// denied is one refused key: refused under pol (its limit and script
+// arguments) until until, whole again at resetAt (local clock, ns), by a
+// stack's layer (0 for one limit).
 type denied struct {
 	key            string
+	pol            *policy
 	until, resetAt int64
 	layer          int64
 }
@@ -42,19 +45,19 @@ func (c *denyCache) slot(key string) *atomic.Pointer[denied] {
 	return &c.slots[maphash.String(c.seed, key)&c.mask]
 }
 
-// lookup returns the refusal for key at now if one is cached, and the
-// layer that refused.
-func (c *denyCache) lookup(key string, now int64) (core.Decision, int64, bool) {
+// lookup returns the refusal for key under p at now if one is cached, and
+// the layer that refused.
+func (c *denyCache) lookup(key string, p *policy, now int64) (core.Decision, int64, bool) {
 	e := c.slot(key).Load()
-	if e == nil || now >= e.until || e.key != key {
+	if e == nil || now >= e.until || e.pol != p || e.key != key {
 		return core.Decision{}, 0, false
 	}
 	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, e.layer, true
 }
 
-// store remembers that key is refused until until, by layer.
-func (c *denyCache) store(key string, until, resetAt, layer int64) {
-	c.slot(key).Store(&denied{key: key, until: until, resetAt: resetAt, layer: layer})
+// store remembers that key is refused under p until until, by layer.
+func (c *denyCache) store(key string, p *policy, until, resetAt, layer int64) {
+	c.slot(key).Store(&denied{key: key, pol: p, until: until, resetAt: resetAt, layer: layer})
 }
 
 // forget drops key's entry: its quota changed here.

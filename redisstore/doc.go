@@ -132,10 +132,41 @@
 // at most 128 members (a listpack: 3.1 KB at 100 entries), about 120
 // beyond (a skiplist: 119 KB at 1,000).
 //
+// A Dynamic (NewDynamic: the limit chosen per key, per request, as
+// core.NewDynamic does) keeps a key's state at
+//
+//	<prefix>{<key>}:<algorithm>[:<settings>]
+//
+// (the settings as for a Limiter: a leaky bucket's longest wait, warm-up's
+// period and cold factor, overdraft) without the limit's parameters, so that a key whose limit changes (a
+// user who upgrades) keeps its state: the scripts get the limit's
+// parameters with each call and read a stored state under them exactly as
+// core.Keyed.SetLimit documents (the same decisions as core's Dynamic on
+// the same clock), the leaky bucket and warm-up included (warm-up's stored
+// permits, kept above a lowered maximum, are capped when spent, as in
+// core). The script arguments of up to MaxCachedLimits distinct limits are
+// made once and reused. As in core, a Dynamic cannot run core.SlidingLog,
+// sub-windows or core.Concurrency: NewDynamic fails with an error wrapping
+// core.ErrSetLimitUnsupported.
+//
 // Every write sets a TTL: the time until the key's quota is whole again (when
 // forgetting it changes nothing), plus a margin (WithTTLMargin, default one
 // second). A key found without a TTL, after a manual write or a restore, is
-// given one by its next decision.
+// given one by its next decision, and so is a Dynamic's key whose TTL, set
+// under its old limit, would end before its quota is whole under the new
+// one. A Dynamic's key left alone past the TTL its last write set is
+// forgotten, though, and starts whole under its new limit where the
+// in-memory limiter would still hold its old state: GCRA, whose TTL is the
+// instant the key is whole under any limit, is the same on both; the token
+// bucket and the windows differ only when a change makes a key take longer
+// to be whole (a slower rate, a larger burst, a longer period) and it sees
+// no request before its old TTL ends.
+//
+// # Reservations
+//
+// core.Reserve works on both limiters unchanged: its Cancel is a Refund,
+// which the scripts apply atomically, never beyond a whole quota (the
+// shared decision tables' refund steps pass on Redis exactly).
 //
 // # Stacks
 //
@@ -242,7 +273,9 @@
 // requests are refused with no round trip (well under a microsecond), with
 // the RetryAfter and ResetAfter that remain. A repeat offender hammering the
 // service costs Redis nothing. The cache belongs to one Limiter, so its
-// entries are always for that Limiter's limit; it holds DefaultDenyCacheSize
+// entries are always for that Limiter's limit (a Dynamic's entries hold the
+// limit they were refused under and answer only under it; a Stack's hold
+// the layer that refused, which their answer names); it holds DefaultDenyCacheSize
 // keys (WithDenyCache sets the size, 0 turns it off). Requests of other costs
 // always ask the server. Only refusals are cached, never an admission, so a
 // shaper's Delay always comes from the server; a refusal of every algorithm

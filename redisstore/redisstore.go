@@ -20,12 +20,11 @@ import (
 type Limiter struct {
 	client  redis.UniversalClient
 	script  *redis.Script
-	limit   core.Limit
+	pol     *policy // the limit and its script arguments; nil for a Dynamic's
 	alg     core.Algorithm
-	maxCost int
-	suffix  string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings
+	opts    options    // what the Limiter was made with, for a Dynamic's policies
+	suffix  string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings (a Dynamic's: no limit)
 	prefix  string     // the key prefix plus "{"
-	fixed   []any      // the TTL margin in ms, then the algorithm's parameters
 	clock   core.Clock // the process's clock, for the deny cache
 	testNow core.Clock // nil: the scripts read the server's TIME
 	timeout time.Duration
@@ -41,13 +40,24 @@ type Limiter struct {
 	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
 }
 
+// policy is one limit's part of a call: the limit, the largest cost it
+// admits and the script's arguments that never change (ARGV[5...]), made
+// once. A Limiter has one; a Dynamic one per limit.
+type policy struct {
+	limit   core.Limit
+	maxCost int
+	fixed   []any
+}
+
+var errNilClient = errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+
 // New returns a Limiter enforcing l with client, which may be a single
 // node, a Sentinel-backed failover client or a Cluster client. It checks
 // the limit and the options; it does not contact the server (the first
 // decision loads the script).
 func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, error) {
 	if client == nil {
-		return nil, errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+		return nil, errNilClient
 	}
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -64,7 +74,21 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err != nil {
 		return nil, err
 	}
-	return newLimiter(client, l, o, script, maxCost, "}:"+keyTag(tag, l)+o.settingsTag(), fixedArgs(o.margin, p))
+	lim, err := newLimiter(client, o, script, "}:"+keyTag(tag, l)+o.settingsTag())
+	if err != nil {
+		return nil, err
+	}
+	lim.pol = lim.newPolicy(l, maxCost, p)
+	return lim, nil
+}
+
+// newPolicy returns l's policy on lim, whose script takes params for it.
+func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *policy {
+	fixed := fixedArgs(lim.opts.margin, params)
+	if lim.leases != nil {
+		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
+	}
+	return &policy{limit: l, maxCost: maxCost, fixed: fixed}
 }
 
 // compile returns the script that decides under o's algorithm and
@@ -76,19 +100,25 @@ func compile(o *options, l core.Limit) (*redis.Script, string, []string, int, er
 	if err != nil {
 		return nil, "", nil, 0, err
 	}
-	script, tag := scripts[o.algorithm], algTag(o.algorithm)
 	if o.algorithm == core.SlidingLog || o.subWindows != 0 {
 		extra, err := logParams(o, l)
 		if err != nil {
 			return nil, "", nil, 0, err
 		}
 		p = append(p, extra...)
-		if o.subWindows != 0 {
-			// Its own encoding: never the two-window counter's key.
-			script, tag = subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
-		}
 	}
+	script, tag := scriptOf(o)
 	return script, tag, p, maxCost, nil
+}
+
+// scriptOf returns the script that decides under o's algorithm and
+// settings, and the algorithm's tag in keys.
+func scriptOf(o *options) (*redis.Script, string) {
+	if o.subWindows != 0 {
+		// Its own encoding: never the two-window counter's key.
+		return subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
+	}
+	return scripts[o.algorithm], algTag(o.algorithm)
 }
 
 // keyTag names an algorithm (its tag) and a limit in keys: the tag, then
@@ -97,18 +127,17 @@ func keyTag(tag string, l core.Limit) string {
 	return fmt.Sprintf("%s:%d/%d:%d", tag, l.Events, int64(l.Period), l.EffectiveBurst())
 }
 
-// newLimiter returns a Limiter running script with o's settings: keys end
-// in suffix, the script's fixed arguments (ARGV[5...]) are fixed.
-func newLimiter(client redis.UniversalClient, l core.Limit, o options, script *redis.Script, maxCost int, suffix string, fixed []any) (*Limiter, error) {
+// newLimiter returns a Limiter running script with o's settings, whose
+// keys end in suffix, without its policy (the caller sets it, but for a
+// Dynamic's).
+func newLimiter(client redis.UniversalClient, o options, script *redis.Script, suffix string) (*Limiter, error) {
 	lim := &Limiter{
 		client:  client,
 		script:  script,
-		limit:   l,
 		alg:     o.algorithm,
-		maxCost: maxCost,
+		opts:    o,
 		prefix:  o.prefix + "{",
 		suffix:  suffix,
-		fixed:   fixed,
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
@@ -118,7 +147,6 @@ func newLimiter(client redis.UniversalClient, l core.Limit, o options, script *r
 		// lease, at no instant the cache could know.
 		o.denyCache = 0
 		lim.leases = newLeases(o)
-		lim.fixed = append(lim.fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
 	}
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
@@ -162,7 +190,7 @@ func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limite
 func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
 
 // Limit returns the limit the Limiter enforces.
-func (l *Limiter) Limit() core.Limit { return l.limit }
+func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 
 // Allow decides whether key may spend cost units now and, if so, charges
 // them, in one round trip (none when the deny cache answers). Under
@@ -173,26 +201,31 @@ func (l *Limiter) Limit() core.Limit { return l.limit }
 // decides, never this package. While the circuit breaker is open, that
 // error comes at once, with cause ErrCircuitOpen.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	if err := l.checkCost(cost); err != nil {
+	return l.allow(ctx, l.pol, key, cost)
+}
+
+// allow is Allow under p.
+func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
+	if err := p.checkCost(cost); err != nil {
 		return core.Decision{}, err
 	}
 	if l.leases != nil {
-		return l.acquire(ctx, key, cost)
+		return l.acquire(ctx, p, key, cost)
 	}
 	start := l.clock.Now()
 	if l.deny != nil && cost == 1 {
-		if d, layer, ok := l.deny.lookup(key, start); ok {
-			d.Limit = l.limitAt(layer)
+		if d, layer, ok := l.deny.lookup(key, p, start); ok {
+			d.Limit = l.limitAt(p, layer)
 			return d, nil
 		}
 	}
-	v, err := l.call(ctx, "allow", 'a', key, cost, "")
+	v, err := l.call(ctx, p, "allow", 'a', key, cost, "")
 	if err != nil {
 		return core.Decision{}, err
 	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
-		Limit:      l.limitAt(v[4]),
+		Limit:      l.limitAt(p, v[4]),
 		Remaining:  int(v[1]),
 		ResetAfter: time.Duration(v[3]),
 	}
@@ -203,19 +236,24 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	} else {
 		d.RetryAfter = time.Duration(v[2])
 	}
+	if l.deny != nil && l.pol == nil && d.Allowed {
+		// A Dynamic's key refused under another limit may hold an entry
+		// that this admission, under this one, makes stale.
+		l.deny.forget(key)
+	}
 	if l.deny != nil && cost == 1 && !d.Allowed {
 		// Counted from before the round trip: the entry never outlives the
 		// server's own answer.
-		l.deny.store(key, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])
+		l.deny.store(key, p, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])
 	}
 	return d, nil
 }
 
-// limitAt is the limit of the layer a reply names: the Limiter's own
-// unless it is a stack's.
-func (l *Limiter) limitAt(layer int64) core.Limit {
+// limitAt is the limit of the layer a reply names: p's unless the Limiter
+// is a stack's.
+func (l *Limiter) limitAt(p *policy, layer int64) core.Limit {
 	if l.limits == nil {
-		return l.limit
+		return p.limit
 	}
 	return l.limits[layer]
 }
@@ -240,22 +278,27 @@ func (l *Limiter) keys(rkey string) []string {
 // units key holds, never below none, and leaves every lease as it is (see
 // the package documentation).
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
-	if err := l.checkCost(cost); err != nil {
+	return l.refund(ctx, l.pol, key, cost)
+}
+
+// refund is Refund under p.
+func (l *Limiter) refund(ctx context.Context, p *policy, key string, cost int) error {
+	if err := p.checkCost(cost); err != nil {
 		return err
 	}
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.call(ctx, "refund", 'r', key, cost, "")
+	_, err := l.call(ctx, p, "refund", 'r', key, cost, "")
 	return err
 }
 
-func (l *Limiter) checkCost(cost int) error {
+func (p *policy) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", core.ErrInvalidCost, cost)
 	}
-	if cost > l.maxCost {
-		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, l.maxCost, l.limit)
+	if cost > p.maxCost {
+		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, p.maxCost, p.limit)
 	}
 	return nil
 }
@@ -274,12 +317,12 @@ var (
 
 // args returns the script's arguments for one call: ARGV[1...]; member,
 // a concurrency lease's, goes last.
-func (l *Limiter) args(code byte, cost int, member string) []any {
+func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	extra := 0
 	if l.leases != nil {
 		extra = 1
 	}
-	args := make([]any, 4, 4+len(l.fixed)+extra)
+	args := make([]any, 4, 4+len(p.fixed)+extra)
 	switch code {
 	case 'a':
 		args[0] = argAllow
@@ -300,7 +343,7 @@ func (l *Limiter) args(code byte, cost int, member string) []any {
 		t := l.testNow.Now()
 		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
 	}
-	args = append(args, l.fixed...)
+	args = append(args, p.fixed...)
 	if l.leases != nil {
 		args = append(args, member)
 	}

@@ -520,7 +520,9 @@ func TestMalformedStates(t *testing.T) {
 		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "2 1700000000"},
 		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "nan 1700000000 0"},
 		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "-1 1700000000 0"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "10.5 1700000000 0"}, // full is 10
+		// Above full (10) is a state kept across a limit change (a
+		// Dynamic's), read capped as in core; infinite is malformed.
+		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "1e999 1700000000 0"},
 	}
 	for i, tc := range cases {
 		lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithoutBreaker())...)

@@ -51,7 +51,7 @@ var (
 // names must be distinct.
 func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*Stack, error) {
 	if client == nil {
-		return nil, errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
+		return nil, errNilClient
 	}
 	if len(layers) == 0 {
 		return nil, errors.New("redisstore: NewStack needs at least one layer")
@@ -117,10 +117,11 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 			fixed = append(fixed, v)
 		}
 	}
-	lim, err := newLimiter(client, bound, o, stackScript(algs), most, "}", fixed)
+	lim, err := newLimiter(client, o, stackScript(algs), "}")
 	if err != nil {
 		return nil, err
 	}
+	lim.pol = &policy{limit: bound, maxCost: most, fixed: fixed}
 	lim.limits, lim.layers = limits, ends
 	return &Stack{l: lim}, nil
 }

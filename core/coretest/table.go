@@ -414,6 +414,66 @@ func Tables() []Table {
 			{5 * time.Second, -3, false, 0, 0, 0, 0},
 			{5 * time.Second, 1, true, 3, 0, 100*ms - ns, 0},
 		},
+	}, {
+		// Refunds (a cancelled reservation) give back exactly what was
+		// charged, never beyond a whole quota. GCRA: a refund moves the
+		// theoretical arrival time back, never before now.
+		Name: "gcra-refund", Algorithm: core.GCRA, Limit: core.PerSecond(10).WithBurst(3),
+		Steps: []Step{
+			{0, 3, true, 0, 0, 300 * ms, 0},
+			{0, -2, false, 0, 0, 0, 0},
+			{0, 1, true, 1, 0, 200 * ms, 0},
+			{50 * ms, -3, false, 0, 0, 0, 0}, // 300ms back would be before now: whole at 50ms
+			{50 * ms, 3, true, 0, 0, 300 * ms, 0},
+			{50 * ms, 1, false, 0, 100 * ms, 300 * ms, 0},
+			{400 * ms, -1, false, 0, 0, 0, 0}, // whole already: nothing to give back
+			{400 * ms, 3, true, 0, 0, 300 * ms, 0},
+		},
+	}, {
+		// The token bucket: tokens come back, capped at the burst.
+		Name: "token-bucket-refund", Algorithm: core.TokenBucket, Limit: core.PerSecond(10).WithBurst(3),
+		Steps: []Step{
+			{0, 3, true, 0, 0, 300*ms - ns, 0},
+			{0, -2, false, 0, 0, 0, 0},
+			{0, 1, true, 1, 0, 200*ms - ns, 0},
+			{50 * ms, -3, false, 0, 0, 0, 0}, // 1.5 tokens + 3, capped at 3
+			{50 * ms, 3, true, 0, 0, 300*ms - ns, 0},
+			{50 * ms, 1, false, 0, 100*ms - ns, 300*ms - ns, 0},
+		},
+	}, {
+		// The fixed window: the count goes down, never below zero, and
+		// only in the window it was charged in.
+		Name: "fixed-window-refund", Algorithm: core.FixedWindow, Limit: core.PerSecond(3),
+		Steps: []Step{
+			{0, 3, true, 0, 0, 1000 * ms, 0},
+			{0, -2, false, 0, 0, 0, 0},
+			{0, 1, true, 1, 0, 1000 * ms, 0},
+			{0, -3, false, 0, 0, 0, 0}, // 2 counted: down to 0, not -1
+			{200 * ms, 3, true, 0, 0, 800 * ms, 0},
+			{200 * ms, 1, false, 0, 800 * ms, 800 * ms, 0},
+			{1100 * ms, -1, false, 0, 0, 0, 0}, // a new window: nothing to give back
+			{1100 * ms, 3, true, 0, 0, 900 * ms, 0},
+			{1100 * ms, 1, false, 0, 900 * ms, 900 * ms, 0},
+		},
+	}, {
+		// The sliding window: the current window's count goes down, or,
+		// when it is empty, the previous window's.
+		Name: "sliding-window-refund", Algorithm: core.SlidingWindow, Limit: core.PerSecond(4),
+		Steps: []Step{
+			{0, 4, true, 0, 0, 2000 * ms, 0},
+			{0, -1, false, 0, 0, 0, 0},
+			{0, 1, true, 0, 0, 2000 * ms, 0},
+			{0, 1, false, 0, 1250 * ms, 2000 * ms, 0},
+			{500 * ms, -2, false, 0, 0, 0, 0},
+			{500 * ms, 2, true, 0, 0, 1500 * ms, 0},
+			// In [1s, 2s) the current count is 0: the previous 4 go down
+			// to 1, which weighs ceil(1×0.5) = 1 at 1.5s.
+			{1500 * ms, -3, false, 0, 0, 0, 0},
+			{1500 * ms, 4, false, 3, 500 * ms, 500 * ms, 0},
+			{1500 * ms, 3, true, 0, 0, 1500 * ms, 0},
+			{1500 * ms, -4, false, 0, 0, 0, 0}, // 3 counted: down to 0
+			{1500 * ms, 3, true, 0, 0, 1500 * ms, 0},
+		},
 	}}
 }
 

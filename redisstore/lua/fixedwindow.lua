@@ -1,6 +1,7 @@
 -- Fixed window, as core's fixedWindow: the state is the window's start and
 -- its count, stored as 'seconds nanoseconds count'. A state from a later
--- window (the clock stepped back) stays in force.
+-- window (the clock stepped back) stays in force. A count kept across a
+-- limit change may exceed events: nothing is left then.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per window.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 local state = redis.call('GET', key)
@@ -16,7 +17,13 @@ if state then
   if s >= R - STALE and s <= R + STALE then
     s = (s - R) * 1e9 + tonumber(n)
     if s >= w then
-      start, count = s, tonumber(c)
+      -- A start inside the current window but not at its start comes from
+      -- another period (a Dynamic's key whose limit changed): its count is
+      -- the current window's.
+      if s - w >= period then
+        start = s
+      end
+      count = tonumber(c)
     end
   end
 end
@@ -30,11 +37,14 @@ if op == 'r' then
 elseif count + cost <= events then
   count = count + cost
 else
-  -- Refused: nothing to write, but a key found without a TTL gets one.
-  if redis.call('PTTL', key) == -1 then
+  -- Refused: nothing to write, but a key found without a TTL, or with one
+  -- ending before its quota is whole (a Dynamic's key whose limit changed),
+  -- gets one.
+  local ttl = redis.call('PTTL', key)
+  if ttl == -1 or ttl < math.ceil(reset / 1e6) then
     redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
   end
-  return {0, events - count, reset, reset}
+  return {0, math.max(0, events - count), reset, reset}
 end
 redis.call('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
 if op == 'r' then

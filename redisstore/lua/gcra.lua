@@ -26,8 +26,11 @@ else
   tat = math.max(tat, now)
   t = tat + cost * interval
   if t - now > span then
-    -- Refused: nothing to write, but a key found without a TTL gets one.
-    if tat > now and redis.call('PTTL', key) == -1 then
+    -- Refused: nothing to write, but a key found without a TTL, or with one
+    -- ending before its quota is whole (a Dynamic's key whose limit
+    -- changed), gets one.
+    local ttl = tat > now and redis.call('PTTL', key)
+    if ttl and (ttl == -1 or ttl < math.ceil((tat - now) / 1e6)) then
       redis.call('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
     end
     return {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}

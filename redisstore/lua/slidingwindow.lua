@@ -66,9 +66,15 @@ if state then
   s = tonumber(s)
   if s >= R - STALE and s <= R + STALE then
     s = (s - R) * 1e9 + tonumber(n)
+    -- A start not aligned to the period comes from another period (a
+    -- Dynamic's key whose limit changed): the stored window counts as the
+    -- window of this period that holds its start.
     if s >= w then
-      w, prev, cur = s, tonumber(p), tonumber(c)
-    elseif s + period == w then
+      if s - w >= period then
+        w = s
+      end
+      prev, cur = tonumber(p), tonumber(c)
+    elseif s >= w - period then
       prev = tonumber(c)
     end
   end
@@ -119,8 +125,11 @@ if cur > 0 then
 elseif prev > 0 then
   reset = w + period - now
 end
--- Refused: nothing to write, but a key found without a TTL gets one.
-if reset > 0 and redis.call('PTTL', key) == -1 then
+-- Refused: nothing to write, but a key found without a TTL, or with one
+-- ending before its quota is whole (a Dynamic's key whose limit changed),
+-- gets one.
+local ttl = reset > 0 and redis.call('PTTL', key)
+if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
   redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
 end
 return {0, math.max(0, events - used), retryAt - now, reset}

@@ -16,7 +16,9 @@ local lend = ARGV[10] == '1'
 -- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).
 local function level(tk, lst, t)
   if t <= lst then
-    return tk
+    -- Only a state kept across a limit change (a Dynamic's key) may hold
+    -- more than the burst.
+    return math.min(tk, burst)
   end
   local sec, nsec = idiv(t - lst, 1e9)
   tk = tk + (sec + nsec / 1e9) * rate
@@ -150,8 +152,11 @@ else
   end
   if not ok then
     reset = wait(tokens, last, burst)
-    -- Refused: nothing to write, but a key found without a TTL gets one.
-    if reset > 0 and redis.call('PTTL', key) == -1 then
+    -- Refused: nothing to write, but a key found without a TTL, or with one
+    -- ending before its quota is whole (a Dynamic's key whose limit
+    -- changed), gets one.
+    local ttl = reset > 0 and redis.call('PTTL', key)
+    if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
       redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
     end
     return {0, left, wait(tokens, last, need), reset}

@@ -32,8 +32,10 @@ local stored, nextFree = full, now
 if state then
   local p, s, n = string.match(state, '^(%S+) (%-?%d+) (%d+)$')
   p = tonumber(p)
-  -- Stored permits are never negative nor above full, and never NaN.
-  if not p or not (p >= 0 and p <= full) then
+  -- Stored permits are never negative, infinite nor NaN. They may exceed
+  -- full in a state kept across a limit change (a Dynamic's key), as in
+  -- core, where only an admission caps them.
+  if not p or not (p >= 0 and p < math.huge) then
     return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
   end
   s = tonumber(s)
@@ -59,12 +61,16 @@ end
 
 if nextFree > now then
   local reset = whole(stored, nextFree) - now
-  -- Refused: nothing to write, but a key found without a TTL gets one.
-  if redis.call('PTTL', key) == -1 then
+  -- Refused: nothing to write, but a key found without a TTL, or with one
+  -- ending before its quota is whole (a Dynamic's key whose limit
+  -- changed), gets one.
+  local ttl = redis.call('PTTL', key)
+  if ttl == -1 or ttl < math.ceil(reset / 1e6) then
     redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
   end
   return {0, 0, nextFree - now, reset}
 end
+stored = math.min(full, stored)
 if now > nextFree then
   stored = math.min(full, stored + (now - nextFree) / cool)
   nextFree = now

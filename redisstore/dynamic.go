@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
+)
+
+// MaxCachedLimits is how many distinct limits a Dynamic keeps the script
+// arguments of. A limit beyond them is still enforced, its arguments
+// formatted on each call (a few small allocations per decision); Redis
+// holds nothing per limit, so there is no other bound.
+const MaxCachedLimits = 1024
+
+// Dynamic is a Redis limiter whose limit is chosen per key, on every
+// request, by a function of the key (tiers of API keys, limits from a
+// database), the Redis counterpart of core.NewDynamic. A key's Redis key
+// names the algorithm but not the limit, so a key whose limit changes keeps
+// its state, read by the script under the new limit exactly as
+// core.Keyed.SetLimit documents for each algorithm (the same decisions as
+// core's Dynamic on the same clock). Decision.Limit is the key's limit.
+//
+// Keys of a Dynamic and of a Limiter never share state: a Limiter's keys
+// name the limit's parameters, a Dynamic's do not (see Keys in the package
+// documentation). Two Dynamic limiters with the same prefix and algorithm
+// share state, whatever limits they choose.
+//
+// Everything else is a Limiter's: batching, the breaker, the deny cache
+// (whose entries hold the limit they were refused under, so a key whose
+// limit changed asks the server again), the options. A Dynamic is safe for
+// concurrent use; the limit function is called once per Allow and Refund
+// and should be fast.
+type Dynamic struct {
+	l       *Limiter
+	limitOf func(key string) core.Limit
+
+	cache atomic.Pointer[map[core.Limit]*policy]
+	mu    sync.Mutex // adds to cache
+}
+
+var _ core.Limiter = (*Dynamic)(nil)
+
+// NewDynamic returns a Dynamic enforcing limitOf(key) on each key, with
+// the options New takes. It checks the options; limits are checked when
+// first seen, and an invalid one (or one longer than Redis can hold) fails
+// its request with the error New would give.
+func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limit, opts ...Option) (*Dynamic, error) {
+	if client == nil {
+		return nil, errNilClient
+	}
+	if limitOf == nil {
+		return nil, errors.New("redisstore: NewDynamic: nil limit function; pass func(key string) core.Limit")
+	}
+	o := defaultOptions()
+	errs := option.Errors{Prefix: "redisstore: "}
+	if err := option.Apply(&o, &errs, opts); err != nil {
+		return nil, err
+	}
+	if err := o.validate(&errs); err != nil {
+		return nil, err
+	}
+	switch {
+	case scripts[o.algorithm] == nil:
+		return nil, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket or core.WarmUp", int(o.algorithm))
+	case o.algorithm == core.SlidingLog || o.subWindows != 0:
+		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support %v%s, whose per-key logs are sized for one limit; use a Limiter per limit", core.ErrSetLimitUnsupported, o.algorithm, map[bool]string{true: " with WithSubWindows"}[o.subWindows != 0])
+	case o.algorithm == core.Concurrency:
+		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support core.Concurrency, as core.NewDynamic does not; use a Limiter per limit", core.ErrSetLimitUnsupported)
+	}
+	script, tag := scriptOf(&o)
+	// The key names the algorithm and its settings, not the limit.
+	l, err := newLimiter(client, o, script, "}:"+tag+o.settingsTag())
+	if err != nil {
+		return nil, err
+	}
+	d := &Dynamic{l: l, limitOf: limitOf}
+	d.cache.Store(&map[core.Limit]*policy{})
+	return d, nil
+}
+
+// policy returns lim's script arguments, cached up to MaxCachedLimits.
+func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
+	if p := (*d.cache.Load())[lim]; p != nil {
+		return p, nil
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	_, _, params, maxCost, err := compile(&d.l.opts, lim)
+	if err != nil {
+		return nil, err
+	}
+	p := d.l.newPolicy(lim, maxCost, params)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := *d.cache.Load()
+	if q := old[lim]; q != nil {
+		return q, nil
+	}
+	if len(old) >= MaxCachedLimits {
+		return p, nil
+	}
+	next := make(map[core.Limit]*policy, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[lim] = p
+	d.cache.Store(&next)
+	return p, nil
+}
+
+// Allow decides whether key may spend cost units now under limitOf(key)
+// and, if so, charges them, as Limiter.Allow does.
+func (d *Dynamic) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	p, err := d.policy(d.limitOf(key))
+	if err != nil {
+		return core.Decision{}, err
+	}
+	return d.l.allow(ctx, p, key, cost)
+}
+
+// Refund gives back cost units charged to key, under limitOf(key), never
+// beyond a whole quota, as Limiter.Refund does.
+func (d *Dynamic) Refund(ctx context.Context, key string, cost int) error {
+	p, err := d.policy(d.limitOf(key))
+	if err != nil {
+		return err
+	}
+	return d.l.refund(ctx, p, key, cost)
+}
+
+// Key returns the Redis key that holds key's state, whatever its limit.
+func (d *Dynamic) Key(key string) string { return d.l.Key(key) }
