@@ -88,7 +88,13 @@
 // low water mark the high limit, at or above the high mark the low one,
 // linearly between, quantised to whole events. The signal is read by
 // Update, called by the caller or by a background sampler that Close stops,
-// never on the request path; keys keep their state across changes.
+// never on the request path; keys keep their state across changes. It is
+// in memory only, on purpose: its signal is one process's load (its heap,
+// its latency), so each instance should limit by its own; a limit shared
+// through Redis would be judged under whichever instance's limit each
+// request happened to pass, one key's state read under several limits at
+// once. (redisstore.NewDynamic takes a limit per call, if a fleet-wide
+// signal is what you have.)
 //
 // # Reservations
 //
