@@ -152,11 +152,17 @@ func StreamServerInterceptor(lim core.Limiter, key KeyFunc, opts ...Option) (grp
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		m := l.route(info.FullMethod)
+		if m.exempt {
+			return handler(ctx, req)
+		}
 		var res pipeline.Result
-		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
+		if err := l.decide(ctx, m, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
 		}
-		defer pipeline.End(ctx, res.Decision.Lease)
+		if lease := res.Decision.Lease; lease != nil {
+			defer pipeline.End(ctx, lease)
+		}
 		if l.o.refundInner {
 			ctx = pipeline.Attach(ctx, l.route(info.FullMethod).lim, &res)
 		}
@@ -252,6 +258,11 @@ func (l *Limiter) admit(ctx context.Context, fullMethod string, s sink, res *pip
 		*res = pipeline.Result{Skipped: true}
 		return nil
 	}
+	return l.decide(ctx, m, fullMethod, s, res)
+}
+
+// decide is admit for a method that is not exempt, whose route is m.
+func (l *Limiter) decide(ctx context.Context, m methodRoute, fullMethod string, s sink, res *pipeline.Result) error {
 	l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost, res)
 	list := m.list
 	if res.Limiter != nil {
