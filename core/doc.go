@@ -23,10 +23,10 @@
 //     never more than Events in any Period, exact waits.
 //   - [Concurrency]: at most Events units in flight per key (see below).
 //
-// Every algorithm keeps 16 bytes of state per key; the table holding them is
-// bounded (see [WithCapacity] and [FullPolicy]), so memory never grows past
-// what you configure, about 120 bytes per tracked key (measured by
-// BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
+// Every algorithm but the logs below keeps 16 bytes of state per key; the
+// table holding them is bounded (see [WithCapacity] and [FullPolicy]), so
+// memory never grows past what you configure, about 120 bytes per tracked
+// key (measured by BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
 // wherever they sit in the table, at amortised constant cost per new key.
 //
 // The logs of [SlidingLog] and of [WithSubWindows] do not fit in 16 bytes:
@@ -42,7 +42,9 @@
 // with its own algorithm — 5/s and 100,000/h — all or nothing: when one
 // limit refuses, none is charged. Its decision names the limit that refused
 // (the one with the longest wait) or the one with the least left, and
-// [Stack.Policies] lists them all for RateLimit-Policy.
+// [Stack.Policies] lists them all for RateLimit-Policy. A layer may be any
+// algorithm but a sliding log, sub-windows or a concurrency limit (NewStack
+// says so), for now.
 //
 // Limiters read the clock as nanoseconds since the Unix epoch and accept
 // readings from 0 to 2⁶²−1 (1970 to 2116), so that no time arithmetic can
