@@ -32,6 +32,13 @@ type Layer struct {
 // limit. [Stack.Policies] lists every limit, which the
 // adapters send in RateLimit-Policy.
 //
+// A layer may be a concurrency limit ([Concurrency]): an admission then
+// carries a Lease that gives the layer's units back (every concurrency
+// layer's, once). Refund gives units back to every layer, the concurrency
+// layers' included, so release an admission's Lease or Refund it, not both;
+// the adapters release the Lease. A layer may not (yet) be a sliding log or
+// sub-windows: NewStack says so.
+//
 // A key's states under every limit live in one table per limit, laid out
 // alike, and a decision holds the key's lock in each of them, always in
 // the same order, so that no other decision on that key sees a partial
@@ -44,6 +51,7 @@ type Stack struct {
 	maxCost int64
 	bound   *Keyed // the layer that bounds the cost: its maxCost is maxCost
 	cache   bool   // the layers' deny-cache slots answer repeated denials
+	leases  bool   // a layer is a concurrency limit: admissions carry a Lease
 }
 
 var _ Limiter = (*Stack)(nil)
@@ -92,9 +100,7 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		if k.ext != nil {
 			return nil, fmt.Errorf("core: stack layer %d (%v): a sliding log or sub-windows cannot be a stack's layer yet; use a Keyed of its own", i, l)
 		}
-		if k.leases {
-			return nil, fmt.Errorf("core: stack layer %d (%v): a concurrency limit cannot be a stack's layer; use a Keyed of its own", i, l)
-		}
+		s.leases = s.leases || k.leases
 		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
 			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
@@ -241,7 +247,41 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	for j := len(s.layers) - 1; j >= 0; j-- {
 		s.layers[j].shards[i].mu.Unlock()
 	}
+	if allowed && s.leases {
+		d.Lease = s.lease(ls, h, c)
+	}
 	return d, nil
+}
+
+// lease returns the Lease of an admission: the units the stack's
+// concurrency layers gave it, each layer's given back once, as a Keyed's
+// lease gives them back (to the state of the generation it charged, or to
+// the overflow state).
+func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
+	var one *Lease
+	var all []*Lease
+	for j, k := range s.layers {
+		if !k.leases {
+			continue
+		}
+		l := &Lease{keyed: k, h: h, gen: ls[j].ns.b, units: cost, overflow: ls[j].overflow}
+		if one == nil {
+			one = l
+		}
+		all = append(all, l)
+	}
+	if len(all) == 1 {
+		return one
+	}
+	return NewLease(func(ctx context.Context) error {
+		var errs []error
+		for _, l := range all {
+			if err := l.Release(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // decision combines the layers' verdicts: see [Stack]. A layer that would

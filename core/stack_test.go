@@ -234,3 +234,62 @@ func TestStackRemainingOfDenial(t *testing.T) {
 		t.Fatalf("%+v, want denied by slow after 11s with 0 remaining", d)
 	}
 }
+
+// TestStackConcurrencyLayer: a stack of 2 in flight and 5/s (GCRA). An
+// admission holds a Lease for the concurrency layer; a refusal by either
+// layer charges neither; releasing gives the slot back once.
+func TestStackConcurrencyLayer(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(t0)
+	s, err := core.NewStack([]core.Layer{
+		{Limit: core.InFlight(2).WithName("inflight"), Options: []core.Option{core.WithAlgorithm(core.Concurrency)}},
+		{Limit: core.PerSecond(5).WithName("rate"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+	}, core.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Allow(ctx, "k", 1)
+	b, _ := s.Allow(ctx, "k", 1)
+	if !a.Allowed || !b.Allowed || a.Lease == nil || b.Lease == nil || b.Limit.Name != "inflight" || b.Remaining != 0 {
+		t.Fatalf("two admissions: %+v %+v", a, b)
+	}
+	// Refused by the concurrency layer (its Period, 1 s, is the hint):
+	// GCRA is not charged.
+	c, _ := s.Allow(ctx, "k", 1)
+	if c.Allowed || c.Limit.Name != "inflight" || c.RetryAfter != time.Second || c.Lease != nil {
+		t.Fatalf("third: %+v", c)
+	}
+	a.Lease.Release(ctx)
+	a.Lease.Release(ctx) // once
+	d, _ := s.Allow(ctx, "k", 1)
+	if !d.Allowed || d.Limit.Name != "inflight" || d.Remaining != 0 {
+		t.Fatalf("after a release: %+v", d)
+	}
+	// GCRA holds 3 of 5: a cost-2 request is refused by the concurrency
+	// layer (nothing free) and charges GCRA nothing either.
+	if e, _ := s.Allow(ctx, "k", 2); e.Allowed {
+		t.Fatalf("cost 2 with nothing free: %+v", e)
+	}
+	b.Lease.Release(ctx)
+	d.Lease.Release(ctx)
+	// Both slots free; GCRA has 2 left, so a cost-2 request passes and
+	// leaves both layers at 0.
+	e, _ := s.Allow(ctx, "k", 2)
+	if !e.Allowed || e.Remaining != 0 {
+		t.Fatalf("cost 2 after the releases: %+v", e)
+	}
+	// Refused by GCRA now (200 ms): the concurrency layer is not charged,
+	// so once GCRA refills, releasing e's 2 units leaves room for 2.
+	if f, _ := s.Allow(ctx, "k", 1); f.Allowed || f.Limit.Name != "inflight" {
+		t.Fatalf("both full: %+v", f)
+	}
+	e.Lease.Release(ctx)
+	if f, _ := s.Allow(ctx, "k", 1); f.Allowed || f.Limit.Name != "rate" || f.RetryAfter != 200*ms {
+		t.Fatalf("GCRA empty, slots free: %+v", f)
+	}
+	clk.Advance(400 * ms)
+	g, _ := s.Allow(ctx, "k", 2)
+	if !g.Allowed || g.Lease == nil {
+		t.Fatalf("after GCRA refilled: %+v", g)
+	}
+}
