@@ -43,8 +43,7 @@
 // limit refuses, none is charged. Its decision names the limit that refused
 // (the one with the longest wait) or the one with the least left, and
 // [Stack.Policies] lists them all for RateLimit-Policy. A layer may be any
-// algorithm but a sliding log or sub-windows (NewStack says so), for now; a
-// concurrency layer makes every admission carry a Lease.
+// algorithm; a concurrency layer makes every admission carry a Lease.
 //
 // Limiters read the clock as nanoseconds since the Unix epoch and accept
 // readings from 0 to 2⁶²−1 (1970 to 2116), so that no time arithmetic can

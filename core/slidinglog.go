@@ -160,8 +160,26 @@ func (w *windowLog) decide(x *xlog, now, cost int64) verdict {
 		w.push(x, t, cost)
 		return verdict{allowed: true, remaining: w.events - x.sum, resetAfter: t + w.period - now}
 	}
-	// The oldest entries must fall out until cost fits: the last of them
-	// leaves one Period after its instant.
+	return w.refusal(x, now, cost)
+}
+
+// check is decide without the charge: it drops the entries that have left
+// the window (which changes no decision) and returns the instant an
+// admission would be logged at, and the verdict. A stack checks every
+// layer before it charges any.
+func (w *windowLog) check(x *xlog, now, cost int64) (int64, verdict) {
+	t := w.instant(x, now)
+	w.expire(x, t)
+	if x.sum+cost <= w.events {
+		return t, verdict{allowed: true, remaining: w.events - x.sum - cost, resetAfter: t + w.period - now}
+	}
+	return t, w.refusal(x, now, cost)
+}
+
+// refusal is the verdict for cost on x, expired to now's instant, when it
+// does not fit: the oldest entries must fall out until cost fits, and the
+// last of them leaves one Period after its instant.
+func (w *windowLog) refusal(x *xlog, now, cost int64) verdict {
 	need := x.sum + cost - w.events
 	i := uint32(0)
 	for freed := x.at(0).cost; freed < need; freed += x.at(i).cost {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -36,8 +37,8 @@ type Layer struct {
 // carries a Lease that gives the layer's units back (every concurrency
 // layer's, once). Refund gives units back to every layer, the concurrency
 // layers' included, so release an admission's Lease or Refund it, not both;
-// the adapters release the Lease. A layer may not (yet) be a sliding log or
-// sub-windows: NewStack says so.
+// the adapters release the Lease. A sliding log's or sub-windows' layer is
+// checked, and charged only when every layer admits, like the others.
 //
 // A key's states under every limit live in one table per limit, laid out
 // alike, and a decision holds the key's lock in each of them, always in
@@ -52,6 +53,7 @@ type Stack struct {
 	bound   *Keyed // the layer that bounds the cost: its maxCost is maxCost
 	cache   bool   // the layers' deny-cache slots answer repeated denials
 	leases  bool   // a layer is a concurrency limit: admissions carry a Lease
+	mask    uint64 // the layers' main tables' shard mask (all alike)
 }
 
 var _ Limiter = (*Stack)(nil)
@@ -97,10 +99,10 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		if err != nil {
 			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
 		}
-		if k.ext != nil {
-			return nil, fmt.Errorf("core: stack layer %d (%v): a sliding log or sub-windows cannot be a stack's layer yet; use a Keyed of its own", i, l)
-		}
 		s.leases = s.leases || k.leases
+		if k.ext == nil {
+			s.mask = k.mask
+		}
 		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
 			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
@@ -152,6 +154,11 @@ type layerState struct {
 	v        verdict
 	found    bool // the key is in the layer's table
 	overflow bool // decided against the layer's overflow state (locked)
+
+	// A sliding log's or sub-windows' layer: the key's log (new when not
+	// found), and the instant an admission is logged at.
+	x *xlog
+	t int64
 }
 
 // maxLayers is how many layers a decision keeps on the stack, without
@@ -174,7 +181,7 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	if len(s.layers) > maxLayers {
 		ls = make([]layerState, 0, len(s.layers))
 	}
-	i := h & s.layers[0].mask
+	i := h & s.mask
 	if s.cache && cost == 1 {
 		// A cost-1 denial is cached in the slot of the layer it named,
 		// with the stack's waits: while that layer refuses, nothing is
@@ -192,10 +199,16 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	}
 	c := int64(cost)
 	for _, k := range s.layers {
-		k.shards[i].mu.Lock()
+		k.lockFor(h, i).Lock()
 	}
 	allowed := true
 	for _, k := range s.layers {
+		if k.ext != nil {
+			l := k.ext.check(h, now, c)
+			allowed = allowed && l.v.allowed
+			ls = append(ls, l)
+			continue
+		}
 		sh := &k.shards[i]
 		// The layer's policy, read under its shard's lock as Keyed's
 		// decisions read it.
@@ -220,7 +233,12 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	}
 	d := s.decision(ls, allowed)
 	for j, k := range s.layers {
-		sh, l := &k.shards[i], &ls[j]
+		l := &ls[j]
+		if k.ext != nil {
+			k.ext.settle(h, l, c, allowed)
+			continue
+		}
+		sh := &k.shards[i]
 		switch {
 		case l.overflow:
 			if allowed {
@@ -245,7 +263,7 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		}
 	}
 	for j := len(s.layers) - 1; j >= 0; j-- {
-		s.layers[j].shards[i].mu.Unlock()
+		s.layers[j].lockFor(h, i).Unlock()
 	}
 	if allowed && s.leases {
 		d.Lease = s.lease(ls, h, c)
@@ -339,4 +357,56 @@ func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// lockFor is the lock a stack holds on k for key hash h, whose shard in
+// k's main table is i: the shard's, or the extended table's for a log.
+func (k *Keyed) lockFor(h, i uint64) *sync.Mutex {
+	if k.ext != nil {
+		return &k.ext.shards[h&k.ext.mask].mu
+	}
+	return &k.shards[i].mu
+}
+
+// check decides cost for key hash h at now without charging it, called
+// with h's shard locked: the key's log, a new one if the shard has room for
+// it (reserved until settle), else the overflow log, locked until settle.
+func (t *extTable) check(h uint64, now, cost int64) layerState {
+	var l layerState
+	sh := &t.shards[h&t.mask]
+	l.x, l.found = sh.lru.Peek(h)
+	if !l.found {
+		if t.makeRoom(sh, now) {
+			l.x = &xlog{h: h}
+		} else {
+			l.overflow = true
+			t.overflowMu.Lock()
+			l.x = &t.overflow
+		}
+	}
+	l.t, l.v = t.alg.check(l.x, now, cost)
+	return l
+}
+
+// settle charges what check decided when the whole stack admits, and
+// otherwise gives back the room it reserved; h's shard is still locked.
+func (t *extTable) settle(h uint64, l *layerState, cost int64, allowed bool) {
+	sh := &t.shards[h&t.mask]
+	if allowed {
+		t.alg.push(l.x, l.t, cost)
+	}
+	switch {
+	case l.overflow:
+		t.overflowMu.Unlock()
+	case l.found:
+		if allowed {
+			sh.lru.Get(h) // recency: admissions count, denials do not
+		}
+	case allowed:
+		sh.lru.Add(h, l.x)
+		l.x.due = t.alg.idleAt(l.x)
+		sh.push(l.x)
+	default:
+		t.held.Add(-1) // the room made for the key goes back
+	}
 }

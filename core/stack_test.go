@@ -149,6 +149,7 @@ func TestStackExactAdmission(t *testing.T) {
 		{Limit: core.PerMinute(100)},
 		{Limit: core.PerMinute(40), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
 		{Limit: core.PerSecond(60), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+		{Limit: core.PerMinute(50), Options: []core.Option{core.WithAlgorithm(core.SlidingLog)}},
 	}, core.WithClock(clk), core.WithCapacity(64))
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +180,9 @@ func TestStackExactAdmission(t *testing.T) {
 		}
 		if d, _ := s.Layer(2).Allow(ctx, key, 1); d.Remaining != 19 {
 			t.Errorf("key %s: layer 2 remaining %d after one more, want 19", key, d.Remaining)
+		}
+		if d, _ := s.Layer(3).Allow(ctx, key, 1); d.Remaining != 9 {
+			t.Errorf("key %s: layer 3 (sliding log) remaining %d after one more, want 9", key, d.Remaining)
 		}
 	}
 }
@@ -291,5 +295,49 @@ func TestStackConcurrencyLayer(t *testing.T) {
 	g, _ := s.Allow(ctx, "k", 2)
 	if !g.Allowed || g.Lease == nil {
 		t.Fatalf("after GCRA refilled: %+v", g)
+	}
+}
+
+// TestStackSlidingLogLayer: an exact sliding log (3 per second) stacked
+// first on a fixed window (5 per 10 s): each checks before either charges.
+func TestStackSlidingLogLayer(t *testing.T) {
+	t.Parallel()
+	for _, cache := range []bool{true, false} {
+		clk := coretest.NewClock(t0)
+		s, err := core.NewStack([]core.Layer{
+			{Limit: core.PerSecond(3).WithName("log"), Options: []core.Option{core.WithAlgorithm(core.SlidingLog)}},
+			{Limit: core.Limit{Events: 5, Period: 10 * time.Second, Name: "ten"}, Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+			{Limit: core.PerSecond(4).WithName("sub"), Options: []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(4)}},
+		}, core.WithClock(clk), core.WithDenyCache(cache))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type want struct {
+			at      time.Duration
+			cost    int
+			allowed bool
+			limit   string
+			rem     int
+			retry   time.Duration
+		}
+		for i, w := range []want{
+			{0, 2, true, "log", 1, 0},                  // log 0:2, ten 2, sub 0:2
+			{300 * ms, 1, true, "log", 0, 0},           // log 0:2 300:1, ten 3, sub 0:2 250:1
+			{400 * ms, 1, false, "log", 0, 600 * ms},   // 0:2 leaves the log at 1 s
+			{1000 * ms, 2, true, "log", 0, 0},          // log 300:1 1000:2 and ten 5 both leave 0: the first is named
+			{1400 * ms, 1, false, "ten", 0, 8600 * ms}, // the window is full until 10 s; the log would admit
+			{10 * time.Second, 3, true, "log", 0, 0},   // nothing charged by the refusal above
+			{10 * time.Second, 1, false, "log", 0, 1000 * ms},
+		} {
+			clk.Set(t0.Add(w.at))
+			d, err := s.Allow(ctx, "k", w.cost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{w.at, w.cost, d.Allowed, d.Limit.Name, d.Remaining, d.RetryAfter}
+			if got != w {
+				t.Errorf("cache=%v step %d:\n got %+v\nwant %+v", cache, i, got, w)
+			}
+		}
 	}
 }
