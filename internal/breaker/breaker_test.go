@@ -258,6 +258,13 @@ func TestConcurrent(t *testing.T) {
 						twoProbes.Store(true)
 					}
 				}
+				// A probe is out from TryProbe until its report: count it
+				// back before reporting, since the report may let another
+				// goroutine's probe out at once (closed, reopened by
+				// others' failures, half-open again).
+				if probe {
+					out.Add(-1)
+				}
 				switch {
 				case i%17 == 0:
 					r.Inconclusive(probe)
@@ -265,9 +272,6 @@ func TestConcurrent(t *testing.T) {
 					r.Failure(errDown, probe)
 				default:
 					r.Success(probe)
-				}
-				if probe {
-					out.Add(-1)
 				}
 			}
 		})
