@@ -125,16 +125,6 @@ func (s *Stack) layerClock() Clock {
 	return s.clock
 }
 
-// index returns the position of the layer whose limit is l.
-func (s *Stack) index(l Limit) int {
-	for j := range s.limits {
-		if s.limits[j].Name == l.Name {
-			return j
-		}
-	}
-	return 0
-}
-
 // Policies returns the stack's limits, in order, with the names they carry
 // in decisions. The slice is shared and must not be modified.
 func (s *Stack) Policies() []Limit { return s.limits }
@@ -231,7 +221,7 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		allowed = allowed && l.v.allowed
 		ls = append(ls, l)
 	}
-	d := s.decision(ls, allowed)
+	d, pick := s.decision(ls, allowed)
 	for j, k := range s.layers {
 		l := &ls[j]
 		if k.ext != nil {
@@ -258,7 +248,7 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		}
 	}
 	if !allowed && s.cache && cost == 1 && !d.Overflow {
-		if j := s.index(d.Limit); s.layers[j].cache {
+		if j := pick; s.layers[j].cache {
 			s.layers[j].shards[i].slot(h).store(h, ls[j].st, now+int64(d.RetryAfter), now+int64(d.ResetAfter))
 		}
 	}
@@ -302,10 +292,11 @@ func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
 	})
 }
 
-// decision combines the layers' verdicts: see [Stack]. A layer that would
-// have admitted a request the stack denies is not charged, and its verdict
-// (which describes the charge) is not used.
-func (s *Stack) decision(ls []layerState, allowed bool) Decision {
+// decision combines the layers' verdicts (see [Stack]) and returns the
+// index of the layer it names. A layer that would have admitted a request
+// the stack denies is not charged, and its verdict (which describes the
+// charge) is not used.
+func (s *Stack) decision(ls []layerState, allowed bool) (Decision, int) {
 	pick := 0
 	d := Decision{Allowed: allowed}
 	for j := range ls {
@@ -334,7 +325,7 @@ func (s *Stack) decision(ls []layerState, allowed bool) Decision {
 			}
 		}
 	}
-	return d
+	return d, pick
 }
 
 func (s *Stack) checkCost(cost int) error {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
-	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 
@@ -38,27 +37,15 @@ func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.S
 // TestStackTables: the shared stack tables pass exactly on a single server
 // and on a Cluster, with the deny cache on and off.
 func TestStackTables(t *testing.T) {
-	clients := map[string]func(t *testing.T) redis.UniversalClient{
-		"single": single,
-		"cluster": func(t *testing.T) redis.UniversalClient {
-			cl := redistest.StartCluster(t)
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
-			t.Cleanup(func() { c.Close() })
-			return c
-		},
-	}
-	for name, mk := range clients {
-		t.Run(name, func(t *testing.T) {
-			c := mk(t)
-			for _, tab := range coretest.StackTables() {
-				for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
-					t.Run(fmt.Sprintf("%s/cache=%d", tab.Name, size), func(t *testing.T) {
-						coretest.RunStack(t, tab, stackFactory(c, redisstore.WithDenyCache(size)), 0)
-					})
-				}
+	onServers(t, func(t *testing.T, c redis.UniversalClient) {
+		for _, tab := range coretest.StackTables() {
+			for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
+				t.Run(fmt.Sprintf("%s/cache=%d", tab.Name, size), func(t *testing.T) {
+					coretest.RunStack(t, tab, stackFactory(c, redisstore.WithDenyCache(size)), 0)
+				})
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestStackMatchesMemory plays random traffic on stacks of every algorithm

@@ -63,9 +63,9 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 	}
 }
 
-// TestDecisionTables: the shared decision tables pass exactly on a single
-// server and on a Cluster, with the deny cache on and off.
-func TestDecisionTables(t *testing.T) {
+// onServers runs play on a client of a single server and on one of a
+// Cluster.
+func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 	clients := map[string]func(t *testing.T) redis.UniversalClient{
 		"single": single,
 		"cluster": func(t *testing.T) redis.UniversalClient {
@@ -76,17 +76,22 @@ func TestDecisionTables(t *testing.T) {
 		},
 	}
 	for name, mk := range clients {
-		t.Run(name, func(t *testing.T) {
-			c := mk(t)
-			for _, tab := range coretest.Tables() {
-				for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
-					t.Run(fmt.Sprintf("%s/cache=%d", tab.Name, size), func(t *testing.T) {
-						coretest.Run(t, tab, factory(c, redisstore.WithDenyCache(size)), 0)
-					})
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { play(t, mk(t)) })
 	}
+}
+
+// TestDecisionTables: the shared decision tables pass exactly on a single
+// server and on a Cluster, with the deny cache on and off.
+func TestDecisionTables(t *testing.T) {
+	onServers(t, func(t *testing.T, c redis.UniversalClient) {
+		for _, tab := range coretest.Tables() {
+			for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
+				t.Run(fmt.Sprintf("%s/cache=%d", tab.Name, size), func(t *testing.T) {
+					coretest.Run(t, tab, factory(c, redisstore.WithDenyCache(size)), 0)
+				})
+			}
+		}
+	})
 }
 
 // TestMatchesMemory plays random traffic (several keys, random costs and
