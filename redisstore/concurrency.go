@@ -21,11 +21,9 @@ type leases struct {
 	seq   atomic.Uint64
 }
 
-func newLeases(o options) *leases {
-	ttl := o.leaseTTL
-	if ttl == 0 {
-		ttl = DefaultLeaseTTL
-	}
+// newLeases returns the leases of a Limiter, renewed by o's timer every
+// third of ttl.
+func newLeases(o options, ttl time.Duration) *leases {
 	return &leases{
 		ttl:   ttl,
 		every: ttl / 3,
@@ -49,32 +47,29 @@ type lease struct {
 	released bool
 }
 
-// acquire is Allow under core.Concurrency: one round trip that admits a
-// new lease if its cost fits in what the key's unexpired leases leave.
-func (l *Limiter) acquire(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
+// member returns a new lease's sorted-set member: its cost and an id
+// unique across instances.
+func (ls *leases) member(cost int) string {
+	return strconv.Itoa(cost) + ":" + ls.tag + "." + strconv.FormatUint(ls.seq.Add(1), 36)
+}
+
+// hold returns the Lease of an admission that took member's units on key
+// (under every concurrency layer of a stack), renewed from now on until it
+// is released.
+func (l *Limiter) hold(p *policy, key string, cost int, member string) *core.Lease {
 	ls := l.leases
-	member := strconv.Itoa(cost) + ":" + ls.tag + "." + strconv.FormatUint(ls.seq.Add(1), 36)
-	v, err := l.call(ctx, p, "allow", 'a', key, cost, member)
-	if err != nil {
-		// If the script ran all the same (a timeout after the server
-		// answered), the lease expires unrenewed within the TTL.
-		return core.Decision{}, err
-	}
-	d := core.Decision{
-		Allowed:    v[0] == 1,
-		Limit:      p.limit,
-		Remaining:  int(v[1]),
-		RetryAfter: time.Duration(v[2]),
-		ResetAfter: time.Duration(v[3]),
-	}
-	if d.Allowed {
-		hold := &lease{l: l, p: p, key: key, cost: cost, member: member}
-		hold.mu.Lock()
-		hold.stop = ls.after(ls.every, hold.renew)
-		hold.mu.Unlock()
-		d.Lease = core.NewLease(hold.release)
-	}
-	return d, nil
+	h := &lease{l: l, p: p, key: key, cost: cost, member: member}
+	h.mu.Lock()
+	h.stop = ls.after(ls.every, h.renew)
+	h.mu.Unlock()
+	return core.NewLease(h.release)
+}
+
+// leasedAt reports whether a stack's layer i is a concurrency limit, whose
+// refusals the deny cache must not hold: they end when any instance
+// releases a lease.
+func (l *Limiter) leasedAt(i int64) bool {
+	return l.leased != nil && l.leased[i]
 }
 
 // release gives the lease's units back in one round trip and stops its

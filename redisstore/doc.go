@@ -176,9 +176,15 @@
 // sends reads to the server and holds writes, and makes the writes only
 // when every layer admits. A layer's state lives at the key a Limiter of
 // that limit would use, all under the client key's hash tag, so a stack is
-// one script on one Cluster slot. It decides exactly as core.Stack does:
-// the shared tables (coretest.StackTables) and random traffic compared with
-// memory show the same decisions and the same limit named.
+// one script on one Cluster slot. Every algorithm may be a layer: each
+// script makes all its reads before its first write, so it runs the same
+// under the recorder as alone. With a concurrency layer, an admission's
+// lease is a member of every concurrency layer's sorted set, renewed and
+// released through the stack's script (one round trip each), and it
+// expires as a Limiter's does. It decides exactly as core.Stack does: the
+// shared tables (coretest.StackTables) and random traffic over every pair
+// of algorithms compared with memory show the same decisions and the same
+// limit named.
 //
 // # Requests in flight
 //

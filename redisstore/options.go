@@ -217,3 +217,11 @@ func (o *options) validate(errs *option.Errors) error {
 	o.validatePolicy(errs)
 	return errs.Err()
 }
+
+// ttl is a concurrency lease's TTL under o.
+func (o *options) ttl() time.Duration {
+	if o.leaseTTL == 0 {
+		return DefaultLeaseTTL
+	}
+	return o.leaseTTL
+}

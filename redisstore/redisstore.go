@@ -36,6 +36,7 @@ type Limiter struct {
 	// base key (prefix, {key}); nil for one limit.
 	limits []core.Limit
 	layers []string
+	leased []bool // whether each layer is a concurrency limit; nil if none is
 
 	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
 }
@@ -121,6 +122,15 @@ func scriptOf(o *options) (*redis.Script, string) {
 	return scripts[o.algorithm], algTag(o.algorithm)
 }
 
+// sourceOf returns the files of lua/ whose script decides under o's
+// algorithm and settings.
+func sourceOf(o *options) []string {
+	if o.subWindows != 0 {
+		return subWindowsSource
+	}
+	return sources[o.algorithm]
+}
+
 // keyTag names an algorithm (its tag) and a limit in keys: the tag, then
 // the limit's parameters.
 func keyTag(tag string, l core.Limit) string {
@@ -146,7 +156,7 @@ func newLimiter(client redis.UniversalClient, o options, script *redis.Script, s
 		// No deny cache: a refusal ends when any instance releases a
 		// lease, at no instant the cache could know.
 		o.denyCache = 0
-		lim.leases = newLeases(o)
+		lim.leases = newLeases(o, o.ttl())
 	}
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
@@ -209,18 +219,24 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	if err := p.checkCost(cost); err != nil {
 		return core.Decision{}, err
 	}
-	if l.leases != nil {
-		return l.acquire(ctx, p, key, cost)
-	}
-	start := l.clock.Now()
-	if l.deny != nil && cost == 1 {
-		if d, layer, ok := l.deny.lookup(key, p, start); ok {
-			d.Limit = l.limitAt(p, layer)
-			return d, nil
+	var start int64
+	if l.deny != nil {
+		start = l.clock.Now()
+		if cost == 1 {
+			if d, layer, ok := l.deny.lookup(key, p, start); ok {
+				d.Limit = l.limitAt(p, layer)
+				return d, nil
+			}
 		}
 	}
-	v, err := l.call(ctx, p, "allow", 'a', key, cost, "")
+	member := ""
+	if l.leases != nil {
+		member = l.leases.member(cost)
+	}
+	v, err := l.call(ctx, p, "allow", 'a', key, cost, member)
 	if err != nil {
+		// A lease the script took all the same (a timeout after the
+		// server answered) expires unrenewed within its TTL.
 		return core.Decision{}, err
 	}
 	d := core.Decision{
@@ -233,6 +249,9 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	// shaper (LeakyBucket's wait for its turn; 0 for the others).
 	if d.Allowed {
 		d.Delay = time.Duration(v[2])
+		if l.leases != nil {
+			d.Lease = l.hold(p, key, cost, member)
+		}
 	} else {
 		d.RetryAfter = time.Duration(v[2])
 	}
@@ -241,7 +260,7 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 		// that this admission, under this one, makes stale.
 		l.deny.forget(key)
 	}
-	if l.deny != nil && cost == 1 && !d.Allowed {
+	if l.deny != nil && cost == 1 && !d.Allowed && !l.leasedAt(v[4]) {
 		// Counted from before the round trip: the entry never outlives the
 		// server's own answer.
 		l.deny.store(key, p, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])

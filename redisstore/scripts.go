@@ -31,8 +31,11 @@ var sources = map[core.Algorithm][]string{
 	core.Concurrency:   {"concurrency.lua"},
 }
 
-// subWindowsScript is SlidingWindow's script under WithSubWindows.
-var subWindowsScript = redis.NewScript(source("common.lua", "windows.lua", "subwindows.lua"))
+// subWindowsSource is SlidingWindow's script under WithSubWindows.
+var (
+	subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
+	subWindowsScript = redis.NewScript(source(subWindowsSource...))
+)
 
 var scripts = func() map[core.Algorithm]*redis.Script {
 	m := map[core.Algorithm]*redis.Script{}

@@ -33,9 +33,14 @@ type Layer struct {
 // A layer's state is held where a Limiter with that layer's limit and
 // algorithm, and the stack's prefix, would hold it (see [Stack.Keys]); the
 // keys of one request share a hash slot, so a stack runs on a Cluster as
-// one script on one master. Batching, the circuit breaker, the deny cache
-// and the failure reporting are a Limiter's. A Stack is safe for concurrent
-// use.
+// one script on one master. A layer may be any algorithm; with a
+// concurrency layer (core.Concurrency) every admission carries a Lease,
+// held in each concurrency layer, renewed every third of the shortest
+// layer's WithLeaseTTL while held and released in one round trip: release
+// the Lease or Refund the cost, not both (Refund lowers the units held, as
+// a Limiter's does). Batching, the circuit breaker, the deny cache (never
+// for a refusal a concurrency layer names) and the failure reporting are a
+// Limiter's. A Stack is safe for concurrent use.
 type Stack struct {
 	l *Limiter
 }
@@ -67,7 +72,9 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 	var (
 		limits []core.Limit
 		ends   []string
-		algs   []core.Algorithm
+		srcs   [][]string // each layer's script files
+		leased []bool
+		renew  time.Duration // the shortest lease TTL of a concurrency layer
 		fixed  = []any{strconv.FormatInt(o.margin.Milliseconds(), 10)}
 		names  = map[string]int{}
 		most   = -1
@@ -93,36 +100,44 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		if err := lo.validate(&lerrs); err != nil {
 			return nil, err
 		}
-		if lo.algorithm == core.Concurrency {
-			return nil, fmt.Errorf("redisstore: stack layer %d (%v): a concurrency limit cannot be a stack's layer; put it in a Limiter of its own", i, l)
-		}
 		if o.wide() != lo.wide() {
 			return nil, fmt.Errorf("redisstore: stack layer %d (%v): only WithAlgorithm and the algorithm's own settings may be given to a layer; pass the others to NewStack", i, l)
-		}
-		if _, ok := sources[lo.algorithm]; !ok || lo.algorithm == core.SlidingLog || lo.subWindows != 0 {
-			return nil, fmt.Errorf("redisstore: stack layer %d (%v): %v%s cannot be a stack's layer yet; use a Limiter of its own", i, l, lo.algorithm, map[bool]string{true: " with WithSubWindows"}[lo.subWindows != 0])
 		}
 		_, tag, p, maxCost, err := compile(&lo, l)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: stack layer %d: %w", i, err)
 		}
+		if lo.algorithm == core.Concurrency {
+			ttl := lo.ttl()
+			p = append(p, strconv.FormatInt(ttl.Microseconds(), 10))
+			if leased == nil {
+				leased = make([]bool, len(layers))
+			}
+			leased[i] = true
+			if renew == 0 || ttl < renew {
+				renew = ttl
+			}
+		}
 		if most < 0 || maxCost < most {
 			most, bound = maxCost, l
 		}
 		limits = append(limits, l)
-		algs = append(algs, lo.algorithm)
+		srcs = append(srcs, sourceOf(&lo))
 		ends = append(ends, ":"+keyTag(tag, l)+lo.settingsTag())
 		fixed = append(fixed, strconv.Itoa(len(p)))
 		for _, v := range p {
 			fixed = append(fixed, v)
 		}
 	}
-	lim, err := newLimiter(client, o, stackScript(algs), "}")
+	lim, err := newLimiter(client, o, stackScript(srcs, leased), "}")
 	if err != nil {
 		return nil, err
 	}
 	lim.pol = &policy{limit: bound, maxCost: most, fixed: fixed}
-	lim.limits, lim.layers = limits, ends
+	lim.limits, lim.layers, lim.leased = limits, ends, leased
+	if leased != nil {
+		lim.leases = newLeases(o, renew)
+	}
 	return &Stack{l: lim}, nil
 }
 
@@ -162,15 +177,19 @@ func (s *Stack) Policies() []core.Limit { return s.l.limits }
 // Keys returns the Redis keys that hold key's state, one per layer.
 func (s *Stack) Keys(key string) []string { return s.l.keys(s.l.Key(key)) }
 
-// stackScripts holds the script of each sequence of algorithms a stack has
+// stackScripts holds the script of each sequence of layers a stack has
 // been made with.
-var stackScripts sync.Map // string of algorithms → *redis.Script
+var stackScripts sync.Map // the layers' script files and leases → *redis.Script
 
-// stackScript returns the script deciding layers of algs (lua/stack.lua).
-func stackScript(algs []core.Algorithm) *redis.Script {
+// stackScript returns the script deciding layers whose scripts are made of
+// srcs, the layers leased[i] being concurrency limits (lua/stack.lua).
+func stackScript(srcs [][]string, leased []bool) *redis.Script {
 	var id strings.Builder
-	for _, a := range algs {
-		id.WriteString(strconv.Itoa(int(a)))
+	for i, files := range srcs {
+		id.WriteString(strings.Join(files, "+"))
+		if leased != nil && leased[i] {
+			id.WriteString("+lease")
+		}
 		id.WriteByte(',')
 	}
 	if s, ok := stackScripts.Load(id.String()); ok {
@@ -179,8 +198,11 @@ func stackScript(algs []core.Algorithm) *redis.Script {
 	head, tail, _ := strings.Cut(source("stack.lua"), "-- LAYERS --\n")
 	var src strings.Builder
 	src.WriteString(head)
-	for i, a := range algs {
-		fmt.Fprintf(&src, "layers[%d] = function(KEYS, ARGV, redis)\n%send\n", i+1, source(sources[a]...))
+	for i, files := range srcs {
+		fmt.Fprintf(&src, "layers[%d] = function(KEYS, ARGV, redis)\n%send\n", i+1, source(files...))
+		if leased != nil && leased[i] {
+			fmt.Fprintf(&src, "leased[%d] = true\n", i+1)
+		}
 	}
 	src.WriteString(tail)
 	s, _ := stackScripts.LoadOrStore(id.String(), redis.NewScript(src.String()))

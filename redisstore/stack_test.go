@@ -22,7 +22,13 @@ func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.S
 	return func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
 		var layers []redisstore.Layer
 		for _, l := range tab.Layers {
-			layers = append(layers, redisstore.Layer{Limit: l.Limit, Options: []redisstore.Option{redisstore.WithAlgorithm(l.Algorithm)}})
+			o := tableOptions(l)
+			if l.Algorithm == core.Concurrency {
+				// Leases in memory never expire: here they outlive
+				// every table's fake time.
+				o = append(o, redisstore.WithLeaseTTL(time.Hour))
+			}
+			layers = append(layers, redisstore.Layer{Limit: l.Limit, Options: o})
 		}
 		o := append([]redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))}, opts...)
@@ -48,20 +54,30 @@ func TestStackTables(t *testing.T) {
 	})
 }
 
-// TestStackMatchesMemory plays random traffic on stacks of every algorithm
-// pair in memory and on Redis at the same fake instants and requires the
-// same decisions, refunds included.
+// TestStackMatchesMemory plays random traffic on stacks of every pair of
+// algorithms (sub-windows and concurrency included) in memory and on Redis
+// at the same fake instants and requires the same decisions, refunds and
+// lease releases included.
 func TestStackMatchesMemory(t *testing.T) {
 	c := single(t)
-	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket}
+	kinds := []coretest.Table{
+		{Algorithm: core.TokenBucket}, {Algorithm: core.GCRA}, {Algorithm: core.FixedWindow},
+		{Algorithm: core.SlidingWindow}, {Algorithm: core.SlidingWindow, SubWindows: 5},
+		{Algorithm: core.SlidingLog}, {Algorithm: core.LeakyBucket}, {Algorithm: core.Concurrency},
+	}
+	name := func(k coretest.Table) string {
+		if k.SubWindows != 0 {
+			return fmt.Sprintf("sub-windows-%d", k.SubWindows)
+		}
+		return k.Algorithm.String()
+	}
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, a := range algs {
-		for _, b := range algs {
-			t.Run(fmt.Sprintf("%v+%v", a, b), func(t *testing.T) {
-				tab := coretest.StackTable{Layers: []coretest.Table{
-					{Algorithm: a, Limit: core.PerSecond(7).WithBurst(4).WithName("fast")},
-					{Algorithm: b, Limit: core.Limit{Events: 12, Period: 5 * time.Second, Burst: 6, Name: "slow"}},
-				}}
+	for _, a := range kinds {
+		for _, b := range kinds {
+			t.Run(name(a)+"+"+name(b), func(t *testing.T) {
+				a.Limit = core.PerSecond(7).WithBurst(4).WithName("fast")
+				b.Limit = core.Limit{Events: 12, Period: 5 * time.Second, Burst: 6, Name: "slow"}
+				tab := coretest.StackTable{Layers: []coretest.Table{a, b}}
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
 				var layers []core.Layer
 				for _, l := range tab.Layers {
@@ -73,6 +89,12 @@ func TestStackMatchesMemory(t *testing.T) {
 				}
 				red := stackFactory(c)(t, tab, clk)
 				ctx := context.Background()
+				var held [][2]*core.Lease // memory's and Redis's lease of one admission
+				defer func() {
+					for _, h := range held {
+						_, _ = h[0].Release(ctx), h[1].Release(ctx)
+					}
+				}()
 				for i := 0; i < 300; i++ {
 					switch r.IntN(4) {
 					case 0:
@@ -82,6 +104,15 @@ func TestStackMatchesMemory(t *testing.T) {
 					}
 					key := fmt.Sprintf("k%d", r.IntN(2))
 					cost := 1 + r.IntN(4)
+					if len(held) > 0 && r.IntN(4) == 0 {
+						j := r.IntN(len(held))
+						e1, e2 := held[j][0].Release(ctx), held[j][1].Release(ctx)
+						if e1 != nil || e2 != nil {
+							t.Fatalf("step %d release: memory %v, redis %v", i, e1, e2)
+						}
+						held = append(held[:j], held[j+1:]...)
+						continue
+					}
 					if r.IntN(8) == 0 {
 						e1, e2 := mem.Refund(ctx, key, cost), red.Refund(ctx, key, cost)
 						if (e1 == nil) != (e2 == nil) {
@@ -91,6 +122,13 @@ func TestStackMatchesMemory(t *testing.T) {
 					}
 					d1, e1 := mem.Allow(ctx, key, cost)
 					d2, e2 := red.Allow(ctx, key, cost)
+					if (d1.Lease == nil) != (d2.Lease == nil) {
+						t.Fatalf("step %d %s cost %d: memory's lease %v, redis's %v", i, key, cost, d1.Lease, d2.Lease)
+					}
+					if d1.Lease != nil {
+						held = append(held, [2]*core.Lease{d1.Lease, d2.Lease})
+					}
+					d1.Lease, d2.Lease = nil, nil
 					if (e1 == nil) != (e2 == nil) || d1 != d2 {
 						t.Fatalf("step %d %s cost %d:\nmemory %+v %v\n redis %+v %v", i, key, cost, d1, e1, d2, e2)
 					}
@@ -161,5 +199,130 @@ func TestNewStackErrors(t *testing.T) {
 	}
 	if _, err := redisstore.NewStack(nil, []redisstore.Layer{{Limit: core.PerSecond(1)}}); err == nil {
 		t.Error("nil client accepted")
+	}
+}
+
+// TestStackLeases: a stack with a concurrency layer hands out leases that
+// every concurrency layer holds, renews them through the stack's script,
+// lets them expire when their instance dies, and gives them back on
+// release; its other layers are charged by admissions alone.
+func TestStackLeases(t *testing.T) {
+	c := single(t)
+	clk := coretest.NewClock(coretest.T0)
+	var r renewals
+	const ttl = 9 * time.Second
+	newStack := func() *redisstore.Stack {
+		s, err := redisstore.NewStack(c, []redisstore.Layer{
+			{Limit: core.InFlight(1).WithName("inflight"), Options: []redisstore.Option{
+				redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl)}},
+			{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+		}, redisstore.WithPrefix("stacklease:"), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithAfterFunc(r.after))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newStack(), newStack()
+	refused := func(s *redisstore.Stack) {
+		t.Helper()
+		d := decide(t, s, "k", 1, false, 0)
+		if d.Limit.Name != "inflight" || d.RetryAfter != time.Second {
+			t.Fatalf("refusal %+v, want one naming inflight with its 1 s hint", d)
+		}
+	}
+	held := decide(t, a, "k", 1, true, 0)
+	if got := r.pending[0].every; got != ttl/3 {
+		t.Fatalf("renewal every %v, want %v", got, ttl/3)
+	}
+	for i := 1; i <= 3; i++ {
+		clk.Advance(ttl / 3)
+		if n := r.fire(); n != 1 {
+			t.Fatalf("renewal %d: %d ran, want 1", i, n)
+		}
+		refused(b)
+	}
+	// Renewed last at 9 s: held until 18 s, then given back by itself (a
+	// dies: its renewals stop).
+	clk.Set(coretest.T0.Add(2*ttl - time.Microsecond))
+	refused(b)
+	clk.Set(coretest.T0.Add(2 * ttl))
+	other := decide(t, b, "k", 1, true, 0)
+	// a's renewal finds its lease gone and stops; b's goes on.
+	if n := r.fire(); n != 2 || len(r.pending) != 1 {
+		t.Fatalf("%d renewals ran and %d are scheduled, want 2 and b's alone", n, len(r.pending))
+	}
+	// a's late release changes nothing: b's lease stands.
+	if err := held.Lease.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	refused(a)
+	if err := other.Lease.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	keys := a.Keys("k")
+	if n := c.Exists(context.Background(), keys[0]).Val(); n != 0 {
+		t.Fatalf("%s still exists after every release", keys[0])
+	}
+	// The hourly layer counted the two admissions alone: 98 left, 97
+	// after one more, as a Limiter of its own on the same key reads it.
+	one := redisstore.MustNew(c, core.PerHour(100).WithName("hourly"), redisstore.WithAlgorithm(core.FixedWindow),
+		redisstore.WithPrefix("stacklease:"), redisstore.WithScriptClock(clk))
+	if d, err := one.Allow(context.Background(), "k", 1); err != nil || d.Remaining != 97 {
+		t.Fatalf("hourly layer after the stack: %+v %v, want 97 left", d, err)
+	}
+}
+
+// TestStackConcurrencyAllOrNothing: many goroutines on one key of a stack
+// whose concurrency layer is the tightest: exactly its units are admitted,
+// the other layer is charged for those alone, and releasing every lease
+// empties the concurrency layer.
+func TestStackConcurrencyAllOrNothing(t *testing.T) {
+	c := single(t)
+	clk := coretest.NewClock(coretest.T0)
+	s, err := redisstore.NewStack(c, []redisstore.Layer{
+		{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+		{Limit: core.InFlight(5), Options: []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency)}},
+	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aonc:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var leases []*core.Lease
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				d, err := s.Allow(context.Background(), "k", 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					mu.Lock()
+					leases = append(leases, d.Lease)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(leases) != 5 {
+		t.Fatalf("%d admitted, want 5", len(leases))
+	}
+	for _, l := range leases {
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Exists(context.Background(), s.Keys("k")[1]).Val(); n != 0 {
+		t.Fatal("the concurrency layer's key outlives every release")
+	}
+	one := redisstore.MustNew(c, core.PerHour(100), redisstore.WithAlgorithm(core.FixedWindow),
+		redisstore.WithPrefix("aonc:"), redisstore.WithScriptClock(clk))
+	if d, err := one.Allow(context.Background(), "k", 1); err != nil || d.Remaining != 94 {
+		t.Fatalf("hourly layer after the stack: %+v %v, want 94 left", d, err)
 	}
 }

@@ -48,42 +48,69 @@ local function leaseCost(m)
   return c
 end
 
+-- Every read of this script comes before its first write, so that a stack
+-- (stack.lua), which holds its layers' writes until every layer admits,
+-- runs it unchanged.
 local held = 0
 local h = redis.call('ZSCORE', key, '#')
 if h then
   held = -tonumber(h)
 end
 local expired = redis.call('ZRANGEBYSCORE', key, '(0', int(now))
-if #expired > 0 then
-  for _, m in ipairs(expired) do
-    held = held - leaseCost(m)
-  end
-  redis.call('ZREMRANGEBYSCORE', key, '(0', int(now))
+for _, m in ipairs(expired) do
+  held = held - leaseCost(m)
 end
 held = math.max(0, held)
+-- The two leases that expire last (with '#' among them when fewer are
+-- held): what the key's TTL follows once one of them is released.
+local top = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
 
--- finish writes the units held back and sets the key's TTL to the last
--- lease's expiry plus the margin; a key left with no lease is deleted.
-local function finish()
+-- finish drops the expired leases, writes the units held back and sets the
+-- key's TTL to the last lease's expiry plus the margin, the lease gone
+-- (released) left out and a lease expiring at added (admitted or renewed)
+-- counted; a key left with no lease is deleted.
+local function finish(gone, added)
+  if #expired > 0 then
+    redis.call('ZREMRANGEBYSCORE', key, '(0', int(now))
+  end
+  local last = added or 0
+  for i = #top - 1, 1, -2 do
+    local s = tonumber(top[i + 1])
+    if s <= now then
+      break -- expired, and so is every lease below it ('#' included)
+    end
+    if top[i] ~= gone then
+      last = math.max(last, s)
+      break
+    end
+  end
+  if last == 0 then
+    redis.call('DEL', key)
+    return
+  end
   if held > 0 then
     redis.call('ZADD', key, int(-held), '#')
   else
     redis.call('ZREM', key, '#')
   end
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if #last == 0 or tonumber(last[2]) <= 0 then
-    redis.call('DEL', key)
-    return
-  end
-  redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000) + margin)
+  redis.call('PEXPIRE', key, math.ceil((last - now) / 1000) + margin)
 end
 
 -- settle is finish for a call that changed nothing of its own: it writes
 -- only if leases expired, or to give a key found without a TTL one.
 local function settle()
   if #expired > 0 or redis.call('PTTL', key) == -1 then
-    finish()
+    finish(nil, nil)
   end
+end
+
+-- live returns the expiry of member's lease, or nil if it is not held.
+local function live(m)
+  local s = tonumber(redis.call('ZSCORE', key, m))
+  if s and s > now then
+    return s
+  end
+  return nil
 end
 
 if op == 'a' then
@@ -91,29 +118,32 @@ if op == 'a' then
     settle()
     return {0, math.max(0, events - held), period, period}
   end
-  redis.call('ZADD', key, int(now + ttl), member)
   held = held + cost
-  finish()
+  finish(nil, now + ttl)
+  redis.call('ZADD', key, int(now + ttl), member)
   return {1, events - held, 0, period}
 elseif op == 'l' then
-  local gone = redis.call('ZREM', key, member)
-  if gone == 1 then
+  local gone = 0
+  if live(member) then
+    gone = 1
     held = math.max(0, held - leaseCost(member))
   end
-  finish()
+  finish(member, nil)
+  redis.call('ZREM', key, member)
   return {gone, 0, 0, 0}
 elseif op == 'n' then
-  local s = redis.call('ZSCORE', key, member)
+  local s = live(member)
   if not s then
     settle()
     return {0, 0, 0, 0}
   end
-  redis.call('ZADD', key, 'XX', int(math.max(tonumber(s), now + ttl)), member)
-  finish()
+  local e = math.max(s, now + ttl)
+  finish(nil, e)
+  redis.call('ZADD', key, 'XX', int(e), member)
   return {1, 0, 0, 0}
 elseif op == 'r' then
   held = math.max(0, held - cost)
-  finish()
+  finish(nil, nil)
   return {1, 0, 0, 0}
 end
 return redis.error_reply('floodgate: unknown operation ' .. op)

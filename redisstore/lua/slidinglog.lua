@@ -36,8 +36,13 @@ local function member(t, c)
   return s, string.format('%s %09d:%.0f', s, r, c)
 end
 
+-- Every read of this script comes before its first write, so that a stack
+-- (stack.lua), which holds its layers' writes until every layer admits,
+-- runs it unchanged: the entries found expired are counted, and removed
+-- only once the script knows what else to write.
 local sum = 0
 local newest, newestCost -- the newest entry's instant and cost, if any
+local wipe = false      -- the key is deleted before anything is written
 local raw = redis.call('ZSCORE', key, 'sum')
 if raw then
   sum = -tonumber(raw) - 1
@@ -52,7 +57,7 @@ if raw then
     end
     if s > R + STALE then
       -- From far ahead (the clock stepped back by months): not read.
-      redis.call('DEL', key)
+      wipe = true
       sum = 0
     elseif s >= R - STALE then
       newest, newestCost = entry(r, 1)
@@ -69,11 +74,12 @@ if newest and newest > t then
   t = newest
 end
 
--- Drop the entries that no longer count at t, oldest first.
+-- Count the entries that no longer count at t, oldest first: the first
+-- drop entries (ranks 1 to drop; 'sum' is rank 0).
 local cut = t - period
-local dropped = false
+local drop = 0
 while sum > 0 do
-  local r = redis.call('ZRANGE', key, 1, 16, 'WITHSCORES')
+  local r = redis.call('ZRANGE', key, 1 + drop, 16 + drop, 'WITHSCORES')
   if #r == 0 then
     return malformed('sum without entries')
   end
@@ -93,9 +99,8 @@ while sum > 0 do
       done = true
       break
     end
-    redis.call('ZREM', key, r[i])
+    drop = drop + 1
     sum = sum - c
-    dropped = true
   end
   if done then
     break
@@ -106,8 +111,16 @@ if sum < 0 then
 end
 if sum == 0 then
   newest = nil
-  if dropped then
+  wipe = wipe or drop > 0
+end
+
+-- prune removes what the reads above found gone: the whole key, or its
+-- expired entries. It is the first write of every path below.
+local function prune()
+  if wipe then
     redis.call('DEL', key)
+  elseif drop > 0 then
+    redis.call('ZREMRANGEBYRANK', key, 1, drop)
   end
 end
 
@@ -124,34 +137,50 @@ end
 
 if op == 'r' then
   if sum == 0 then
+    prune()
     return {0, 0, 0, 0}
   end
-  -- Take cost back from the newest entries, never below empty.
-  local left = cost
+  -- Take cost back from the newest entries, never below empty: the
+  -- newest whole entries taken are removed, the last one taken in part
+  -- is written again with what is left of it.
+  local left, gone, part = cost, {}, nil
   while left > 0 and sum > 0 do
-    local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local r = redis.call('ZRANGE', key, -1 - #gone, -1 - #gone, 'WITHSCORES')
     local at, c = entry(r, 1)
     if not at then
       return malformed(r[1])
     end
-    redis.call('ZREM', key, r[1])
     local take = math.min(left, c)
     left, sum = left - take, sum - take
     if take < c then
-      local s, m = member(at, c - take)
-      redis.call('ZADD', key, s, m)
+      part = {r[1], at, c - take}
+      newest = at
+    else
+      gone[#gone + 1] = r[1]
     end
-    newest = at
   end
-  if sum > 0 then
-    local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if sum > 0 and not part then
+    local r = redis.call('ZRANGE', key, -1 - #gone, -1 - #gone, 'WITHSCORES')
     newest = entry(r, 1)
+    if not newest then
+      return malformed(r[1])
+    end
+  end
+  prune()
+  for _, m in ipairs(gone) do
+    redis.call('ZREM', key, m)
+  end
+  if part then
+    redis.call('ZREM', key, part[1])
+    local s, m = member(part[2], part[3])
+    redis.call('ZADD', key, s, m)
   end
   save()
   return {1, 0, 0, 0}
 end
 
 if sum + cost <= events then
+  prune()
   if newest == t then
     local s, m = member(t, newestCost)
     redis.call('ZREM', key, m)
@@ -166,9 +195,9 @@ if sum + cost <= events then
   return {1, events - sum, 0, t + period - now}
 end
 
--- Refused: the oldest entries must leave until cost fits; the last of them
--- leaves one period after its instant.
-local need, freed, from = sum + cost - events, 0, 1
+-- Refused: the oldest entries that count must leave until cost fits; the
+-- last of them leaves one period after its instant.
+local need, freed, from = sum + cost - events, 0, 1 + drop
 local retryAt
 while not retryAt do
   local r = redis.call('ZRANGE', key, from, from + 15, 'WITHSCORES')
@@ -188,7 +217,8 @@ while not retryAt do
   end
   from = from + 16
 end
-if dropped then
+if drop > 0 then
+  prune()
   save()
 elseif redis.call('PTTL', key) == -1 then
   -- Nothing to write, but a key found without a TTL gets one.

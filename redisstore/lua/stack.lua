@@ -2,30 +2,41 @@
 -- all or nothing in one script. Go builds the script: this file's head,
 -- then one function per layer holding that algorithm's whole script
 -- (prelude included), then this file's tail. Every layer runs against a
--- recorder in place of `redis`: reads and the removal of expired entries
--- go to the server at once, writes are held, and are made only when every
--- layer admits (or, for a refund, always). So a layer's script must not
--- read back its own writes nor use a write's reply, which none does.
+-- recorder in place of `redis`: reads go to the server at once, writes are
+-- held, and are made only when every layer admits (for the other
+-- operations, always). So a layer's script must make every read before its
+-- first write, which each does.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
 -- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
 --   that the clock is always given: read once here from TIME when the
 --   caller leaves it empty, so that every layer decides at one instant.
--- ARGV[6...]: for each layer, the number of its parameters, then them.
+--   The op may also be a concurrency limit's 'l' (release a lease) or 'n'
+--   (renew one), which only the concurrency layers see.
+-- ARGV[6...]: for each layer, the number of its parameters, then them;
+--   then, when a layer is a concurrency limit, the admission's lease
+--   member, passed to every concurrency layer after its parameters.
 -- Reply: {allowed, remaining, retry after (or delay) ns, reset after ns,
---   the index from 0 of the layer the decision names}.
+--   the index from 0 of the layer the decision names}; for 'l' and 'n',
+--   allowed is 1 if any concurrency layer held (or renewed) the lease.
 
 local real = redis
 local held = {}
+local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
+  ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
-  HSET = true, EXPIRE = true, PSETEX = true, INCRBY = true, HINCRBY = true}
+  ZREMRANGEBYRANK = true, ZREMRANGEBYSCORE = true}
 local recorder = {
   error_reply = real.error_reply,
   status_reply = real.status_reply,
   call = function(cmd, ...)
-    if writes[string.upper(cmd)] then
+    local c = string.upper(cmd)
+    if writes[c] then
       held[#held + 1] = {cmd, ...}
       return true
+    end
+    if not reads[c] then
+      error('floodgate: a stack cannot hold ' .. c)
     end
     return real.call(cmd, ...)
   end,
@@ -37,38 +48,56 @@ if clockS == '' then
   clockS, clockNs = t[1], string.format('%.0f', tonumber(t[2]) * 1000)
 end
 
-local layers = {}
+local layers, leased = {}, {}
 -- LAYERS --
 
 local n = #KEYS
+local op = ARGV[1]
 local replies = {}
 local allowed = true
 local at = 6
 for i = 1, n do
+  at = at + tonumber(ARGV[at]) + 1
+end
+local member = ARGV[at]
+at = 6
+for i = 1, n do
   local c = tonumber(ARGV[at])
-  local args = {ARGV[1], ARGV[2], clockS, clockNs, ARGV[5]}
+  local args = {op, ARGV[2], clockS, clockNs, ARGV[5]}
   for j = 1, c do
     args[5 + j] = ARGV[at + j]
   end
   at = at + c + 1
-  local r = layers[i]({KEYS[i]}, args, recorder)
-  if r.err then
-    return r
+  if leased[i] then
+    args[6 + c] = member
   end
-  replies[i] = r
-  if r[1] ~= 1 then
-    allowed = false
+  if leased[i] or (op ~= 'l' and op ~= 'n') then
+    local r = layers[i]({KEYS[i]}, args, recorder)
+    if r.err then
+      return r
+    end
+    replies[i] = r
+    if r[1] ~= 1 then
+      allowed = false
+    end
   end
 end
 
-local op = ARGV[1]
-if allowed or op == 'r' then
+if allowed or op ~= 'a' then
   for _, w in ipairs(held) do
     real.call(unpack(w))
   end
 end
 if op == 'r' then
   return {1, 0, 0, 0, 0}
+end
+if op == 'l' or op == 'n' then
+  for i = 1, n do
+    if replies[i] and replies[i][1] == 1 then
+      return {1, 0, 0, 0, 0}
+    end
+  end
+  return {0, 0, 0, 0, 0}
 end
 
 -- As core's Stack: an admission names the layer with the least left and
