@@ -94,6 +94,11 @@ type Event struct {
 	// first; 0 when the denial was answered at once (holding is off, or
 	// too many denials were held already).
 	Held time.Duration
+	// Shadow reports that the limiter ran in shadow (dry-run) mode: the
+	// decision was made and charged as usual and Outcome says what
+	// enforcing it would have done (OutcomeDenied for a refusal), but the
+	// request went on to the handler all the same (Admitted is true).
+	Shadow bool
 }
 
 // Observer hears of every request an adapter checks: admissions, denials,
