@@ -251,6 +251,28 @@ var features = []feature{
 		{request: get("/login", "paid-bob"), status: 200, fields: pass(paid, 7, 18).fields}, // the choice overrides the route's limiter
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields},
 	}},
+	{"shadow mode: decided and observed, never enforced", func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		a.global = &core.Shadow{Limiter: a.global}
+		a.login = &core.Shadow{Limiter: a.login, Headers: true}
+		a.hold = 40 * time.Millisecond // a shadow denial is never held
+		return a
+	}, []fstep{
+		// No fields without Headers: clients see no sign of the policy.
+		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
+		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
+		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
+		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
+		// With Headers: what enforcing would send, less Retry-After.
+		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"allowed+admitted+shadow"}},
+		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"denied+admitted+shadow"}},
+		// A request with no key goes through too, and is reported.
+		{request: get("/login", ""), status: 200, fields: map[string]string{}, events: []string{"bad_key+admitted+shadow"}},
+		// The shadow limiter's state is the enforced one's would be:
+		// denials charged nothing, 20 s on one slot comes back.
+		{advance: 20 * time.Second, request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
+		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
+	}},
 }
 
 // stacked are the fields of a decision by l within the minute+hour stack:

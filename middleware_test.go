@@ -385,6 +385,9 @@ func (o *observed) Observe(_ context.Context, e core.Event) {
 	if e.Held > 0 {
 		s += "+held=" + e.Held.String()
 	}
+	if e.Shadow {
+		s += "+shadow"
+	}
 	if (e.Err != nil) != (e.Outcome != core.OutcomeAllowed && e.Outcome != core.OutcomeDenied && e.Outcome != core.OutcomeShaped) {
 		s += "+err-mismatch"
 	}

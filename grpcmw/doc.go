@@ -101,6 +101,14 @@
 // paid keys); WithDenialHold holds refusals briefly before answering, so
 // that clients retrying in a tight loop retry less often.
 //
+// # Shadow mode
+//
+// A *core.Shadow limiter is decided, charged and observed
+// (core.Event.Shadow), never enforced: every call and every metered
+// message goes on, whatever the decision, the store or the key; the
+// response metadata carries the rate-limit fields only when Shadow.Headers
+// is set, and never retry-after or a pushback.
+//
 // # Clients
 //
 // UnaryClientInterceptor and StreamClientInterceptor retry a call refused

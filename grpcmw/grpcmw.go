@@ -278,6 +278,11 @@ func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pi
 	switch {
 	case res.Skipped:
 		return nil
+	case res.Shadow:
+		if headers && res.ShadowHeaders && res.Err == nil {
+			s.setHeader(l.headerMD(res.ShadowDecision(), list))
+		}
+		return nil
 	case res.Err != nil:
 		if l.o.hook != nil {
 			l.o.hook(ctx, fullMethod, res.Err)

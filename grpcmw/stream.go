@@ -41,6 +41,7 @@ func (s *meteredStream) RecvMsg(m any) error {
 	s.l.p.Decide(ctx, s.lim, s.key, 1, &res)
 	s.lease = res.Decision.Lease
 	switch {
+	case res.Shadow:
 	case res.Err == nil && !res.Skipped && !res.Decision.Allowed:
 		s.pushback = pushbackMillis(res.Decision.RetryAfter)
 	case res.Outcome == core.OutcomeStoreError && !res.FailedOpen:

@@ -57,6 +57,16 @@
 // the request that long, and if the client goes away first it refunds the
 // units and answers through the error handler.
 //
+// # Shadow mode
+//
+// A *core.Shadow limiter (given to New, or chosen by WithLimiterFunc) is
+// decided, charged and observed (core.Event.Shadow), never enforced: every
+// request goes on to the handler, with no shaping wait and no held denial,
+// and neither a store error nor a bad key stops it. Its response carries
+// the rate-limit fields only when Shadow.Headers is set, and never
+// Retry-After. To enforce one limit and measure another, chain two
+// middlewares.
+//
 // # Concurrency limits, layers, stacks and choices
 //
 // A concurrency limiter admits a request with a core.Lease, its slot among

@@ -249,19 +249,32 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 	case res.Skipped || res.FailedOpen:
 		a.admitted = true
 		return a, nil
+	case res.Shadow:
+		a.admitted, a.Decision = true, res.Decision
+		if res.ShadowHeaders && res.Err == nil {
+			l.writeHeaders(h, res.ShadowDecision(), l.listOf(&res))
+		}
+		if l.o.refundInner {
+			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
+		}
+		return a, nil
 	case res.Err != nil:
 		return a, res.Err
 	}
-	list := l.list
-	if res.Limiter != nil {
-		list = l.lists.Of(res.Limiter)
-	}
-	l.writeHeaders(h, res.Decision, list)
+	l.writeHeaders(h, res.Decision, l.listOf(&res))
 	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
 	if a.admitted && l.o.refundInner {
 		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
 	}
 	return a, nil
+}
+
+// listOf is the RateLimit-Policy list of the limiter that decided res.
+func (l *Limiter) listOf(res *pipeline.Result) string {
+	if res.Limiter != nil {
+		return l.lists.Of(res.Limiter)
+	}
+	return l.list
 }
 
 // Decide is [Limiter.Check] in the form it had before [Admission]: ok

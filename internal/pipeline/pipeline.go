@@ -97,12 +97,25 @@ type Result struct {
 	Limiter core.Limiter
 	// Held is how long a denial was held before its answer (Config.Hold).
 	Held time.Duration
+	// Shadow reports that the limiter was a *core.Shadow: whatever the
+	// outcome, the request is admitted, and the adapter writes the
+	// rate-limit fields only when ShadowHeaders is set (see
+	// [Result.ShadowDecision]).
+	Shadow, ShadowHeaders bool
+}
+
+// ShadowDecision is the Decision whose fields a shadow request's response
+// carries: a refusal's, less its RetryAfter (the request was not refused).
+func (r *Result) ShadowDecision() core.Decision {
+	d := r.Decision
+	d.Allowed, d.RetryAfter = true, 0
+	return d
 }
 
 // Admitted reports whether the request goes on to the handler: skipped,
 // allowed, shaped (its wait is over), or a store error under FailOpen.
 func (r *Result) Admitted() bool {
-	return r.Skipped || r.FailedOpen || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped
+	return r.Skipped || r.FailedOpen || r.Shadow || r.Outcome == core.OutcomeAllowed || r.Outcome == core.OutcomeShaped
 }
 
 // Run runs the whole pipeline for req against lim and sets *res to how it
@@ -122,6 +135,7 @@ func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int
 
 func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
 	*res = Result{}
+	_, res.Shadow = lim.(*core.Shadow)
 	if p.c.Skip != nil && p.c.Skip(req) {
 		res.Skipped = true
 		return
@@ -149,6 +163,7 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 	if p.c.Select != nil {
 		if l := p.c.Select(req); l != nil {
 			lim, res.Limiter = l, l
+			_, res.Shadow = l.(*core.Shadow)
 		}
 	}
 	p.Decide(ctx, lim, key, cost, res)
@@ -174,6 +189,10 @@ func (p *Pipeline[R]) cost(req R) (int, error) {
 // found when the stream opened.
 func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
+	if s, ok := lim.(*core.Shadow); ok {
+		p.shadow(ctx, s, res)
+		return
+	}
 	var err error
 	res.Decision, err = lim.Allow(ctx, key, cost)
 	if err != nil {
@@ -199,6 +218,27 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 	if p.c.Observer != nil {
 		p.observe(ctx, res, true, nil)
 	}
+}
+
+// shadow is Decide for a limiter in shadow mode: the decision is made and
+// observed, and nothing of it enforced (no shaping wait, no hold; an error
+// admits whatever the failure mode).
+func (p *Pipeline[R]) shadow(ctx context.Context, s *core.Shadow, res *Result) {
+	res.Shadow, res.ShadowHeaders = true, s.Headers
+	var err error
+	res.Decision, err = s.Limiter.Allow(ctx, res.Key, res.Cost)
+	switch {
+	case err != nil:
+		p.fail(ctx, res, err)
+		return
+	case !res.Decision.Allowed:
+		res.Outcome = core.OutcomeDenied
+	case res.Decision.Delay > 0:
+		res.Outcome = core.OutcomeShaped
+	default:
+		res.Outcome = core.OutcomeAllowed
+	}
+	p.observe(ctx, res, true, nil)
 }
 
 // hold holds a denial for min(Hold.Max, RetryAfter), unless Hold.Concurrent
@@ -228,7 +268,7 @@ func (p *Pipeline[R]) fail(ctx context.Context, res *Result, err error) {
 	res.Outcome = Classify(err)
 	res.Err = err
 	res.FailedOpen = res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen
-	p.observe(ctx, res, res.FailedOpen, err)
+	p.observe(ctx, res, res.FailedOpen || res.Shadow, err)
 }
 
 func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, err error) {
@@ -238,13 +278,14 @@ func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, e
 	p.c.Observer.Observe(ctx, core.Event{
 		Transport: p.c.Transport,
 		Outcome:   res.Outcome,
-		Admitted:  admitted && res.Outcome != core.OutcomeDenied,
+		Admitted:  admitted && (res.Shadow || res.Outcome != core.OutcomeDenied),
 		Failure:   p.c.Failure,
 		Key:       res.Key,
 		Cost:      res.Cost,
 		Decision:  res.Decision,
 		Err:       err,
 		Held:      res.Held,
+		Shadow:    res.Shadow,
 	})
 }
 

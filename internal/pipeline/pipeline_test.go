@@ -175,3 +175,48 @@ func TestSleep(t *testing.T) {
 		t.Fatalf("Sleep on a done context: %v", err)
 	}
 }
+
+// TestShadow: under a core.Shadow every request is admitted, whatever the
+// decision, the failure mode or the error, a shaped one without waiting,
+// and the observer hears what enforcing would have done.
+func TestShadow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		r       req
+		d       core.Decision
+		err     error
+		outcome core.Outcome
+	}{
+		{"allowed", req{key: "k", cost: 1}, core.Decision{Allowed: true}, nil, core.OutcomeAllowed},
+		{"denied", req{key: "k", cost: 1}, core.Decision{RetryAfter: time.Second}, nil, core.OutcomeDenied},
+		{"shaped", req{key: "k", cost: 1}, core.Decision{Allowed: true, Delay: time.Hour}, nil, core.OutcomeShaped},
+		{"store error", req{key: "k", cost: 1}, core.Decision{}, &core.StoreError{Op: "allow", Err: errors.New("down")}, core.OutcomeStoreError},
+		{"bad key", req{key: ""}, core.Decision{}, nil, core.OutcomeBadKey},
+		{"cost function", req{key: "k", costErr: errors.New("boom")}, core.Decision{}, nil, core.OutcomeError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []core.Event
+			obs := core.ObserverFunc(func(_ context.Context, e core.Event) { got = append(got, e) })
+			p := newPipeline(core.FailClosed, obs)
+			slept := 0
+			pipeline.SetSleep(p, func(context.Context, time.Duration) error { slept++; return nil })
+			lim := &core.Shadow{Limiter: &fixed{d: tc.d, err: tc.err}}
+			var res pipeline.Result
+			p.Run(context.Background(), tc.r, lim, 0, &res)
+			if !res.Admitted() || !res.Shadow || res.Outcome != tc.outcome || slept != 0 {
+				t.Fatalf("admitted=%v shadow=%v outcome=%v slept %d times; want admitted, shadow, %v, no wait",
+					res.Admitted(), res.Shadow, res.Outcome, slept, tc.outcome)
+			}
+			if len(got) != 1 || !got[0].Shadow || !got[0].Admitted || got[0].Outcome != tc.outcome {
+				t.Fatalf("observed %+v, want one shadow event, admitted, %v", got, tc.outcome)
+			}
+		})
+	}
+	// Without a Shadow the same store error is refused (FailClosed).
+	p := newPipeline(core.FailClosed, nil)
+	var res pipeline.Result
+	p.Run(context.Background(), req{key: "k", cost: 1}, &fixed{err: &core.StoreError{Op: "allow", Err: errors.New("down")}}, 0, &res)
+	if res.Admitted() || res.Shadow {
+		t.Fatalf("enforced store error: admitted=%v shadow=%v", res.Admitted(), res.Shadow)
+	}
+}
