@@ -31,7 +31,7 @@ func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.S
 			layers = append(layers, redisstore.Layer{Limit: l.Limit, Options: o})
 		}
 		o := append([]redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
-			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))}, opts...)
+			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5 * time.Second)}, opts...)
 		s, err := redisstore.NewStack(c, layers, o...)
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +147,10 @@ func TestStackAllOrNothing(t *testing.T) {
 	s, err := redisstore.NewStack(c, []redisstore.Layer{
 		{Limit: core.PerMinute(100)},
 		{Limit: core.PerMinute(40), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
-	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aon:"))
+	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aon:"),
+		// 128 calls at once on a busy machine under -race: a long timeout,
+		// which changes no decision.
+		redisstore.WithTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +220,7 @@ func TestStackLeases(t *testing.T) {
 				redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl)}},
 			{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
 		}, redisstore.WithPrefix("stacklease:"), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
-			redisstore.WithAfterFunc(r.after))
+			redisstore.WithAfterFunc(r.after), redisstore.WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +286,8 @@ func TestStackConcurrencyAllOrNothing(t *testing.T) {
 	s, err := redisstore.NewStack(c, []redisstore.Layer{
 		{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
 		{Limit: core.InFlight(5), Options: []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency)}},
-	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aonc:"))
+	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aonc:"),
+		redisstore.WithTimeout(5*time.Second)) // as TestStackAllOrNothing's
 	if err != nil {
 		t.Fatal(err)
 	}
