@@ -89,3 +89,38 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPClientStaysLight: the client transports pull in the standard
+// library, core and the Structured Field parser, never gRPC, a web
+// framework or Redis.
+func TestHTTPClientStaysLight(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./httpclient").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./httpclient: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps ./httpclient listed only %d packages: %q", len(deps), deps)
+	}
+	allowed := []string{"github.com/floodgate/floodgate", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2", "github.com/dunglas/httpsfv"}
+	for _, dep := range deps {
+		switch {
+		case strings.HasPrefix(dep, "github.com/floodgate/floodgate/grpcmw"),
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/ginmw"),
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/echomw"),
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/redisstore"):
+			t.Errorf("httpclient depends on %s", dep)
+		}
+		first, _, _ := strings.Cut(dep, "/")
+		if !strings.Contains(first, ".") {
+			continue // standard library
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(dep, a)
+		}
+		if !ok {
+			t.Errorf("httpclient depends on %s (gRPC, gin, echo and redis stay out)", dep)
+		}
+	}
+}

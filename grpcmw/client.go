@@ -55,55 +55,6 @@ func retryHint(err error, trailer metadata.MD) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// wait returns how long to wait before retry n (1, 2, …) of a call refused
-// with the given hint, or false to give up: the hint is longer than the
-// maximum wait, or reaches the deadline.
-func (o *clientOptions) wait(ctx context.Context, n int, hint time.Duration) (time.Duration, bool) {
-	if hint > o.maxWait {
-		return 0, false
-	}
-	backoff := o.cap
-	if n-1 < 62 && o.base <= o.cap>>(n-1) {
-		backoff = o.base << (n - 1)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		if hint >= left {
-			return 0, false
-		}
-		// The jitter never takes the wait past the deadline.
-		backoff = min(backoff, left-hint)
-	}
-	return addSat(hint, o.jitter(backoff)), true
-}
-
-// jitter draws a duration in [0, backoff]. The product is checked in
-// floating point before it is converted, so neither rounding near the
-// largest Duration nor a WithRand source outside [0, 1) can turn it into
-// an out-of-range conversion or a negative wait.
-func (o *clientOptions) jitter(backoff time.Duration) time.Duration {
-	j := o.rand() * float64(backoff)
-	switch {
-	case !(j > 0): // also NaN
-		return 0
-	case j >= float64(backoff):
-		return backoff
-	}
-	return time.Duration(j)
-}
-
-// addSat adds two non-negative durations, saturating at the largest
-// Duration. With a very large WithMaxWait a server's delay may be close to
-// it, and a plain sum would wrap negative: a timer that fires at once, a
-// retry with no wait at all.
-func addSat(a, b time.Duration) time.Duration {
-	const maxDuration = time.Duration(1<<63 - 1)
-	if b > maxDuration-a {
-		return maxDuration
-	}
-	return a + b
-}
-
 // UnaryClientInterceptor returns a unary client interceptor that retries a
 // call refused with ResourceExhausted and a retry delay (a RetryInfo
 // detail, or grpc-retry-pushback-ms in the trailer): it waits the delay
@@ -126,15 +77,15 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 		for n := 1; ; n++ {
 			trailer = nil
 			err := invoker(ctx, method, req, reply, cc, callOpts...)
-			if err == nil || n >= o.attempts {
+			if err == nil || n >= o.Attempts {
 				return err
 			}
 			hint, ok := retryHint(err, trailer)
 			if !ok {
 				return err
 			}
-			d, ok := o.wait(ctx, n, hint)
-			if !ok || o.sleep(ctx, d) != nil {
+			d, ok := o.Wait(ctx, n, hint)
+			if !ok || o.Sleep(ctx, d) != nil {
 				return err
 			}
 		}
@@ -161,7 +112,7 @@ func StreamClientInterceptor(opts ...ClientOption) (grpc.StreamClientInterceptor
 	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
-		if err != nil || o.attempts == 1 {
+		if err != nil || o.Attempts == 1 {
 			return cs, err
 		}
 		return &retryStream{

@@ -2,47 +2,41 @@ package grpcmw
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/option"
-	"github.com/floodgate/floodgate/internal/pipeline"
+	"github.com/floodgate/floodgate/internal/retry"
 )
 
 // ClientOption configures the client interceptors.
 type ClientOption func(*clientOptions)
 
+// clientOptions is the retry policy, shared with httpclient's transports
+// (internal/retry), and the errors of invalid options.
 type clientOptions struct {
-	attempts int
-	base     time.Duration
-	cap      time.Duration
-	maxWait  time.Duration
-	rand     func() float64
-	sleep    func(context.Context, time.Duration) error
-	errs     option.Errors
+	retry.Policy
+	errs option.Errors
 }
 
 // Client defaults.
 const (
 	// DefaultMaxAttempts is how many times a call is tried in all, unless
 	// WithMaxAttempts says otherwise.
-	DefaultMaxAttempts = 3
+	DefaultMaxAttempts = retry.DefaultMaxAttempts
 	// DefaultBackoffBase and DefaultBackoffMax bound the jitter added to a
 	// server's retry delay (see WithBackoff).
-	DefaultBackoffBase = 100 * time.Millisecond
-	DefaultBackoffMax  = 5 * time.Second
+	DefaultBackoffBase = retry.DefaultBackoffBase
+	DefaultBackoffMax  = retry.DefaultBackoffMax
 	// DefaultMaxWait is the longest retry delay a server may ask for before
 	// the client gives up instead (see WithMaxWait).
-	DefaultMaxWait = time.Minute
+	DefaultMaxWait = retry.DefaultMaxWait
 )
 
 // WithMaxAttempts sets how many times a call is tried in all, the first
 // time included (default DefaultMaxAttempts). 1 turns retries off.
 func WithMaxAttempts(n int) ClientOption {
 	return func(o *clientOptions) {
-		if o.errs.Require(n >= 1, "WithMaxAttempts(%d): want at least 1", n) {
-			o.attempts = n
-		}
+		o.SetMaxAttempts(&o.errs, n)
 	}
 }
 
@@ -55,9 +49,7 @@ func WithMaxAttempts(n int) ClientOption {
 // DefaultBackoffMax.
 func WithBackoff(base, max time.Duration) ClientOption {
 	return func(o *clientOptions) {
-		if o.errs.Require(0 <= base && base <= max, "WithBackoff(%v, %v): want 0 <= base <= max", base, max) {
-			o.base, o.cap = base, max
-		}
+		o.SetBackoff(&o.errs, base, max)
 	}
 }
 
@@ -66,9 +58,7 @@ func WithBackoff(base, max time.Duration) ClientOption {
 // than waited out. The call's deadline bounds every wait too.
 func WithMaxWait(d time.Duration) ClientOption {
 	return func(o *clientOptions) {
-		if o.errs.Require(d > 0, "WithMaxWait(%v): want > 0", d) {
-			o.maxWait = d
-		}
+		o.SetMaxWait(&o.errs, d)
 	}
 }
 
@@ -77,9 +67,7 @@ func WithMaxWait(d time.Duration) ClientOption {
 // fixed one.
 func WithRand(f func() float64) ClientOption {
 	return func(o *clientOptions) {
-		if o.errs.Require(f != nil, "WithRand(nil); leave the option out for math/rand/v2's Float64") {
-			o.rand = f
-		}
+		o.SetRand(&o.errs, f)
 	}
 }
 
@@ -88,21 +76,12 @@ func WithRand(f func() float64) ClientOption {
 // advances a fake clock.
 func WithSleep(f func(ctx context.Context, d time.Duration) error) ClientOption {
 	return func(o *clientOptions) {
-		if o.errs.Require(f != nil, "WithSleep(nil); leave the option out for a timer that stops when the context ends") {
-			o.sleep = f
-		}
+		o.SetSleep(&o.errs, f)
 	}
 }
 
 func newClientOptions(opts []ClientOption) (*clientOptions, error) {
-	o := &clientOptions{
-		attempts: DefaultMaxAttempts,
-		base:     DefaultBackoffBase,
-		cap:      DefaultBackoffMax,
-		maxWait:  DefaultMaxWait,
-		rand:     rand.Float64,
-		sleep:    pipeline.Sleep,
-	}
+	o := &clientOptions{Policy: retry.Defaults()}
 	o.errs.Prefix = "grpcmw: "
 	if err := option.Apply(o, &o.errs, opts); err != nil {
 		return nil, err

@@ -88,7 +88,7 @@ func (s *retryStream) RecvMsg(m any) error {
 func (s *retryStream) retry(cur grpc.ClientStream, err error) bool {
 	s.mu.Lock()
 	n := s.attempt + 1
-	ok := s.retriable && s.cur == cur && n < s.o.attempts
+	ok := s.retriable && s.cur == cur && n < s.o.Attempts
 	s.mu.Unlock()
 	if !ok {
 		return false
@@ -97,8 +97,8 @@ func (s *retryStream) retry(cur grpc.ClientStream, err error) bool {
 	if !ok {
 		return false
 	}
-	d, ok := s.o.wait(s.ctx, n, hint)
-	if !ok || s.o.sleep(s.ctx, d) != nil {
+	d, ok := s.o.Wait(s.ctx, n, hint)
+	if !ok || s.o.Sleep(s.ctx, d) != nil {
 		return false
 	}
 	s.mu.Lock()

@@ -1,0 +1,176 @@
+package httpclient
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/internal/retry"
+)
+
+// Option configures a transport. The retry options have the names,
+// defaults and meaning of grpcmw's client options.
+type Option func(*options)
+
+type options struct {
+	retry.Policy
+	clock     core.Clock
+	statuses  []int
+	retryable func(*http.Request) bool
+	used      []string // names of the options given, to refuse misplaced ones
+	errs      option.Errors
+}
+
+// Defaults, the same as grpcmw's client defaults.
+const (
+	// DefaultMaxAttempts is how many times a request is sent in all,
+	// unless WithMaxAttempts says otherwise.
+	DefaultMaxAttempts = retry.DefaultMaxAttempts
+	// DefaultBackoffBase and DefaultBackoffMax bound the jitter added to
+	// a retry's wait (see WithBackoff).
+	DefaultBackoffBase = retry.DefaultBackoffBase
+	DefaultBackoffMax  = retry.DefaultBackoffMax
+	// DefaultMaxWait is the longest wait a transport accepts before one
+	// request is sent (see WithMaxWait).
+	DefaultMaxWait = retry.DefaultMaxWait
+)
+
+// DefaultStatusCodes are the statuses NewRetryTransport retries unless
+// WithStatusCodes says otherwise: 429 Too Many Requests and 503 Service
+// Unavailable, the two that come with Retry-After.
+var DefaultStatusCodes = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
+
+// WithMaxAttempts sets how many times NewRetryTransport sends a request in
+// all, the first time included (default DefaultMaxAttempts). 1 turns
+// retries off.
+func WithMaxAttempts(n int) Option {
+	return func(o *options) {
+		o.use("WithMaxAttempts")
+		o.SetMaxAttempts(&o.errs, n)
+	}
+}
+
+// WithBackoff sets the capped exponential backoff of NewRetryTransport:
+// before retry n (1, 2, …) it waits the server's delay, if the response
+// gives one, plus a uniformly random duration in [0, min(max,
+// base·2^(n-1))) (full jitter). The server's delay says when a retry can
+// succeed; the jitter spreads the clients it refused at one instant.
+// Defaults: DefaultBackoffBase, DefaultBackoffMax.
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *options) {
+		o.use("WithBackoff")
+		o.SetBackoff(&o.errs, base, max)
+	}
+}
+
+// WithMaxWait sets the longest wait a transport accepts before it sends
+// one request (default DefaultMaxWait); the request's context bounds every
+// wait too.
+//
+// For NewRetryTransport it is the longest delay a response may ask for
+// (Retry-After, or the RateLimit fields), as in grpcmw: a response asking
+// for longer is returned to the caller at once rather than waited out. The
+// jitter comes on top, so the whole wait of one request is at most
+// (WithMaxAttempts−1)·(WithMaxWait + the backoff's max).
+//
+// For NewLimitedTransport it bounds the sum of the waits the limiter asks
+// for before a request is sent: a refusal or a shaping delay that would
+// take the sum past it fails the request at once with a *LimitError.
+func WithMaxWait(d time.Duration) Option {
+	return func(o *options) {
+		o.use("WithMaxWait")
+		o.SetMaxWait(&o.errs, d)
+	}
+}
+
+// WithRand sets the source of NewRetryTransport's jitter: a function
+// returning a uniformly random number in [0, 1) (default math/rand/v2's
+// Float64). Tests pass a fixed one.
+func WithRand(f func() float64) Option {
+	return func(o *options) {
+		o.use("WithRand")
+		o.SetRand(&o.errs, f)
+	}
+}
+
+// WithSleep sets how a transport waits (default: a timer that stops early,
+// returning ctx's error, when ctx ends). Tests pass one that advances a
+// fake clock.
+func WithSleep(f func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *options) {
+		o.use("WithSleep")
+		o.SetSleep(&o.errs, f)
+	}
+}
+
+// WithClock sets the clock NewRetryTransport reads to turn a Retry-After
+// HTTP-date into a delay (default core.SystemClock). Tests pass the fake
+// clock of the server they talk to.
+func WithClock(c core.Clock) Option {
+	return func(o *options) {
+		o.use("WithClock")
+		if o.errs.Require(c != nil, "WithClock(nil); leave the option out for core.SystemClock") {
+			o.clock = c
+		}
+	}
+}
+
+// WithStatusCodes sets the response statuses NewRetryTransport retries
+// (default DefaultStatusCodes). Each must be a status code from 100 to
+// 599; at least one is required.
+func WithStatusCodes(codes ...int) Option {
+	return func(o *options) {
+		o.use("WithStatusCodes")
+		ok := o.errs.Require(len(codes) > 0, "WithStatusCodes(): want at least one status; use WithMaxAttempts(1) to turn retries off")
+		for _, c := range codes {
+			ok = o.errs.Require(100 <= c && c <= 599, "WithStatusCodes(%d): want a status from 100 to 599", c) && ok
+		}
+		if ok {
+			o.statuses = slices.Clone(codes)
+		}
+	}
+}
+
+// WithRetryable sets which requests NewRetryTransport may send more than
+// once (default Idempotent). A request whose body cannot be replayed (a
+// body and no GetBody) is never retried, whatever f says.
+func WithRetryable(f func(*http.Request) bool) Option {
+	return func(o *options) {
+		o.use("WithRetryable")
+		if o.errs.Require(f != nil, "WithRetryable(nil); leave the option out for Idempotent") {
+			o.retryable = f
+		}
+	}
+}
+
+func (o *options) use(name string) { o.used = append(o.used, name) }
+
+// newOptions applies opts for the constructor ctor, which accepts only the
+// options named in allowed (all when allowed is nil).
+func newOptions(opts []Option, ctor string, allowed []string) (*options, error) {
+	o := &options{
+		Policy:    retry.Defaults(),
+		clock:     core.SystemClock,
+		statuses:  DefaultStatusCodes,
+		retryable: Idempotent,
+	}
+	o.errs.Prefix = "httpclient: "
+	if err := option.Apply(o, &o.errs, opts); err != nil {
+		return nil, err
+	}
+	if allowed != nil {
+		for _, name := range o.used {
+			if !slices.Contains(allowed, name) {
+				o.errs.Require(false, "%s does not apply to %s, which takes only %s", name, ctor, strings.Join(allowed, ", "))
+			}
+		}
+	}
+	if err := o.errs.Err(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}

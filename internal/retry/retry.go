@@ -1,0 +1,143 @@
+package retry
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/internal/pipeline"
+)
+
+// Defaults of a Policy, which the client packages export under their own
+// names.
+const (
+	DefaultMaxAttempts = 3
+	DefaultBackoffBase = 100 * time.Millisecond
+	DefaultBackoffMax  = 5 * time.Second
+	DefaultMaxWait     = time.Minute
+)
+
+// MaxDuration is the largest time.Duration.
+const MaxDuration = time.Duration(1<<63 - 1)
+
+// Policy is how a client retries: how many tries in all, the backoff whose
+// jitter spreads retries out, the longest server delay it waits out, and
+// the sources of randomness and waiting (replaced in tests).
+type Policy struct {
+	Attempts int
+	Base     time.Duration
+	Cap      time.Duration
+	MaxWait  time.Duration
+	Rand     func() float64
+	Sleep    func(context.Context, time.Duration) error
+}
+
+// Defaults returns the default Policy: DefaultMaxAttempts tries, a backoff
+// from DefaultBackoffBase to DefaultBackoffMax, server delays up to
+// DefaultMaxWait, math/rand/v2's Float64 and a timer that stops when the
+// context ends.
+func Defaults() Policy {
+	return Policy{
+		Attempts: DefaultMaxAttempts,
+		Base:     DefaultBackoffBase,
+		Cap:      DefaultBackoffMax,
+		MaxWait:  DefaultMaxWait,
+		Rand:     rand.Float64,
+		Sleep:    pipeline.Sleep,
+	}
+}
+
+// The setters below validate an option's arguments for the client
+// packages' With… options, recording a problem in errs (whose Prefix names
+// the package) instead of applying it.
+
+// SetMaxAttempts is WithMaxAttempts(n).
+func (p *Policy) SetMaxAttempts(errs *option.Errors, n int) {
+	if errs.Require(n >= 1, "WithMaxAttempts(%d): want at least 1", n) {
+		p.Attempts = n
+	}
+}
+
+// SetBackoff is WithBackoff(base, max).
+func (p *Policy) SetBackoff(errs *option.Errors, base, max time.Duration) {
+	if errs.Require(0 <= base && base <= max, "WithBackoff(%v, %v): want 0 <= base <= max", base, max) {
+		p.Base, p.Cap = base, max
+	}
+}
+
+// SetMaxWait is WithMaxWait(d).
+func (p *Policy) SetMaxWait(errs *option.Errors, d time.Duration) {
+	if errs.Require(d > 0, "WithMaxWait(%v): want > 0", d) {
+		p.MaxWait = d
+	}
+}
+
+// SetRand is WithRand(f).
+func (p *Policy) SetRand(errs *option.Errors, f func() float64) {
+	if errs.Require(f != nil, "WithRand(nil); leave the option out for math/rand/v2's Float64") {
+		p.Rand = f
+	}
+}
+
+// SetSleep is WithSleep(f).
+func (p *Policy) SetSleep(errs *option.Errors, f func(context.Context, time.Duration) error) {
+	if errs.Require(f != nil, "WithSleep(nil); leave the option out for a timer that stops when the context ends") {
+		p.Sleep = f
+	}
+}
+
+// Wait returns how long to wait before retry n (1, 2, …) of a request
+// refused with the given hint (the server's delay; 0 for none), or false
+// to give up: the hint is longer than MaxWait, or reaches ctx's deadline.
+// The wait is the hint plus a uniformly random duration in [0, min(Cap,
+// Base·2^(n-1))], never taken past the deadline by the jitter.
+func (p *Policy) Wait(ctx context.Context, n int, hint time.Duration) (time.Duration, bool) {
+	if hint > p.MaxWait {
+		return 0, false
+	}
+	backoff := p.Backoff(n)
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if hint >= left {
+			return 0, false
+		}
+		backoff = min(backoff, left-hint)
+	}
+	return AddSat(hint, p.Jitter(backoff)), true
+}
+
+// Backoff is the jitter's bound before retry n (1, 2, …): min(Cap,
+// Base·2^(n-1)), computed without overflow.
+func (p *Policy) Backoff(n int) time.Duration {
+	if n >= 1 && n-1 < 62 && p.Base <= p.Cap>>(n-1) {
+		return p.Base << (n - 1)
+	}
+	return p.Cap
+}
+
+// Jitter draws a duration in [0, backoff]. The product is checked in
+// floating point before it is converted, so neither rounding near the
+// largest Duration nor a Rand outside [0, 1) can turn it into an
+// out-of-range conversion or a negative wait.
+func (p *Policy) Jitter(backoff time.Duration) time.Duration {
+	j := p.Rand() * float64(backoff)
+	switch {
+	case !(j > 0): // also NaN
+		return 0
+	case j >= float64(backoff):
+		return backoff
+	}
+	return time.Duration(j)
+}
+
+// AddSat adds two non-negative durations, saturating at MaxDuration. With
+// a very large MaxWait a server's delay may be close to it, and a plain sum
+// would wrap negative: a timer that fires at once, a retry with no wait at
+// all.
+func AddSat(a, b time.Duration) time.Duration {
+	if b > MaxDuration-a {
+		return MaxDuration
+	}
+	return a + b
+}
