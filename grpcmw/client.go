@@ -74,6 +74,7 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		var trailer metadata.MD
 		callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
+		var spent time.Duration
 		for n := 1; ; n++ {
 			trailer = nil
 			err := invoker(ctx, method, req, reply, cc, callOpts...)
@@ -84,10 +85,11 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 			if !ok {
 				return err
 			}
-			d, ok := o.Wait(ctx, n, hint)
+			d, ok := o.Wait(ctx, n, hint, spent)
 			if !ok || o.Sleep(ctx, d) != nil {
 				return err
 			}
+			spent += d
 		}
 	}, nil
 }

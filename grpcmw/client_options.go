@@ -30,6 +30,9 @@ const (
 	// DefaultMaxWait is the longest retry delay a server may ask for before
 	// the client gives up instead (see WithMaxWait).
 	DefaultMaxWait = retry.DefaultMaxWait
+	// DefaultMaxTotalWait is the longest a call waits for its retries in
+	// all (see WithMaxTotalWait).
+	DefaultMaxTotalWait = retry.DefaultMaxTotalWait
 )
 
 // WithMaxAttempts sets how many times a call is tried in all, the first
@@ -59,6 +62,16 @@ func WithBackoff(base, max time.Duration) ClientOption {
 func WithMaxWait(d time.Duration) ClientOption {
 	return func(o *clientOptions) {
 		o.SetMaxWait(&o.errs, d)
+	}
+}
+
+// WithMaxTotalWait bounds the waits of all a call's retries together
+// (default DefaultMaxTotalWait): a retry whose server delay would take
+// them past it is not made (the refusal is returned), and the jitter never
+// does. The call's deadline bounds them too.
+func WithMaxTotalWait(d time.Duration) ClientOption {
+	return func(o *clientOptions) {
+		o.SetMaxTotalWait(&o.errs, d)
 	}
 }
 

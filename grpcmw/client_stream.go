@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -23,10 +24,11 @@ type retryStream struct {
 
 	mu        sync.Mutex // guards the fields below
 	cur       grpc.ClientStream
-	attempt   int  // retries made so far
-	retriable bool // nothing received, nothing unreplayable sent
-	req       any  // a server-streaming call's request, to send again
-	closed    bool // CloseSend was called, to call again
+	attempt   int           // retries made so far
+	spent     time.Duration // their waits, in all
+	retriable bool          // nothing received, nothing unreplayable sent
+	req       any           // a server-streaming call's request, to send again
+	closed    bool          // CloseSend was called, to call again
 }
 
 func (s *retryStream) stream() grpc.ClientStream {
@@ -87,7 +89,7 @@ func (s *retryStream) RecvMsg(m any) error {
 // reports whether it did.
 func (s *retryStream) retry(cur grpc.ClientStream, err error) bool {
 	s.mu.Lock()
-	n := s.attempt + 1
+	n, spent := s.attempt+1, s.spent
 	ok := s.retriable && s.cur == cur && n < s.o.Attempts
 	s.mu.Unlock()
 	if !ok {
@@ -97,7 +99,7 @@ func (s *retryStream) retry(cur grpc.ClientStream, err error) bool {
 	if !ok {
 		return false
 	}
-	d, ok := s.o.Wait(s.ctx, n, hint)
+	d, ok := s.o.Wait(s.ctx, n, hint, spent)
 	if !ok || s.o.Sleep(s.ctx, d) != nil {
 		return false
 	}
@@ -117,6 +119,6 @@ func (s *retryStream) retry(cur grpc.ClientStream, err error) bool {
 	if s.closed {
 		_ = next.CloseSend()
 	}
-	s.cur, s.attempt = next, n
+	s.cur, s.attempt, s.spent = next, n, spent+d
 	return true
 }

@@ -104,7 +104,8 @@ func TestUnaryClientRetries(t *testing.T) {
 		},
 		{
 			name: "backoff capped", advance: false,
-			opts:      []grpcmw.ClientOption{grpcmw.WithMaxAttempts(4), grpcmw.WithBackoff(100*time.Millisecond, 150*time.Millisecond)},
+			opts: []grpcmw.ClientOption{grpcmw.WithMaxAttempts(4), grpcmw.WithBackoff(100*time.Millisecond, 150*time.Millisecond),
+				grpcmw.WithMaxTotalWait(4 * time.Minute)},
 			wantCode:  codes.ResourceExhausted,
 			wantWaits: []time.Duration{time.Minute + 50*time.Millisecond, time.Minute + 75*time.Millisecond, time.Minute + 75*time.Millisecond},
 			wantTries: 4,
@@ -272,7 +273,8 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 		want    time.Duration
 	}{
 		{"small delay adds the jitter", retryIn(durationpb.New(time.Second)), nil, nil, time.Second + 50*time.Millisecond},
-		{"delay just under the largest", retryIn(durationpb.New(maxDur - time.Millisecond)), nil, nil, maxDur},
+		// The jitter is cut to what WithMaxTotalWait leaves: half of 1 ms.
+		{"delay just under the largest", retryIn(durationpb.New(maxDur - time.Millisecond)), nil, nil, maxDur - time.Millisecond/2},
 		{"delay past the largest", retryIn(&durationpb.Duration{Seconds: 315_576_000_000}), nil, nil, maxDur},
 		{"largest pushback", exhausted, metadata.Pairs(grpcmw.PushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur},
 		{"largest backoff", retryIn(durationpb.New(time.Hour)), nil,
@@ -289,7 +291,7 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 			t.Parallel()
 			sl := &sleeper{}
 			opts := append([]grpcmw.ClientOption{grpcmw.WithSleep(sl.sleep), grpcmw.WithRand(half),
-				grpcmw.WithMaxWait(maxDur), grpcmw.WithMaxAttempts(2)}, tc.opts...)
+				grpcmw.WithMaxWait(maxDur), grpcmw.WithMaxTotalWait(maxDur), grpcmw.WithMaxAttempts(2)}, tc.opts...)
 			ic, err := grpcmw.UnaryClientInterceptor(opts...)
 			if err != nil {
 				t.Fatal(err)

@@ -37,6 +37,9 @@ const (
 	// DefaultMaxWait is the longest wait a transport accepts before one
 	// request is sent (see WithMaxWait).
 	DefaultMaxWait = retry.DefaultMaxWait
+	// DefaultMaxTotalWait bounds the waits of all a request's retries
+	// together (see WithMaxTotalWait).
+	DefaultMaxTotalWait = retry.DefaultMaxTotalWait
 )
 
 // DefaultStatusCodes are the statuses NewRetryTransport retries unless
@@ -75,7 +78,8 @@ func WithBackoff(base, max time.Duration) Option {
 // (Retry-After, or the RateLimit fields), as in grpcmw: a response asking
 // for longer is returned to the caller at once rather than waited out. The
 // jitter comes on top, so the whole wait of one request is at most
-// (WithMaxAttempts−1)·(WithMaxWait + the backoff's max).
+// (WithMaxAttempts−1)·(WithMaxWait + the backoff's max), and at most
+// WithMaxTotalWait.
 //
 // For NewLimitedTransport it bounds the sum of the waits the limiter asks
 // for before a request is sent: a refusal or a shaping delay that would
@@ -84,6 +88,18 @@ func WithMaxWait(d time.Duration) Option {
 	return func(o *options) {
 		o.use("WithMaxWait")
 		o.SetMaxWait(&o.errs, d)
+	}
+}
+
+// WithMaxTotalWait bounds the waits of all of one request's retries
+// together (default DefaultMaxTotalWait), for NewRetryTransport: a retry
+// whose server delay would take them past it is not made (the response is
+// returned), and the jitter never does. The request's context bounds them
+// too.
+func WithMaxTotalWait(d time.Duration) Option {
+	return func(o *options) {
+		o.use("WithMaxTotalWait")
+		o.SetMaxTotalWait(&o.errs, d)
 	}
 }
 

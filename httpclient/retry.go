@@ -17,7 +17,7 @@ type RetryTransport struct {
 }
 
 // retryOptions are the options NewRetryTransport takes.
-var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable"}
+var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithMaxTotalWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable"}
 
 // NewRetryTransport returns a RetryTransport that sends requests through
 // next (http.DefaultTransport when nil).
@@ -87,9 +87,10 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	ctx := req.Context()
+	var spent time.Duration
 	for n := 1; n < t.o.Attempts && t.retries(resp); n++ {
 		hint, _ := RetryDelay(resp.Header, time.Unix(0, t.o.clock.Now()))
-		d, ok := t.o.Wait(ctx, n, hint)
+		d, ok := t.o.Wait(ctx, n, hint, spent)
 		if !ok {
 			return resp, nil
 		}
@@ -106,6 +107,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(retry)
 			return nil, err
 		}
+		spent += d
 		if resp, err = t.next.RoundTrip(retry); err != nil {
 			return nil, err
 		}

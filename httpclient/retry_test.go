@@ -176,7 +176,7 @@ func TestRetryStackPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, _ := limitedServer(t, stack, nil)
-	c := retryClient(t, nil, sl, httpclient.WithMaxWait(time.Hour))
+	c := retryClient(t, nil, sl, httpclient.WithMaxWait(time.Hour), httpclient.WithMaxTotalWait(time.Hour))
 	for range 2 {
 		if code, _ := get(t, c, srv.URL); code != http.StatusOK {
 			t.Fatalf("request within quota: %d", code)
@@ -449,5 +449,32 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestRetryTotalWait: the waits of one request's retries stop at
+// WithMaxTotalWait: a retry that would take them past it is not made, and
+// the caller gets the refusal; the jitter is cut to what is left.
+func TestRetryTotalWait(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		total time.Duration
+		code  int
+		waits []time.Duration
+	}{
+		{90 * time.Second, http.StatusOK, []time.Duration{time.Minute + 50*time.Millisecond}},
+		{time.Minute + 10*time.Millisecond, http.StatusOK, []time.Duration{time.Minute + 5*time.Millisecond}}, // half of the 10 ms left
+		{59 * time.Second, http.StatusTooManyRequests, nil},
+	} {
+		sl := newSleeper()
+		srv, _ := limitedServer(t, core.MustNew(core.PerMinute(1), core.WithClock(sl.clock)), nil)
+		c := retryClient(t, nil, sl, httpclient.WithMaxAttempts(5), httpclient.WithMaxTotalWait(tc.total))
+		if code, _ := get(t, c, srv.URL); code != http.StatusOK {
+			t.Fatalf("first request: %d", code)
+		}
+		// Refused for a minute.
+		if code, _ := get(t, c, srv.URL); code != tc.code || !slices.Equal(sl.got(), tc.waits) {
+			t.Errorf("total %v: %d after waits %v, want %d after %v", tc.total, code, sl.got(), tc.code, tc.waits)
+		}
 	}
 }

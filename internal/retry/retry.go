@@ -16,19 +16,26 @@ const (
 	DefaultBackoffBase = 100 * time.Millisecond
 	DefaultBackoffMax  = 5 * time.Second
 	DefaultMaxWait     = time.Minute
+	// DefaultMaxTotalWait bounds the waits of all a request's retries
+	// together: above what the other defaults allow (two waits of up to a
+	// minute and 5 s of jitter each), so that it binds only when the
+	// attempts are raised.
+	DefaultMaxTotalWait = 3 * time.Minute
 )
 
 // MaxDuration is the largest time.Duration.
 const MaxDuration = time.Duration(1<<63 - 1)
 
 // Policy is how a client retries: how many tries in all, the backoff whose
-// jitter spreads retries out, the longest server delay it waits out, and
-// the sources of randomness and waiting (replaced in tests).
+// jitter spreads retries out, the longest server delay it waits out, the
+// longest it waits for one request in all, and the sources of randomness
+// and waiting (replaced in tests).
 type Policy struct {
 	Attempts int
 	Base     time.Duration
 	Cap      time.Duration
 	MaxWait  time.Duration
+	Total    time.Duration
 	Rand     func() float64
 	Sleep    func(context.Context, time.Duration) error
 }
@@ -43,6 +50,7 @@ func Defaults() Policy {
 		Base:     DefaultBackoffBase,
 		Cap:      DefaultBackoffMax,
 		MaxWait:  DefaultMaxWait,
+		Total:    DefaultMaxTotalWait,
 		Rand:     rand.Float64,
 		Sleep:    pipeline.Sleep,
 	}
@@ -73,6 +81,13 @@ func (p *Policy) SetMaxWait(errs *option.Errors, d time.Duration) {
 	}
 }
 
+// SetMaxTotalWait is WithMaxTotalWait(d).
+func (p *Policy) SetMaxTotalWait(errs *option.Errors, d time.Duration) {
+	if errs.Require(d > 0, "WithMaxTotalWait(%v): want > 0", d) {
+		p.Total = d
+	}
+}
+
 // SetRand is WithRand(f).
 func (p *Policy) SetRand(errs *option.Errors, f func() float64) {
 	if errs.Require(f != nil, "WithRand(nil); leave the option out for math/rand/v2's Float64") {
@@ -88,15 +103,18 @@ func (p *Policy) SetSleep(errs *option.Errors, f func(context.Context, time.Dura
 }
 
 // Wait returns how long to wait before retry n (1, 2, …) of a request
-// refused with the given hint (the server's delay; 0 for none), or false
-// to give up: the hint is longer than MaxWait, or reaches ctx's deadline.
-// The wait is the hint plus a uniformly random duration in [0, min(Cap,
-// Base·2^(n-1))], never taken past the deadline by the jitter.
-func (p *Policy) Wait(ctx context.Context, n int, hint time.Duration) (time.Duration, bool) {
-	if hint > p.MaxWait {
+// refused with the given hint (the server's delay; 0 for none), after the
+// request's earlier retries waited spent in all, or false to give up: the
+// hint is longer than MaxWait, takes the request's waits past Total, or
+// reaches ctx's deadline. The wait is the hint plus a uniformly random
+// duration in [0, min(Cap, Base·2^(n-1))], never taken past Total or the
+// deadline by the jitter.
+func (p *Policy) Wait(ctx context.Context, n int, hint, spent time.Duration) (time.Duration, bool) {
+	left := p.Total - spent
+	if hint > p.MaxWait || hint > left {
 		return 0, false
 	}
-	backoff := p.Backoff(n)
+	backoff := min(p.Backoff(n), left-hint)
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		if hint >= left {

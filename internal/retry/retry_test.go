@@ -50,7 +50,7 @@ func TestWait(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.dl)
 				defer cancel()
 			}
-			got, ok := p.Wait(ctx, tt.n, tt.hint)
+			got, ok := p.Wait(ctx, tt.n, tt.hint, 0)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("Wait(n=%d, hint=%v) = %v, %v; want %v, %v", tt.n, tt.hint, got, ok, tt.want, tt.wantOK)
 			}
@@ -65,9 +65,37 @@ func TestWaitJitterStopsAtDeadline(t *testing.T) {
 	p.Base, p.Cap = time.Hour, time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, ok := p.Wait(ctx, 1, time.Second)
+	got, ok := p.Wait(ctx, 1, time.Second, 0)
 	if !ok || got > 10*time.Second || got < time.Second {
 		t.Errorf("Wait = %v, %v; want between 1s and the 10s deadline", got, ok)
+	}
+}
+
+// TestWaitTotal: the waits of one request's retries never add up past
+// Total: a hint that would is refused, and the jitter is cut to what is
+// left.
+func TestWaitTotal(t *testing.T) {
+	t.Parallel()
+	p := retry.Defaults()
+	p.Rand = fixed(1)
+	p.Total = 90 * time.Second
+	ctx := context.Background()
+	for _, tt := range []struct {
+		hint, spent, want time.Duration
+		ok                bool
+	}{
+		{time.Minute, 0, time.Minute + 100*time.Millisecond, true},
+		{time.Minute, 29 * time.Second, time.Minute + 100*time.Millisecond, true},
+		{time.Minute, 29*time.Second + 950*time.Millisecond, 90*time.Second - 29*time.Second - 950*time.Millisecond, true},
+		{time.Minute, 30 * time.Second, time.Minute, true},
+		{time.Minute, 30*time.Second + 1, 0, false},
+		{0, 90 * time.Second, 0, true},
+		{1, 90 * time.Second, 0, false},
+	} {
+		got, ok := p.Wait(ctx, 1, tt.hint, tt.spent)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Wait(hint %v, spent %v) = %v, %v; want %v, %v", tt.hint, tt.spent, got, ok, tt.want, tt.ok)
+		}
 	}
 }
 
@@ -90,8 +118,9 @@ func TestSettersValidate(t *testing.T) {
 	p.SetMaxWait(&errs, 0)
 	p.SetRand(&errs, nil)
 	p.SetSleep(&errs, nil)
+	p.SetMaxTotalWait(&errs, -1)
 	err := errs.Err()
-	for _, want := range []string{"x: WithMaxAttempts(0)", "x: WithBackoff(2ns, 1ns)", "x: WithMaxWait(0s)", "x: WithRand(nil)", "x: WithSleep(nil)"} {
+	for _, want := range []string{"x: WithMaxAttempts(0)", "x: WithBackoff(2ns, 1ns)", "x: WithMaxWait(0s)", "x: WithRand(nil)", "x: WithSleep(nil)", "x: WithMaxTotalWait(-1ns)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors %v lack %q", err, want)
 		}
