@@ -276,9 +276,12 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 		// The jitter is cut to what WithMaxTotalWait leaves: half of 1 ms.
 		{"delay just under the largest", retryIn(durationpb.New(maxDur - time.Millisecond)), nil, nil, maxDur - time.Millisecond/2},
 		{"delay past the largest", retryIn(&durationpb.Duration{Seconds: 315_576_000_000}), nil, nil, maxDur},
-		{"largest pushback", exhausted, metadata.Pairs(grpcmw.PushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur},
+		// Half of the 775807 ns the total leaves after the largest
+		// whole number of milliseconds.
+		{"largest pushback", exhausted, metadata.Pairs(grpcmw.PushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur - 387904},
+		// The jitter is cut to the total's rest: as with no delay.
 		{"largest backoff", retryIn(durationpb.New(time.Hour)), nil,
-			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur},
+			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur - 1023},
 		{"largest backoff, zero delay", retryIn(durationpb.New(0)), nil,
 			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur - 1023},
 		{"rand out of range", retryIn(durationpb.New(time.Second)), nil,
