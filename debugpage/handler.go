@@ -3,7 +3,7 @@ package debugpage
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -38,7 +38,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var n [16]byte
 	rand.Read(n[:])
-	nonce := base64.StdEncoding.EncodeToString(n[:])
+	nonce := hex.EncodeToString(n[:])
 	v := view{Snap: snap, Nonce: nonce}
 	for k := range numKinds {
 		name := kindName(k)
@@ -205,7 +205,7 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
     });
     set("shadow-denied", d.shadow_denied);
     set("overflow", d.overflow);
-    set("updated", new Date(d.time).toLocaleTimeString());
+    set("updated", String(d.time).substring(11, 19));
     chart(d.window);
     keys("hot", d.hot_keys);
     keys("refused", d.refused_keys);
