@@ -13,18 +13,26 @@ import (
 // counts add up to the weight seen (Space-Saving never loses weight).
 func (s *spaceSaving) check(t *testing.T) {
 	t.Helper()
+	if len(s.heap) != len(s.keys) {
+		t.Fatalf("%d heap nodes for %d keys", len(s.heap), len(s.keys))
+	}
 	var sum uint64
-	for i, c := range s.heap {
-		sum += c.count
-		if i > 0 && s.heap[(i-1)/2].count > c.count {
-			t.Fatalf("heap order broken at %d: parent %d > %d", i, s.heap[(i-1)/2].count, c.count)
+	for i, n := range s.heap {
+		sum += n.count
+		if i > 0 && s.heap[(i-1)/2].count > n.count {
+			t.Fatalf("heap order broken at %d: parent %d > %d", i, s.heap[(i-1)/2].count, n.count)
 		}
-		if got := s.table[c.slot]; got != int32(i+1) {
-			t.Fatalf("counter %d (%q) says slot %d, which holds %d", i, c.key, c.slot, got)
+		if e := s.keys[n.key]; e.pos != int32(i) {
+			t.Fatalf("heap node %d names key %d (%q), which says node %d", i, n.key, e.key, e.pos)
 		}
-		for p := c.hash & s.mask; p != uint64(c.slot); p = (p + 1) & s.mask {
+	}
+	for i, e := range s.keys {
+		if got := s.table[e.slot]; got != int32(i+1) {
+			t.Fatalf("key %d (%q) says slot %d, which holds %d", i, e.key, e.slot, got)
+		}
+		for p := e.hash & s.mask; p != uint64(e.slot); p = (p + 1) & s.mask {
 			if s.table[p] == 0 {
-				t.Fatalf("counter %q unreachable: empty slot %d between home %d and slot %d", c.key, p, c.hash&s.mask, c.slot)
+				t.Fatalf("key %q unreachable: empty slot %d between home %d and slot %d", e.key, p, e.hash&s.mask, e.slot)
 			}
 		}
 	}
@@ -34,8 +42,8 @@ func (s *spaceSaving) check(t *testing.T) {
 			used++
 		}
 	}
-	if used != len(s.heap) {
-		t.Fatalf("%d table slots used for %d counters", used, len(s.heap))
+	if used != len(s.keys) {
+		t.Fatalf("%d table slots used for %d keys", used, len(s.keys))
 	}
 	if sum != s.total {
 		t.Fatalf("counts add up to %d, %d added", sum, s.total)
@@ -55,10 +63,10 @@ func TestSpaceSavingExactWhileCountersLast(t *testing.T) {
 		s.add(k, maphash.String(seed, k), w)
 	}
 	s.check(t)
-	if len(s.heap) != len(truth) {
-		t.Fatalf("%d counters for %d keys", len(s.heap), len(truth))
+	if len(s.keys) != len(truth) {
+		t.Fatalf("%d counters for %d keys", len(s.keys), len(truth))
 	}
-	for _, c := range s.heap {
+	for _, c := range s.appendTo(nil) {
 		if c.count != truth[c.key] || c.err != 0 {
 			t.Errorf("%s: count %d err %d, want exactly %d", c.key, c.count, c.err, truth[c.key])
 		}
@@ -120,7 +128,7 @@ func TestSpaceSavingErrorBound(t *testing.T) {
 					t.Fatalf("after %d: min %d > N/m = %d", i, s.min(), bound)
 				}
 				listed := map[string]bool{}
-				for _, c := range s.heap {
+				for _, c := range s.appendTo(nil) {
 					listed[c.key] = true
 					tr := truth[c.key]
 					if c.count < tr || c.count-c.err > tr {
@@ -166,7 +174,7 @@ func TestSpaceSavingCollisions(t *testing.T) {
 		}
 	}
 	s.check(t)
-	for _, c := range s.heap {
+	for _, c := range s.appendTo(nil) {
 		if tr := truth[c.key]; c.count < tr || c.count-c.err > tr {
 			t.Fatalf("%s true %d outside [%d, %d]", c.key, tr, c.count-c.err, c.count)
 		}
