@@ -1,0 +1,203 @@
+package debugpage_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/debugpage"
+	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+// findBrowser returns the path of a Chromium or Chrome on PATH. Without
+// one the test is skipped, unless FLOODGATE_REQUIRE_BROWSER=1 (as in CI)
+// makes that a failure.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	msg := "no browser found on PATH (chromium, chromium-browser, google-chrome); install one (Debian: apt-get install chromium) to run the page in a real browser"
+	if os.Getenv("FLOODGATE_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg + "; FLOODGATE_REQUIRE_BROWSER=1 makes this a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestBrowser loads the page in a headless Chromium while traffic runs
+// through an httpmw-limited handler that reports to it, and checks that
+// the numbers the page's script puts on screen match what the clients
+// were answered once traffic stops. It saves a screenshot in the test's
+// temporary directory, and over docs/debugpage.png (the README's picture)
+// when FLOODGATE_UPDATE_SCREENSHOT=1.
+func TestBrowser(t *testing.T) {
+	browser := findBrowser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// Six clients, client i sending 15*(i+1) requests against 20 per
+	// minute each: the later ones are mostly refused.
+	primary := core.MustNew(core.PerMinute(20).WithName("per-client"))
+	local := core.MustNew(core.PerMinute(20).WithName("per-client"))
+	fb := fallback.MustNew(primary, local)
+	page, err := debugpage.New(
+		debugpage.WithWindow(time.Minute),
+		debugpage.WithLimiter("api", primary),
+		debugpage.WithHealth("primary store", fb.State, fb.Stats),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := httpmw.New(fb, keyfunc.Header("X-Client"), httpmw.WithObserver(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})))
+	mux.Handle("/debug/floodgate/", page)
+	srv := httptest.NewServer(mux) // listens on 127.0.0.1
+	defer srv.Close()
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.Headless,
+		chromedp.NoSandbox, // Chromium refuses to start as root with its sandbox
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1200, 1000),
+		chromedp.UserDataDir(t.TempDir()),
+	)...)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(alloc)
+	defer cancelTab()
+	start := time.Now()
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/debug/floodgate/"), chromedp.WaitVisible("#total-allowed")); err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+	t.Logf("browser started and page loaded in %v", time.Since(start).Round(time.Millisecond))
+
+	// Traffic: a bounded number of requests, paced over about 2 s so
+	// that the page updates while it runs; it stops by itself.
+	type tally struct{ ok, refused map[string]int }
+	done := make(chan tally, 1)
+	go func() {
+		got := tally{ok: map[string]int{}, refused: map[string]int{}}
+		defer func() { done <- got }()
+		client := srv.Client()
+		for round := range 90 {
+			for c := range 6 {
+				if round >= 15*(c+1) {
+					continue
+				}
+				key := "client-" + strconv.Itoa(c)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/x", nil)
+				req.Header.Set("X-Client", key)
+				res, err := client.Do(req)
+				if err != nil {
+					return
+				}
+				res.Body.Close()
+				switch res.StatusCode {
+				case http.StatusOK:
+					got.ok[key]++
+				case http.StatusTooManyRequests:
+					got.refused[key]++
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var got tally
+	select {
+	case got = <-done:
+	case <-ctx.Done():
+		t.Fatal("traffic did not end in time")
+	}
+	var allowed, denied int
+	topKey, topRefused := "", 0
+	for _, n := range got.ok {
+		allowed += n
+	}
+	for k, n := range got.refused {
+		denied += n
+		if n > topRefused {
+			topKey, topRefused = k, n
+		}
+	}
+	if allowed+denied != 15*(1+2+3+4+5+6) || topKey != "client-5" || allowed > 6*21 {
+		t.Fatalf("traffic: %d allowed, %d denied, top refused %s (%d); want all 315 answered, client-5 refused most", allowed, denied, topKey, topRefused)
+	}
+	// The observer counted the same.
+	snap := page.Snapshot()
+	if snap.Totals["allowed"] != uint64(allowed) || snap.Totals["denied"] != uint64(denied) ||
+		snap.RefusedKeys.Keys[0].Key != debugpage.Redact(topKey) || snap.RefusedKeys.Keys[0].Count != uint64(topRefused) {
+		t.Fatalf("observer: totals %v, top refused %+v; clients saw %d allowed, %d denied, %s refused %d times",
+			snap.Totals, snap.RefusedKeys.Keys[0], allowed, denied, topKey, topRefused)
+	}
+
+	// The page's script polls once a second; wait for it to show the
+	// final numbers.
+	want := map[string]string{
+		"allowed":     strconv.Itoa(allowed),
+		"denied":      strconv.Itoa(denied),
+		"top_key":     debugpage.Redact(topKey),
+		"top_refused": strconv.Itoa(topRefused),
+		"decisions":   strconv.Itoa(allowed + denied),
+		"status":      "live",
+	}
+	const screen = `(() => {
+		const text = id => { const e = document.getElementById(id); return e ? e.innerText : "(missing)"; };
+		return {
+			allowed: text("total-allowed"), denied: text("total-denied"),
+			top_key: text("refused-key-0"), top_refused: text("refused-count-0"),
+			decisions: text("health-primary-0"), status: text("status"),
+		};
+	})()`
+	var shown map[string]string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		shown, err = chromedp.Run(tab, chromedp.Evaluate[map[string]string](screen))
+		if err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		if fmt.Sprint(shown) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows %v, want %v", shown, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("page showed the final numbers %v after %v", shown, time.Since(start).Round(time.Millisecond))
+
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(t.TempDir(), "debugpage.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("FLOODGATE_UPDATE_SCREENSHOT") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "debugpage.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote docs/debugpage.png (%d bytes)", len(png))
+	}
+}

@@ -1,0 +1,76 @@
+// Package debugpage is a live view of what floodgate's limiters decide,
+// served like net/http/pprof: a web page, and the same data as JSON.
+//
+// A [Page] is a core.Observer: attach it to every adapter whose traffic it
+// should show. It is also an http.Handler: mount it on the mux you use for
+// operators, behind authentication.
+//
+//	page, err := debugpage.New(
+//		debugpage.WithLimiter("api", lim),             // the policies in force
+//		debugpage.WithHealth("redis", fb.State, fb.Stats), // a fallback.Limiter's breaker
+//	)
+//	...
+//	mw, err := httpmw.Middleware(lim, byIP, httpmw.WithObserver(page))
+//	...
+//	admin.Handle("/debug/floodgate/", requireOperator(page))
+//
+// The same page takes grpcmw.WithObserver, and ginmw's and echomw's
+// options alike. To report to the page and to another observer (metrics),
+// pass one function that calls both:
+//
+//	httpmw.WithObserver(core.ObserverFunc(func(ctx context.Context, e core.Event) {
+//		page.Observe(ctx, e)
+//		metrics.Observe(ctx, e)
+//	}))
+//
+// # What it shows
+//
+//   - decisions since the page was made, by outcome (allowed, shaped,
+//     denied, bad_key, bad_cost, error, store_error, canceled), with the
+//     denials of limiters in shadow mode and the decisions made on a full
+//     limiter's shared overflow state counted apart;
+//   - decisions per second by outcome over the last minutes ([WithWindow],
+//     5 by default), drawn as a chart, with the average rate of the last 10
+//     whole seconds;
+//   - the hottest keys (most requests) and the most refused keys (most
+//     denials), each from a Space-Saving top-k sketch of fixed size
+//     ([WithCapacity]): a key's count is an upper bound shown with its
+//     possible overestimate, and every key heavier than its shard's events
+//     divided by the counters per shard is listed. No full key table is
+//     kept, whatever the number of clients;
+//   - the policies of the limiters registered with [WithLimiter] or
+//     [WithPolicies], read at each refresh;
+//   - the breaker state and counters of stores registered with
+//     [WithHealth].
+//
+// The page is rendered on the server with html/template; a small inline
+// script reads the JSON (the page's own path with ?format=json) once a
+// second and updates the numbers, setting text only. The JSON is a
+// [Snapshot], which [Page.Snapshot] also returns in Go.
+//
+// # Keys are personal data
+//
+// Rate-limit keys are often IP addresses, user IDs or API-key
+// identifiers. The page shows each key as [Redact] gives it, the start of
+// a keyed hash under a secret drawn at random for each process: the same
+// client keeps the same label while the process runs, which is what one
+// needs to follow an attack, and the label cannot be turned back into the
+// key by trying likely ones. [WithRawKeys] shows keys as they are.
+//
+// Either way the page tells outsiders how your limits work and who your
+// busiest clients are: nothing mounts it by default, and you must put it
+// behind authentication, as you would net/http/pprof. Its responses are
+// never cached and carry a Content Security Policy that runs only the
+// page's own script and style.
+//
+// # Cost on the request path
+//
+// Observe runs on every request. It hashes the key, takes one of 8 locks
+// chosen by that hash, bumps a total, the current second's counter and
+// the sketches, and allocates nothing; no goroutine runs in the
+// background (a second's counters are cleared when the slot comes round
+// again). It keeps the event's key string (not a copy) while the key is
+// monitored. Serving the page or its JSON copies the counters shard by
+// shard; it is meant for a few operators, not for scraping by many: for
+// metrics, use an observer that exports them.
+package debugpage
