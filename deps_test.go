@@ -25,7 +25,7 @@ func TestLightPackagesStayLight(t *testing.T) {
 		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
-	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback"} {
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback", "./debugpage"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
