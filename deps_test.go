@@ -7,8 +7,8 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw and fallback
-// must never pull a web framework, gRPC or Redis client, directly or
+// library, x/time/rate and golang-lru. core, keyfunc, httpmw, fallback and
+// debugpage must never pull a web framework, gRPC or Redis client, directly or
 // through another package.
 func TestLightPackagesStayLight(t *testing.T) {
 	forbidden := []string{
