@@ -89,3 +89,42 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesStaysLight: a net/http user of the rules file compiles the
+// light packages, a YAML parser and fsnotify, and no gRPC, framework or
+// Redis client (rules/grpcrules has the gRPC interceptors).
+func TestRulesStaysLight(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./rules").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./rules: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps ./rules listed only %d packages: %q", len(deps), deps)
+	}
+	allowed := []string{
+		"github.com/floodgate/floodgate/",
+		"golang.org/x/time",
+		"golang.org/x/sys",
+		"github.com/hashicorp/golang-lru/v2",
+		"go.yaml.in/yaml/v3",
+		"github.com/fsnotify/fsnotify",
+	}
+	for _, dep := range deps {
+		first, _, _ := strings.Cut(dep, "/")
+		if !strings.Contains(first, ".") {
+			continue // standard library
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(dep, a)
+		}
+		if !ok || strings.HasPrefix(dep, "github.com/floodgate/floodgate/rules/grpcrules") ||
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/grpcmw") ||
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/ginmw") ||
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/echomw") ||
+			strings.HasPrefix(dep, "github.com/floodgate/floodgate/redisstore") {
+			t.Errorf("./rules depends on %s", dep)
+		}
+	}
+}
