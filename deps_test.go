@@ -90,37 +90,42 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 	}
 }
 
-// TestHTTPClientStaysLight: the client transports pull in the standard
-// library, core and the Structured Field parser, never gRPC, a web
-// framework or Redis.
-func TestHTTPClientStaysLight(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./httpclient").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps ./httpclient: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 {
-		t.Fatalf("go list -deps ./httpclient listed only %d packages: %q", len(deps), deps)
-	}
-	allowed := []string{"github.com/floodgate/floodgate", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2", "github.com/dunglas/httpsfv"}
-	for _, dep := range deps {
-		switch {
-		case strings.HasPrefix(dep, "github.com/floodgate/floodgate/grpcmw"),
-			strings.HasPrefix(dep, "github.com/floodgate/floodgate/ginmw"),
-			strings.HasPrefix(dep, "github.com/floodgate/floodgate/echomw"),
-			strings.HasPrefix(dep, "github.com/floodgate/floodgate/redisstore"):
-			t.Errorf("httpclient depends on %s", dep)
+// TestOptionalPackagesStayLight: the client transports and the rules file
+// pull in the light packages and their own library (the Structured Field
+// parser; a YAML parser and fsnotify), never gRPC, a web framework or a
+// Redis client; rules/grpcrules holds the rules' gRPC interceptors.
+func TestOptionalPackagesStayLight(t *testing.T) {
+	light := []string{"github.com/floodgate/floodgate/", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2"}
+	heavy := []string{"grpcmw", "ginmw", "echomw", "redisstore", "rules/grpcrules"}
+	for pkg, own := range map[string][]string{
+		"./httpclient": {"github.com/dunglas/httpsfv"},
+		"./rules":      {"go.yaml.in/yaml/v3", "github.com/fsnotify/fsnotify", "golang.org/x/sys"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
 		}
-		first, _, _ := strings.Cut(dep, "/")
-		if !strings.Contains(first, ".") {
-			continue // standard library
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %d packages: %q", pkg, len(deps), deps)
 		}
-		ok := false
-		for _, a := range allowed {
-			ok = ok || strings.HasPrefix(dep, a)
-		}
-		if !ok {
-			t.Errorf("httpclient depends on %s (gRPC, gin, echo and redis stay out)", dep)
+		for _, dep := range deps {
+			for _, h := range heavy {
+				if strings.HasPrefix(dep, "github.com/floodgate/floodgate/"+h) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+			first, _, _ := strings.Cut(dep, "/")
+			if !strings.Contains(first, ".") {
+				continue // standard library
+			}
+			ok := false
+			for _, a := range append(light, own...) {
+				ok = ok || strings.HasPrefix(dep, a)
+			}
+			if !ok {
+				t.Errorf("%s depends on %s (gRPC, gin, echo and redis stay out)", pkg, dep)
+			}
 		}
 	}
 }

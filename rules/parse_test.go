@@ -1,0 +1,152 @@
+package rules
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+func TestParseSample(t *testing.T) {
+	data, err := os.ReadFile("testdata/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Parse("rules.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Rule{
+		{Name: "login", Line: 3, Paths: []string{"/login"}, Methods: []string{"POST"},
+			Limits: []core.Limit{{Events: 5, Period: time.Minute, Burst: 5, Name: "login"}}, Algorithm: core.GCRA, Key: []string{"ip"}},
+		{Name: "upload", Line: 9, Paths: []string{"/upload"}, Methods: []string{"PUT", "POST"},
+			Limits: []core.Limit{{Events: 1000, Period: time.Minute, Burst: 1000, Name: "upload"}},
+			Key:    []string{"header:X-Api-Key"}, CostUnit: 1024, CostUnknown: -1},
+		{Name: "api", Line: 15, Paths: []string{"/api/*"},
+			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "api:10-per-1s"}, {Events: 10000, Period: time.Hour, Burst: 10000, Name: "api-hourly"}},
+			Key:    []string{"ip", "header:X-Api-Key"}, Shadow: true, ShadowHeaders: true},
+		{Name: "search", Line: 22, GRPC: []string{"/pkg.Search/Query", "/pkg.Index/*"},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "search"}}, Algorithm: core.SlidingWindow, Key: []string{"ip"}, Cost: 2},
+		{Name: "reports", Line: 28, Paths: []string{"/reports/*"},
+			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "reports"}}, Algorithm: core.LeakyBucket, MaxDelay: 500 * time.Millisecond, Key: []string{"global"}},
+		{Name: "cold-start", Line: 35, Paths: []string{"/warm/*"},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "cold-start"}}, Algorithm: core.WarmUp, WarmUp: 30 * time.Second, ColdFactor: 3, Key: []string{"ip"}},
+	}
+	if len(rs) != len(want) {
+		t.Fatalf("got %d rules, want %d", len(rs), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(rs[i], want[i]) {
+			t.Errorf("rule %d:\n got %+v\nwant %+v", i, rs[i], want[i])
+		}
+	}
+	// The sample compiles, too.
+	if _, err := New("rules.yaml", data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParseErrors: every error names the file, the line and the field.
+func TestParseErrors(t *testing.T) {
+	const ok = `rules:
+  - name: a
+    match: {paths: ["/a"]}
+    limit: "1/s"
+`
+	tests := []struct {
+		name, src, want string
+	}{
+		{"empty", ``, `r.yaml: the file is empty; it needs a rules: list`},
+		{"syntax", "rules: []\nb: 2\nc 2\nd: 3\n", `r.yaml:3: yaml: could not find expected ':'`},
+		{"two documents", ok + "---\nrules: []\n", `r.yaml:5: a second YAML document`},
+		{"not a mapping", "- a\n", `r.yaml:1: want a mapping (key: value lines), got a list`},
+		{"unknown top field", "rule: []\n", `r.yaml:1: rule: unknown field; use rules`},
+		{"no rules", "{}\n", `r.yaml:1: no rules: list`},
+		{"rules not a list", "rules: 3\n", `r.yaml:1: rules: want a list of rules, got "3"`},
+		{"rule not a mapping", "rules:\n  - x\n", `r.yaml:2: rules[0]: want a mapping`},
+		{"unknown rule field", ok + "    burst: 3\n", `r.yaml:5: rules[0].burst: unknown field; use name, match,`},
+		{"repeated field", ok + "    limit: \"2/s\"\n", `r.yaml:5: rules[0].limit: given twice (first at line 4)`},
+		{"no name", "rules:\n  - match: {paths: [/a]}\n    limit: 1/s\n", `r.yaml:2: rules[0]: no name; every rule needs one`},
+		{"bad name", "rules:\n  - name: a b\n    match: {paths: [/a]}\n    limit: 1/s\n", `r.yaml:2: rules[0].name: "a b": use 1 to 64 letters`},
+		{"name a list", "rules:\n  - name: [a]\n", `r.yaml:2: rules[0].name: want a single value, got a list`},
+		{"duplicate names", ok + strings.Replace(ok, "rules:\n", "", 1), `r.yaml:5: rules[1].name: "a" is the name of the rule at line 2 too; names must be distinct`},
+		{"no match", "rules:\n  - name: a\n    limit: 1/s\n", `r.yaml:2: rules[0]: no match; say which requests`},
+		{"empty match", "rules:\n  - name: a\n    match: {}\n    limit: 1/s\n", `r.yaml:3: rules[0].match: matches nothing; give paths, grpc or both`},
+		{"unknown match field", "rules:\n  - name: a\n    match: {path: /a}\n", `r.yaml:3: rules[0].match.path: unknown field; use paths, methods, grpc`},
+		{"relative path", "rules:\n  - name: a\n    match:\n      paths: [/a, b]\n", `r.yaml:4: rules[0].match.paths[1]: "b": a path starts with /`},
+		{"star inside", "rules:\n  - name: a\n    match: {paths: [/a*b]}\n", `r.yaml:3: rules[0].match.paths[0]: "/a*b": * may only end a prefix`},
+		{"empty paths", "rules:\n  - name: a\n    match: {paths: []}\n", `r.yaml:3: rules[0].match.paths: the list is empty`},
+		{"lower-case method", "rules:\n  - name: a\n    match: {paths: [/a], methods: [get]}\n", `r.yaml:3: rules[0].match.methods[0]: "get" is not an HTTP method`},
+		{"methods alone", "rules:\n  - name: a\n    match: {methods: [GET]}\n", `r.yaml:3: rules[0].match.methods: methods need paths`},
+		{"bad grpc", "rules:\n  - name: a\n    match: {grpc: [pkg.S/M]}\n", `r.yaml:3: rules[0].match.grpc[0]: "pkg.S/M": want a full method`},
+		{"no limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n", `r.yaml:2: rules[0]: no limit; give limit:`},
+		{"bad limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/fortnight\n", `r.yaml:4: rules[0].limit: core: limit period "fortnight" is not a unit`},
+		{"bad burst", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/s burst=x\n", `r.yaml:4: rules[0].limit: core: limit burst "x": want a positive whole number`},
+		{"limit and limits", ok + "    limits: [1/s]\n", `r.yaml:5: rules[0].limits: give limit or limits, not both`},
+		{"bad layer", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits:\n      - 1/s\n      - 0/h\n", `r.yaml:6: rules[0].limits[1]: core: limit events "0": must be >= 1`},
+		{"same layer twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits: [1/s, 1/s]\n", `r.yaml:4: rules[0].limits[1]: limits 0 and 1 are both named "a:1-per-1s"; add name= to one`},
+		{"unknown algorithm", ok + "    algorithm: token_bucket\n", `r.yaml:5: rules[0].algorithm: unknown algorithm "token_bucket"; use token-bucket, gcra,`},
+		{"warm-up without it", ok + "    warm-up: 10s\n", `r.yaml:5: rules[0].warm-up: only the warm-up algorithm has a warm-up period`},
+		{"warm-up missing", ok + "    algorithm: warm-up\n", `r.yaml:5: rules[0].warm-up: the warm-up algorithm needs warm-up`},
+		{"bad max-delay", ok + "    algorithm: leaky-bucket\n    max-delay: soon\n", `r.yaml:6: rules[0].max-delay: "soon": want a positive duration`},
+		{"bad cold factor", ok + "    algorithm: warm-up\n    warm-up: 1s\n    cold-factor: 0.5\n", `r.yaml:7: rules[0].cold-factor: want a number from 1 to 1000, got "0.5"`},
+		{"unknown key", ok + "    key: ip+cookie:x\n", `r.yaml:5: rules[0].key: "cookie:x": use ip, header:NAME, path, method, global`},
+		{"bad header", ok + "    key: header:X Api\n", `r.yaml:5: rules[0].key: "X Api": a header name is letters, digits, - and _`},
+		{"key twice", ok + "    key: ip+ip\n", `r.yaml:5: rules[0].key: "ip" is given twice`},
+		{"global joined", ok + "    key: global+ip\n", `r.yaml:5: rules[0].key: global is one key for every request`},
+		{"path key on grpc", "rules:\n  - name: a\n    match: {grpc: ['*']}\n    limit: 1/s\n    key: path\n", `r.yaml:5: rules[0].key: path has no meaning for gRPC`},
+		{"zero cost", ok + "    cost: 0\n", `r.yaml:5: rules[0].cost: want a whole number of units from 1 up`},
+		{"bad size", ok + "    cost: {content-length: 1KB2}\n", `r.yaml:5: rules[0].cost.content-length: "1KB2": unknown unit "KB2"`},
+		{"size without unit field", ok + "    cost: {unknown: 3}\n", `r.yaml:5: rules[0].cost: give content-length:`},
+		{"bad unknown", ok + "    cost: {content-length: 1KiB, unknown: -2}\n", `r.yaml:5: rules[0].cost.unknown: want refuse or the units`},
+		{"grpc content length", "rules:\n  - name: a\n    match: {grpc: ['*']}\n    limit: 1/s\n    cost:\n      content-length: 1KiB\n", `r.yaml:6: rules[0].cost.content-length: gRPC calls have no content length`},
+		{"shadow not bool", ok + "    shadow: yes please\n", `r.yaml:5: rules[0].shadow: want true or false, got "yes please"`},
+		{"shadow headers alone", ok + "    shadow-headers: true\n", `r.yaml:5: rules[0].shadow-headers: only means something with shadow: true`},
+		{"second rule", ok + "  - name: b\n    match: {paths: [/b]}\n    limit: \"1/s\"\n    algorithm: fast\n", `r.yaml:8: rules[1].algorithm: unknown algorithm "fast"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("r.yaml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("no error; want %q", tt.want)
+			}
+			var pe *Error
+			if !errors.As(err, &pe) || pe.File != "r.yaml" {
+				t.Errorf("error %T %v is not an *Error naming the file", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error:\n %s\nwant prefix:\n %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCompileErrors: limits that parse but that core refuses are reported
+// at the rule's line, and a rejected file changes nothing.
+func TestCompileErrors(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:2: rules[0].limit: core: `},
+		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: rules: no key named "tenant"; register it with rules.WithKey`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New("r.yaml", []byte(tt.src))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	const src = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n"
+	for _, opt := range []Option{WithKey("ip", nil), WithKey("Bad", nil), WithObserver(nil), WithLogger(nil), WithDebounce(0), WithOnReload(nil)} {
+		if _, err := New("r.yaml", []byte(src), opt); err == nil || !strings.HasPrefix(err.Error(), "rules: ") {
+			t.Errorf("error %v, want one starting rules: ", err)
+		}
+	}
+}
