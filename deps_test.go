@@ -7,9 +7,9 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw and fallback
-// must never pull a web framework, gRPC, a Redis client or the Prometheus
-// client, directly or through another package.
+// library, x/time/rate and golang-lru. core, keyfunc, httpmw, fallback and
+// slogobs must never pull a web framework, gRPC, a Redis client or the
+// Prometheus client, directly or through another package.
 func TestLightPackagesStayLight(t *testing.T) {
 	forbidden := []string{
 		"github.com/gin-gonic/",
@@ -28,7 +28,7 @@ func TestLightPackagesStayLight(t *testing.T) {
 		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
-	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback"} {
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback", "./slogobs"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
