@@ -155,7 +155,7 @@ func TestCounts(t *testing.T) {
 		lat + "_bucket{limit=login,transport=grpc,le=0.01}":  1,
 		// The store errors' 100 ms each; the bad key has no latency.
 		lat + "_count{limit=,transport=http}":           3,
-		lat + "_sum{limit=,transport=http}":             0.30000000000000004,
+		lat + "_sum{limit=,transport=http}":             0.3,
 		lat + "_bucket{limit=,transport=http,le=0.001}": 0,
 		lat + "_bucket{limit=,transport=http,le=0.01}":  0,
 
