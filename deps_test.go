@@ -7,9 +7,9 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw, fallback and
-// debugpage must never pull a web framework, gRPC or Redis client, directly or
-// through another package.
+// library, x/time/rate and golang-lru. core, keyfunc, httpmw, fallback,
+// debugpage and slogobs must never pull a web framework, gRPC, a Redis
+// client or the Prometheus client, directly or through another package.
 func TestLightPackagesStayLight(t *testing.T) {
 	forbidden := []string{
 		"github.com/gin-gonic/",
@@ -19,13 +19,16 @@ func TestLightPackagesStayLight(t *testing.T) {
 		"github.com/grpc-ecosystem/",
 		"github.com/redis/",
 		"github.com/go-redis/",
+		// Metrics live in promobs; the light packages report through
+		// core.Observer and never pull the Prometheus client.
+		"github.com/prometheus/",
 	}
 	allowedThirdParty := []string{
 		"github.com/floodgate/floodgate",
 		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
-	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback", "./debugpage"} {
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback", "./debugpage", "./slogobs"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -81,6 +81,11 @@ type Event struct {
 	Key string
 	// Cost is what the request was to spend (0 before the cost was known).
 	Cost int
+	// Latency is how long the limiter took to answer (Limiter.Allow, a
+	// store round trip included), measured only because an observer is
+	// set; 0 when no limiter was asked (a bad key, a key or cost function
+	// that failed). It excludes the shaping wait and the denial hold.
+	Latency time.Duration
 	// Decision is the limiter's answer for allowed, shaped and denied
 	// requests; Decision.Overflow tells that the shared overflow state
 	// decided. It is the zero Decision otherwise.

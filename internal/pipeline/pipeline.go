@@ -87,6 +87,9 @@ type Result struct {
 	// were found.
 	Key  string
 	Cost int
+	// Latency is how long lim.Allow took, measured only when an observer
+	// is set (0 otherwise).
+	Latency time.Duration
 	// Err is why no decision was made (the error outcomes); nil otherwise.
 	// It is classified as [Classify] says and may hold internal details.
 	Err error
@@ -194,7 +197,15 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 		return
 	}
 	var err error
-	res.Decision, err = lim.Allow(ctx, key, cost)
+	if p.c.Observer == nil {
+		res.Decision, err = lim.Allow(ctx, key, cost)
+	} else {
+		// Read the clock only for an observer: without one, a decision
+		// costs what it did before latency was reported.
+		start := time.Now()
+		res.Decision, err = lim.Allow(ctx, key, cost)
+		res.Latency = time.Since(start)
+	}
 	if err != nil {
 		p.fail(ctx, res, err)
 		return
@@ -282,6 +293,7 @@ func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, e
 		Failure:   p.c.Failure,
 		Key:       res.Key,
 		Cost:      res.Cost,
+		Latency:   res.Latency,
 		Decision:  res.Decision,
 		Err:       err,
 		Held:      res.Held,

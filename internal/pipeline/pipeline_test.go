@@ -220,3 +220,48 @@ func TestShadow(t *testing.T) {
 		t.Fatalf("enforced store error: admitted=%v shadow=%v", res.Admitted(), res.Shadow)
 	}
 }
+
+// slow answers like fixed after the monotonic clock has moved by at least
+// d, spinning rather than sleeping, so that the latency it causes has a
+// known floor.
+type slow struct {
+	fixed
+	d time.Duration
+}
+
+func (s *slow) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	for start := time.Now(); time.Since(start) < s.d; {
+	}
+	return s.fixed.Allow(ctx, key, cost)
+}
+
+// TestLatency: an observed request reports how long the limiter took,
+// store errors included; one that never reached the limiter reports 0,
+// and without an observer the clock is not read.
+func TestLatency(t *testing.T) {
+	t.Parallel()
+	const d = time.Millisecond
+	var events []core.Event
+	obs := core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) })
+	p := newPipeline(core.FailOpen, obs)
+	var res pipeline.Result
+	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{d: allow}, d}, 0, &res)
+	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{err: storeErr}, d}, 0, &res)
+	p.Run(context.Background(), req{}, &slow{fixed{d: allow}, d}, 0, &res)
+	if len(events) != 3 {
+		t.Fatalf("%d events, want 3", len(events))
+	}
+	for i, want := range []core.Outcome{core.OutcomeAllowed, core.OutcomeStoreError} {
+		if e := events[i]; e.Outcome != want || e.Latency < d || e.Latency > time.Minute {
+			t.Errorf("event %d: outcome %v latency %v, want %v and at least %v", i, e.Outcome, e.Latency, want, d)
+		}
+	}
+	if e := events[2]; e.Outcome != core.OutcomeBadKey || e.Latency != 0 {
+		t.Errorf("bad key: outcome %v latency %v, want 0", e.Outcome, e.Latency)
+	}
+	p = newPipeline(core.FailOpen, nil)
+	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{d: allow}, d}, 0, &res)
+	if res.Latency != 0 {
+		t.Errorf("latency %v measured without an observer", res.Latency)
+	}
+}

@@ -1,0 +1,92 @@
+// Package promobs exports what the floodgate adapters report (a
+// [core.Observer]) as Prometheus metrics. It is the only floodgate package
+// that imports the Prometheus client: core, keyfunc and httpmw stay free of
+// it.
+//
+// Register an Observer with a registry, hand it to the adapters, and serve
+// the registry:
+//
+//	obs, err := promobs.New(prometheus.DefaultRegisterer)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	http.Handle("/metrics", promhttp.Handler())
+//	http.Handle("/", mw(app))
+//
+// # Metrics
+//
+// Names start with the namespace, "floodgate" unless [WithNamespace] says
+// otherwise; [WithConstLabels] adds fixed labels to all of them.
+//
+//   - floodgate_requests_total{limit, transport, outcome, shadow}: every
+//     request an adapter checked. limit is the name of the limit that
+//     decided (core.Limit.Name, set with WithName), "" when no limit did:
+//     a bad key or cost, an error, a store failure. transport is "http"
+//     (net/http, Gin, Echo) or "grpc"; outcome is one of allowed, shaped,
+//     denied, bad_key, bad_cost, error, store_error, canceled
+//     (core.Outcome.String); shadow is "true" for requests a limiter in
+//     shadow mode let through whatever its outcome says.
+//   - floodgate_overflow_decisions_total{limit, transport}: decisions made
+//     against the shared overflow state because the table of keys was
+//     full. Any steady rate means the capacity is too small.
+//   - floodgate_store_errors_total{transport, failure}: store failures, by
+//     the failure mode applied: "fail-open" admitted the request,
+//     "fail-closed" refused it. The event carries no limit for a store
+//     error, hence no limit label.
+//   - floodgate_decision_duration_seconds{limit, transport}: how long the
+//     limiter took to answer, a Redis round trip included; the shaping
+//     wait and the denial hold are not part of it. The adapters measure it
+//     (core.Event.Latency) only when an observer is set. Requests that
+//     never reached the limiter (a bad key, a failed key function) are
+//     not observed.
+//   - floodgate_denial_hold_seconds{limit, transport}: how long refusals
+//     were held before they were answered (the adapters' WithDenialHold);
+//     refusals answered at once are not observed.
+//   - floodgate_breaker_state{breaker, state}: with [WithBreaker] or
+//     [WithFallback], 1 for the state each circuit breaker is in (closed,
+//     open, half-open) and 0 for the others, read at each scrape.
+//   - floodgate_fallback_decisions_total{breaker, side},
+//     floodgate_fallback_primary_failures_total{breaker} and
+//     floodgate_breaker_opens_total{breaker}: with [WithFallback], a
+//     fallback.Limiter's counters (primary or local decisions, primary
+//     failures, times the breaker opened), read at each scrape.
+//
+// # Keys are never labels
+//
+// The event's key (an IP address, an API key) is personal data and would
+// make one series per client: no metric uses it. Limit names become
+// label values, so name limits after policies ("login", "api"), never
+// after clients.
+//
+// # Cost
+//
+// Each limit and transport's series are resolved the first time they are
+// seen; after that Observe takes no lock and allocates nothing: one map
+// read, an atomic counter increment and, for the latency, two atomic
+// integer additions (see BenchmarkObserve). The latency histogram is this
+// package's own collector rather than a prometheus.HistogramVec, whose
+// observation costs twice as much; a scrape that runs during an
+// observation may count it in the sum before the count, which the next
+// scrape corrects.
+//
+// # Queries
+//
+// The share of requests refused, per limit, over five minutes:
+//
+//	sum by (limit) (rate(floodgate_requests_total{outcome="denied",shadow="false"}[5m]))
+//	  / sum by (limit) (rate(floodgate_requests_total[5m]))
+//
+// What enforcing a shadow-mode limit would refuse:
+//
+//	sum by (limit) (rate(floodgate_requests_total{outcome="denied",shadow="true"}[5m]))
+//
+// The 99th percentile of decision latency, and an alert on an open
+// breaker:
+//
+//	histogram_quantile(0.99, sum by (le, limit) (rate(floodgate_decision_duration_seconds_bucket[5m])))
+//	max by (breaker) (floodgate_breaker_state{state="open"}) == 1
+package promobs

@@ -1,0 +1,501 @@
+package promobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
+	"github.com/floodgate/floodgate/promobs"
+)
+
+// samples gathers reg and flattens it to "name{label=value,...}" ->
+// value: counters and gauges as they are, histograms as their _count,
+// _sum and cumulative _bucket counts. Labels are sorted by name, as the
+// registry sorts them.
+func samples(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, lp := range m.GetLabel() {
+				ls = append(ls, lp.GetName()+"="+lp.GetValue())
+			}
+			id := func(suffix string, extra ...string) string {
+				return mf.GetName() + suffix + "{" + strings.Join(append(slices.Clone(ls), extra...), ",") + "}"
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[id("")] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[id("")] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				out[id("_count")] = float64(h.GetSampleCount())
+				out[id("_sum")] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					out[id("_bucket", fmt.Sprintf("le=%g", b.GetUpperBound()))] = float64(b.GetCumulativeCount())
+				}
+			default:
+				t.Fatalf("%s: unexpected type %v", mf.GetName(), mf.GetType())
+			}
+		}
+	}
+	return out
+}
+
+// only keeps the samples whose names start with prefix.
+func only(s map[string]float64, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func diff(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok || g != want[k] {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected %s = %v", k, got[k])
+		}
+	}
+}
+
+func newObserver(t *testing.T, opts ...promobs.Option) (*promobs.Observer, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	obs, err := promobs.New(reg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs, reg
+}
+
+func decided(limit string, allowed bool) core.Decision {
+	return core.Decision{Allowed: allowed, Limit: core.PerSecond(5).WithName(limit)}
+}
+
+var storeErr = &core.StoreError{Op: "allow", Err: errors.New("connection refused")}
+
+// TestCounts feeds a known sequence of events and checks every sample
+// that results.
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t, promobs.WithLatencyBuckets([]float64{0.001, 0.01}), promobs.WithHoldBuckets([]float64{1}))
+	ctx := context.Background()
+	ms := time.Millisecond
+	for _, e := range []core.Event{
+		{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "a", Cost: 1, Decision: decided("api", true), Latency: 500 * time.Microsecond},
+		{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "b", Cost: 1, Decision: decided("api", true), Latency: 2 * ms},
+		{Transport: "http", Outcome: core.OutcomeDenied, Key: "a", Cost: 1, Decision: decided("api", false), Latency: 20 * ms, Held: 1500 * ms},
+		{Transport: "http", Outcome: core.OutcomeDenied, Admitted: true, Shadow: true, Key: "a", Cost: 1, Decision: decided("api", false), Latency: 1 * ms},
+		{Transport: "grpc", Outcome: core.OutcomeShaped, Admitted: true, Key: "c", Cost: 2, Decision: core.Decision{Allowed: true, Limit: core.PerSecond(1).WithName("login"), Delay: ms, Overflow: true}, Latency: 3 * ms},
+		{Transport: "grpc", Outcome: core.OutcomeBadKey, Err: core.ErrEmptyKey},
+		{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailOpen, Admitted: true, Key: "d", Cost: 1, Err: storeErr, Latency: 100 * ms},
+		{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailClosed, Key: "d", Cost: 1, Err: storeErr, Latency: 100 * ms},
+		{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailClosed, Key: "e", Cost: 1, Err: storeErr, Latency: 100 * ms},
+	} {
+		obs.Observe(ctx, e)
+	}
+	const (
+		req  = "floodgate_requests_total"
+		lat  = "floodgate_decision_duration_seconds"
+		hold = "floodgate_denial_hold_seconds"
+	)
+	diff(t, samples(t, reg), map[string]float64{
+		req + "{limit=api,outcome=allowed,shadow=false,transport=http}":  2,
+		req + "{limit=api,outcome=denied,shadow=false,transport=http}":   1,
+		req + "{limit=api,outcome=denied,shadow=true,transport=http}":    1,
+		req + "{limit=login,outcome=shaped,shadow=false,transport=grpc}": 1,
+		req + "{limit=,outcome=bad_key,shadow=false,transport=grpc}":     1,
+		req + "{limit=,outcome=store_error,shadow=false,transport=http}": 3,
+
+		"floodgate_overflow_decisions_total{limit=login,transport=grpc}":   1,
+		"floodgate_store_errors_total{failure=fail-open,transport=http}":   1,
+		"floodgate_store_errors_total{failure=fail-closed,transport=http}": 2,
+
+		// 0.5, 2, 20 and 1 ms.
+		lat + "_count{limit=api,transport=http}":           4,
+		lat + "_sum{limit=api,transport=http}":             0.0235,
+		lat + "_bucket{limit=api,transport=http,le=0.001}": 2,
+		lat + "_bucket{limit=api,transport=http,le=0.01}":  3,
+		// 3 ms.
+		lat + "_count{limit=login,transport=grpc}":           1,
+		lat + "_sum{limit=login,transport=grpc}":             0.003,
+		lat + "_bucket{limit=login,transport=grpc,le=0.001}": 0,
+		lat + "_bucket{limit=login,transport=grpc,le=0.01}":  1,
+		// The store errors' 100 ms each; the bad key has no latency.
+		lat + "_count{limit=,transport=http}":           3,
+		lat + "_sum{limit=,transport=http}":             0.3,
+		lat + "_bucket{limit=,transport=http,le=0.001}": 0,
+		lat + "_bucket{limit=,transport=http,le=0.01}":  0,
+
+		hold + "_count{limit=api,transport=http}":       1,
+		hold + "_sum{limit=api,transport=http}":         1.5,
+		hold + "_bucket{limit=api,transport=http,le=1}": 0,
+	})
+}
+
+// TestKeyNeverALabel: whatever the outcome, no label value, help text or
+// name of any metric holds the event's key.
+func TestKeyNeverALabel(t *testing.T) {
+	t.Parallel()
+	const key = "198.51.100.23-api-key-9f8e"
+	fb := fallback.MustNew(&failing{}, mustCore(t, core.PerSecond(1)))
+	obs, reg := newObserver(t, promobs.WithFallback("redis", fb), promobs.WithConstLabels(prometheus.Labels{"service": "shop"}))
+	for o := core.Outcome(0); o <= core.OutcomeCanceled+1; o++ {
+		for _, shadow := range []bool{false, true} {
+			obs.Observe(context.Background(), core.Event{
+				Transport: "http", Outcome: o, Key: key, Cost: 1, Shadow: shadow, Failure: core.FailOpen,
+				Decision: core.Decision{Limit: core.PerSecond(1).WithName("api"), Overflow: true},
+				Latency:  time.Millisecond, Held: time.Second, Err: storeErr,
+			})
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := 0
+	for _, mf := range mfs {
+		if strings.Contains(mf.GetName(), key) || strings.Contains(mf.GetHelp(), key) {
+			t.Errorf("%s names the key", mf.GetName())
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				labels++
+				if strings.Contains(lp.GetValue(), key) || strings.Contains(lp.GetName(), key) {
+					t.Errorf("%s has label %s=%q, which holds the key", mf.GetName(), lp.GetName(), lp.GetValue())
+				}
+			}
+		}
+	}
+	// Every metric family is there, with labels, so that the check above
+	// looked at something.
+	if len(mfs) != 9 || labels < 50 {
+		t.Fatalf("%d families, %d labels checked", len(mfs), labels)
+	}
+}
+
+// TestHTTPEndToEnd runs requests through a real httpmw middleware and
+// watches the counters move.
+func TestHTTPEndToEnd(t *testing.T) {
+	t.Parallel()
+	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	lim := mustCore(t, core.PerMinute(2).WithName("per-client"), core.WithClock(clock))
+	obs, reg := newObserver(t)
+	h := httpmw.MustNew(lim, keyfunc.Header("X-Client"), httpmw.WithObserver(obs)).Handler(
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get := func(client string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if client != "" {
+			req.Header.Set("X-Client", client)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var codes []int
+	for _, c := range []string{"alice", "alice", "alice", "bob", ""} {
+		codes = append(codes, get(c))
+	}
+	if want := []int{204, 204, 429, 204, 400}; !slices.Equal(codes, want) {
+		t.Fatalf("status codes %v, want %v", codes, want)
+	}
+	const req = "floodgate_requests_total"
+	got := samples(t, reg)
+	diff(t, only(got, req), map[string]float64{
+		req + "{limit=per-client,outcome=allowed,shadow=false,transport=http}": 3,
+		req + "{limit=per-client,outcome=denied,shadow=false,transport=http}":  1,
+		req + "{limit=,outcome=bad_key,shadow=false,transport=http}":           1,
+	})
+	// The middleware measured every decision it asked the limiter for.
+	if n := got["floodgate_decision_duration_seconds_count{limit=per-client,transport=http}"]; n != 4 {
+		t.Errorf("%v decision latencies, want 4", n)
+	}
+	clock.Advance(30 * time.Second) // one unit back
+	if code := get("alice"); code != 204 {
+		t.Fatalf("status %d after the refill", code)
+	}
+	if n := testutil.ToFloat64(counterOf(t, reg, req, "per-client", "allowed")); n != 4 {
+		t.Errorf("allowed = %v after the refill, want 4", n)
+	}
+}
+
+// counterOf finds the requests counter of limit and outcome on the http
+// transport, as a Collector testutil.ToFloat64 can read.
+func counterOf(t *testing.T, reg prometheus.Gatherer, name, limit, outcome string) prometheus.Collector {
+	t.Helper()
+	want := fmt.Sprintf("%s{limit=%s,outcome=%s,shadow=false,transport=http}", name, limit, outcome)
+	v, ok := samples(t, reg)[want]
+	if !ok {
+		t.Fatalf("no %s", want)
+	}
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return v })
+}
+
+// failing is a primary that always fails with a store error.
+type failing struct{}
+
+func (failing) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{}, storeErr
+}
+func (failing) Refund(context.Context, string, int) error { return storeErr }
+
+func mustCore(t *testing.T, l core.Limit, opts ...core.Option) *core.Keyed {
+	t.Helper()
+	lim, err := core.New(l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// TestBreakers: the breaker state and a fallback limiter's counters, read
+// at each scrape.
+func TestBreakers(t *testing.T) {
+	t.Parallel()
+	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	fb, err := fallback.New(failing{}, mustCore(t, core.PerSecond(100), core.WithClock(clock)),
+		fallback.WithClock(clock), fallback.WithFailureThreshold(2), fallback.WithOpenFor(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := fallback.Closed
+	_, reg := newObserver(t, promobs.WithFallback("redis", fb), promobs.WithBreaker("payments", func() fallback.State { return other }))
+	const st = "floodgate_breaker_state"
+	scrape := func() map[string]float64 { return samples(t, reg) }
+	want := func(redis, payments fallback.State, primary, local, failures, opens float64) map[string]float64 {
+		m := map[string]float64{
+			"floodgate_fallback_decisions_total{breaker=redis,side=primary}": primary,
+			"floodgate_fallback_decisions_total{breaker=redis,side=local}":   local,
+			"floodgate_fallback_primary_failures_total{breaker=redis}":       failures,
+			"floodgate_breaker_opens_total{breaker=redis}":                   opens,
+		}
+		for _, s := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
+			m[fmt.Sprintf("%s{breaker=redis,state=%s}", st, s)] = b2f(s == redis)
+			m[fmt.Sprintf("%s{breaker=payments,state=%s}", st, s)] = b2f(s == payments)
+		}
+		return m
+	}
+	diff(t, scrape(), want(fallback.Closed, fallback.Closed, 0, 0, 0, 0))
+	ctx := context.Background()
+	for range 3 { // two failures open the breaker; the third is decided locally at once
+		if _, err := fb.Allow(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other = fallback.HalfOpen
+	diff(t, scrape(), want(fallback.Open, fallback.HalfOpen, 0, 3, 2, 1))
+	clock.Advance(time.Second)
+	diff(t, scrape(), want(fallback.HalfOpen, fallback.HalfOpen, 0, 3, 2, 1))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestUnknownOutcome: an outcome newer than this package is still counted,
+// under its String.
+func TestUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t)
+	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeCanceled + 3, Failure: core.FailOpen + 1})
+	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailOpen + 1})
+	diff(t, only(samples(t, reg), "floodgate_"), map[string]float64{
+		"floodgate_requests_total{limit=,outcome=Outcome(10),shadow=false,transport=http}": 1,
+		"floodgate_requests_total{limit=,outcome=store_error,shadow=false,transport=http}": 1,
+		"floodgate_store_errors_total{failure=FailureMode(2),transport=http}":              1,
+	})
+}
+
+// TestNoAllocs: once a limit's series exist, observing allocates nothing,
+// on every path.
+func TestNoAllocs(t *testing.T) {
+	obs, _ := newObserver(t)
+	events := benchEvents(512)
+	for _, e := range events {
+		obs.Observe(context.Background(), e)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(2000, func() { obs.Observe(context.Background(), events[i%len(events)]); i++ }); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+}
+
+// TestConcurrent: goroutines that meet new limits at once count every
+// event once.
+func TestConcurrent(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t)
+	const goroutines, each = 8, 500
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				out := []core.Outcome{core.OutcomeAllowed, core.OutcomeDenied}[(g+i)%2]
+				obs.Observe(context.Background(), core.Event{
+					Transport: "grpc", Outcome: out, Shadow: i%3 == 0,
+					Decision: decided(fmt.Sprintf("l%d", i%10), out == core.OutcomeAllowed),
+				})
+			}
+		})
+	}
+	wg.Wait()
+	var total float64
+	got := only(samples(t, reg), "floodgate_requests_total")
+	for _, v := range got {
+		total += v
+	}
+	if total != goroutines*each || len(got) != 10*2*2 {
+		t.Errorf("%v events counted in %d series, want %d in 40", total, len(got), goroutines*each)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		reg  prometheus.Registerer
+		opts []promobs.Option
+		want string
+	}{
+		{"nil registerer", nil, nil, "promobs: nil Registerer; pass prometheus.DefaultRegisterer"},
+		{"nil option", prometheus.NewRegistry(), []promobs.Option{nil}, "promobs: nil Option (argument 1)"},
+		{"namespace", prometheus.NewRegistry(), []promobs.Option{promobs.WithNamespace("rate-limit")}, `promobs: WithNamespace("rate-limit"): a namespace is letters`},
+		{"label name", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"1x": "a"})}, `promobs: WithConstLabels: label name "1x"`},
+		{"label clash", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"limit": "a"})}, "promobs: registering the metrics"},
+		{"buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithLatencyBuckets([]float64{0.1, 0.1})}, "promobs: WithLatencyBuckets([0.1 0.1]): the bounds must be"},
+		{"no buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithHoldBuckets(nil)}, "promobs: WithHoldBuckets([]): the bounds must be"},
+		{"nil state", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("redis", nil)}, `promobs: WithBreaker("redis", nil)`},
+		{"nil fallback", prometheus.NewRegistry(), []promobs.Option{promobs.WithFallback("redis", nil)}, `promobs: WithFallback("redis", nil)`},
+		{"no name", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("", func() fallback.State { return 0 })}, "promobs: breaker name is empty"},
+		{"same name", prometheus.NewRegistry(), []promobs.Option{
+			promobs.WithBreaker("redis", func() fallback.State { return 0 }),
+			promobs.WithBreaker("redis", func() fallback.State { return 0 }),
+		}, `promobs: two breakers are named "redis"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, err := promobs.New(tc.reg, tc.opts...)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || obs != nil {
+				t.Fatalf("got %v, %v; want an error starting %q", obs, err, tc.want)
+			}
+		})
+	}
+}
+
+// refusing registers collectors until its n-th, which it refuses, and
+// records what stays registered.
+type refusing struct {
+	n    int
+	seen int
+	live map[prometheus.Collector]bool
+}
+
+func (r *refusing) Register(c prometheus.Collector) error {
+	if r.seen++; r.seen == r.n {
+		return errors.New("refused")
+	}
+	r.live[c] = true
+	return nil
+}
+
+func (r *refusing) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (r *refusing) Unregister(c prometheus.Collector) bool {
+	ok := r.live[c]
+	delete(r.live, c)
+	return ok
+}
+
+// TestRegisterFails: when the registry refuses one of the metrics, New
+// leaves none registered, whichever it was.
+func TestRegisterFails(t *testing.T) {
+	t.Parallel()
+	withBreaker := promobs.WithBreaker("redis", func() fallback.State { return 0 })
+	for n := 1; n <= 6; n++ {
+		r := &refusing{n: n, live: map[prometheus.Collector]bool{}}
+		obs, err := promobs.New(r, withBreaker)
+		if err == nil || obs != nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("refusing the %d-th: %v, %v", n, obs, err)
+		}
+		if r.seen != n || len(r.live) != 0 {
+			t.Errorf("refusing the %d-th: %d registered, %d left registered", n, r.seen, len(r.live))
+		}
+	}
+	r := &refusing{n: 7, live: map[prometheus.Collector]bool{}}
+	if _, err := promobs.New(r, withBreaker); err != nil || len(r.live) != 6 {
+		t.Fatalf("%v; %d registered, want 6", err, len(r.live))
+	}
+}
+
+// TestRegisterTwice: a second Observer on one registry is refused unless
+// its namespace differs.
+func TestRegisterTwice(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	obs, err := promobs.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := promobs.New(reg); err == nil || !strings.Contains(err.Error(), "WithNamespace") {
+		t.Fatalf("a second Observer with the same names: %v", err)
+	}
+	edge, err := promobs.New(reg, promobs.WithNamespace("edge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeAllowed})
+	edge.Observe(context.Background(), core.Event{Transport: "grpc", Outcome: core.OutcomeDenied})
+	diff(t, samples(t, reg), map[string]float64{
+		"floodgate_requests_total{limit=,outcome=allowed,shadow=false,transport=http}": 1,
+		"edge_requests_total{limit=,outcome=denied,shadow=false,transport=grpc}":       1,
+	})
+}
