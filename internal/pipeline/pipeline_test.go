@@ -244,6 +244,7 @@ func TestLatency(t *testing.T) {
 	var events []core.Event
 	obs := core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) })
 	p := newPipeline(core.FailOpen, obs)
+	pipeline.TimeEvery(p)
 	var res pipeline.Result
 	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{d: allow}, d}, 0, &res)
 	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{err: storeErr}, d}, 0, &res)
@@ -260,8 +261,31 @@ func TestLatency(t *testing.T) {
 		t.Errorf("bad key: outcome %v latency %v, want 0", e.Outcome, e.Latency)
 	}
 	p = newPipeline(core.FailOpen, nil)
+	pipeline.TimeEvery(p)
 	p.Run(context.Background(), req{key: "k", cost: 1}, &slow{fixed{d: allow}, d}, 0, &res)
 	if res.Latency != 0 {
 		t.Errorf("latency %v measured without an observer", res.Latency)
+	}
+}
+
+// TestLatencySampled: by default about one observed request in
+// TimingEvery is timed; 4000 requests time between 1/16 and 1/4 of them
+// (the chance of falling outside is below 1e-30).
+func TestLatencySampled(t *testing.T) {
+	t.Parallel()
+	timed := 0
+	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if e.Latency > 0 {
+			timed++
+		}
+	})
+	p := newPipeline(core.FailOpen, obs)
+	var res pipeline.Result
+	const n = 4000
+	for range n {
+		p.Run(context.Background(), req{key: "k", cost: 1}, &fixed{d: allow}, 0, &res)
+	}
+	if timed < n/16 || timed > n/4 {
+		t.Errorf("%d of %d requests timed, want about 1 in %d", timed, n, pipeline.TimingEvery)
 	}
 }
