@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
@@ -195,3 +196,37 @@ func (m *masters) add(addr string) *route {
 	m.byAddr.Store(&next)
 	return r
 }
+
+// BreakerState reports the circuit breaker's state (see WithBreaker):
+// Closed while calls go through, Open while they fail at once, HalfOpen
+// when the next call will probe. On a Cluster, with a breaker per master,
+// it is the worst of them (Open before HalfOpen before Closed). Without a
+// breaker (WithoutBreaker) it is always Closed. Metrics read it at each
+// scrape (promobs.WithBreaker(name, lim.BreakerState)); it is cheap and
+// safe for concurrent use.
+func (l *Limiter) BreakerState() fallback.State {
+	worst := fallback.Closed
+	see := func(r *route) {
+		if r == nil || r.b == nil {
+			return
+		}
+		switch s := r.b.State(); {
+		case s == fallback.Open:
+			worst = s
+		case s == fallback.HalfOpen && worst == fallback.Closed:
+			worst = s
+		}
+	}
+	see(l.one)
+	if m := l.masters; m != nil {
+		see(m.unknown)
+		for _, r := range *m.byAddr.Load() {
+			see(r)
+		}
+	}
+	return worst
+}
+
+// BreakerState reports the breaker state of the stack's calls, as
+// Limiter.BreakerState does.
+func (s *Stack) BreakerState() fallback.State { return s.l.BreakerState() }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -87,16 +88,25 @@ func (r *breakerRig) failFast(t *testing.T, what string, n int) {
 func TestBreakerOutage(t *testing.T) {
 	r := newBreakerRig(t)
 	ctx := context.Background()
+	state := func(want fallback.State) {
+		t.Helper()
+		if got := r.lim.BreakerState(); got != want {
+			t.Fatalf("BreakerState() = %v, want %v", got, want)
+		}
+	}
 	r.roundTrip(t, ctx, "before the outage", true)
+	state(fallback.Closed)
 	r.srv.Kill()
 	for i := 1; i <= redisstore.DefaultBreakerThreshold; i++ {
 		r.roundTrip(t, ctx, fmt.Sprintf("failure %d", i), false)
 	}
+	state(fallback.Open)
 	r.failFast(t, "open", 50)
 	r.clk.Advance(redisstore.DefaultBreakerOpenFor - time.Nanosecond)
 	r.failFast(t, "1 ns before the end of the open period", 5)
 
 	r.clk.Advance(time.Nanosecond)
+	state(fallback.HalfOpen)
 	before := r.sent.n.Load()
 	r.roundTrip(t, ctx, "first probe", false)
 	if n := r.sent.n.Load() - before; n != 1 {
@@ -113,6 +123,7 @@ func TestBreakerOutage(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		r.roundTrip(t, ctx, fmt.Sprintf("closed again, call %d", i), true)
 	}
+	state(fallback.Closed)
 }
 
 // gate is a client hook that, once armed, holds the next command until
