@@ -64,14 +64,32 @@
 //
 // # Cost
 //
-// Each limit and transport's series are resolved the first time they are
-// seen; after that Observe takes no lock and allocates nothing: one map
-// read, an atomic counter increment and, for the latency, two atomic
-// integer additions (see BenchmarkObserve). The latency histogram is this
-// package's own collector rather than a prometheus.HistogramVec, whose
-// observation costs twice as much; a scrape that runs during an
-// observation may count it in the sum before the count, which the next
-// scrape corrects.
+// Each limit and transport's series is made the first time they are seen;
+// after that Observe takes no lock and allocates nothing: it finds the
+// series, picks one of its cells at random, and makes two to four atomic
+// integer additions there (the outcome's count, the latency's bucket and
+// sum; a hold's bucket and sum, an overflow, a store error's failure
+// mode). BenchmarkObserve measures it from every core at once, the case
+// the budget of 50 ns and no allocation is for; BenchmarkObserveSeq
+// from one goroutine.
+//
+// Two things make it cheap. Each series keeps its counts in 8 cells on
+// cache lines of their own, so that cores counting the same series at once
+// do not pass a cache line back and forth; a scrape adds the cells up and
+// exports the sums. A scrape that runs during an observation may count
+// part of it (its latency's sum before its bucket, say), which the next
+// scrape corrects. And the series are found first by the identity of the
+// names' strings (their memory), which recurs because limit names come
+// from the core.Limit values a limiter holds, without hashing their bytes;
+// a name seen in new memory is found by content and recorded under that
+// identity too, while room lasts: a table of 4096 entries, each a few
+// dozen bytes, filled once and never replaced. So names built afresh for
+// every event cost a content lookup each and cannot grow it.
+//
+// A series takes 3 KiB of memory with the default buckets (up to 16 more
+// buckets add 1 KiB), whichever of its metrics it uses; those it has not
+// counted yet are not exported, as a metric does not exist before its
+// first event.
 //
 // # Queries
 //

@@ -28,6 +28,7 @@ var DefaultLatencyBuckets = []float64{1e-6, 5e-6, 25e-6, 100e-6, 250e-6, 500e-6,
 // few seconds at most.
 var DefaultHoldBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
+// options is what the Options set, with errs collecting their mistakes.
 type options struct {
 	namespace   string
 	constLabels prometheus.Labels
@@ -117,6 +118,7 @@ func WithFallback(name string, l *fallback.Limiter) Option {
 	}
 }
 
+// addBreaker adds b unless it has no name or the name of another.
 func (o *options) addBreaker(b breakerSource) {
 	if !o.errs.Require(b.name != "", "breaker name is empty; name it after what it guards (\"redis\")") {
 		return

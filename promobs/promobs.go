@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -18,20 +17,39 @@ import (
 // Observer counts what the adapters report into Prometheus metrics (the
 // package documentation lists them). Make one with [New] and hand it to
 // an adapter's WithObserver. It is safe for concurrent use, and after the
-// first event of each limit and transport, observing an event allocates
-// nothing and takes no lock.
+// first event of each limit and transport, observing an event takes no
+// lock and allocates nothing (but for a bounded number of small entries
+// the first time a name is seen in new memory; see the package
+// documentation's Cost).
 type Observer struct {
-	requests  *prometheus.CounterVec   // limit, transport, outcome, shadow
-	overflow  *prometheus.CounterVec   // limit, transport
-	storeErrs *prometheus.CounterVec   // transport, failure
-	latency   *latencyCollector        // limit, transport
-	held      *prometheus.HistogramVec // limit, transport
+	requests  *cellCollector // limit, transport, outcome, shadow
+	overflow  *cellCollector // limit, transport
+	storeErrs *cellCollector // transport, failure
+	latency   *cellCollector // limit, transport
+	held      *cellCollector // limit, transport
 
-	// series maps a limit and transport to its children, resolved as
-	// they are first needed. The map is copied on write, under mu, so
-	// that reading it takes one atomic load and no lock.
+	// latencyBounds and holdBounds are the buckets' upper bounds in
+	// nanoseconds; wordHeldSum is where the holds' histogram starts in a
+	// cell, after the latency's.
+	latencyBounds, holdBounds []int64
+	wordHeldSum               int
+
+	// unknownOutcomes and unknownFailures count, slowly, the outcomes and
+	// failure modes newer than this package, which the cells have no
+	// place for. They are collected by requests and storeErrs, not
+	// registered themselves.
+	unknownOutcomes *prometheus.CounterVec
+	unknownFailures *prometheus.CounterVec
+
+	// series maps a limit and transport to their counts, added as they
+	// are first seen. The map is copied on write, under mu, so that
+	// reading it takes one atomic load and no lock.
 	series atomic.Pointer[map[seriesKey]*series]
 	mu     sync.Mutex
+
+	// byIdentity finds a series without hashing the names (see
+	// seriesFor).
+	byIdentity identityCache
 }
 
 var _ core.Observer = (*Observer)(nil)
@@ -43,23 +61,17 @@ const numOutcomes = int(core.OutcomeCanceled) + 1
 // numFailures is how many failure modes core defines.
 const numFailures = int(core.FailOpen) + 1
 
+// seriesKey is a series' names, by content.
 type seriesKey struct{ limit, transport string }
 
-// series holds the children of one limit and transport. Each is created on
-// first use, so that a limit that never overflows, or a transport whose
-// denials are never held, exports no series for it.
+// series holds the counts of one limit and transport: the requests by
+// outcome and shadow, the overflow decisions, the store errors by failure
+// mode, and the latency and hold histograms (see the word offsets in
+// cells.go).
 type series struct {
 	limit, transport string
-	requests         [numOutcomes][2]atomic.Pointer[counter] // by outcome, shadow
-	storeErrs        [numFailures]atomic.Pointer[counter]    // by failure mode
-	overflow         atomic.Pointer[counter]
-	latency          atomic.Pointer[latencyCounts]
-	held             atomic.Pointer[histogram]
+	counts           stripedCounts
 }
-
-// counter and histogram box a child so that an atomic.Pointer can hold it.
-type counter struct{ prometheus.Counter }
-type histogram struct{ prometheus.Observer }
 
 // New makes an Observer and registers its metrics with reg (pass
 // prometheus.DefaultRegisterer for the default registry, which
@@ -80,29 +92,52 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	if reg == nil {
 		return nil, errors.New("promobs: nil Registerer; pass prometheus.DefaultRegisterer, or a registry of your own")
 	}
-	ob := &Observer{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: o.namespace, Name: "requests_total", ConstLabels: o.constLabels,
-			Help: "Requests the rate limiter checked, by the limit that decided (\"\" when none did), transport, outcome, and whether shadow mode admitted them anyway.",
-		}, []string{"limit", "transport", "outcome", "shadow"}),
-		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: o.namespace, Name: "overflow_decisions_total", ConstLabels: o.constLabels,
-			Help: "Decisions made against the limiter's shared overflow state because its table of keys was full; a steady rate means the capacity is too small.",
-		}, []string{"limit", "transport"}),
-		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: o.namespace, Name: "store_errors_total", ConstLabels: o.constLabels,
-			Help: "Requests for which the store failed, by the failure mode applied (fail-open admitted them, fail-closed refused them).",
-		}, []string{"transport", "failure"}),
-		latency: newLatencyCollector(prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", "decision_duration_seconds"),
-			"How long the limiter took to answer (a store round trip included; the shaping wait and the denial hold excluded).",
-			[]string{"limit", "transport"}, o.constLabels), o.latency),
-		held: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: o.namespace, Name: "denial_hold_seconds", ConstLabels: o.constLabels, Buckets: o.hold,
-			Help: "How long refusals were held before they were answered (WithDenialHold); refusals answered at once are not counted.",
-		}, []string{"limit", "transport"}),
+	requestsOpts := prometheus.CounterOpts{
+		Namespace: o.namespace, Name: "requests_total", ConstLabels: o.constLabels,
+		Help: "Requests the rate limiter checked, by the limit that decided (\"\" when none did), transport, outcome, and whether shadow mode admitted them anyway.",
 	}
+	storeErrsOpts := prometheus.CounterOpts{
+		Namespace: o.namespace, Name: "store_errors_total", ConstLabels: o.constLabels,
+		Help: "Requests for which the store failed, by the failure mode applied (fail-open admitted them, fail-closed refused them).",
+	}
+	ob := &Observer{
+		unknownOutcomes: prometheus.NewCounterVec(requestsOpts, []string{"limit", "transport", "outcome", "shadow"}),
+		unknownFailures: prometheus.NewCounterVec(storeErrsOpts, []string{"transport", "failure"}),
+	}
+	latencySeconds, latencyNs := bucketsOf(o.latency)
+	holdSeconds, holdNs := bucketsOf(o.hold)
+	ob.latencyBounds, ob.holdBounds = latencyNs, holdNs
+	ob.wordHeldSum = wordLatency + len(latencyNs) + 1
 	ob.series.Store(&map[seriesKey]*series{})
-	ob.latency.series = &ob.series
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
+	}
+	ob.requests = &cellCollector{
+		desc:   desc("requests_total", requestsOpts.Help, "limit", "transport", "outcome", "shadow"),
+		series: &ob.series, emit: emitRequests, slow: ob.unknownOutcomes,
+	}
+	ob.overflow = &cellCollector{
+		desc: desc("overflow_decisions_total",
+			"Decisions made against the limiter's shared overflow state because its table of keys was full; a steady rate means the capacity is too small.",
+			"limit", "transport"),
+		series: &ob.series, emit: emitOverflow,
+	}
+	ob.storeErrs = &cellCollector{
+		desc:   desc("store_errors_total", storeErrsOpts.Help, "transport", "failure"),
+		series: &ob.series, emit: emitStoreErrors, slow: ob.unknownFailures,
+	}
+	ob.latency = &cellCollector{
+		desc: desc("decision_duration_seconds",
+			"How long the limiter took to answer (a store round trip included; the shaping wait and the denial hold excluded).",
+			"limit", "transport"),
+		series: &ob.series, emit: histogramEmitter(wordLatencySum, latencySeconds),
+	}
+	ob.held = &cellCollector{
+		desc: desc("denial_hold_seconds",
+			"How long refusals were held before they were answered (WithDenialHold); refusals answered at once are not counted.",
+			"limit", "transport"),
+		series: &ob.series, emit: histogramEmitter(ob.wordHeldSum, holdSeconds),
+	}
 	cs := []prometheus.Collector{ob.requests, ob.overflow, ob.storeErrs, ob.latency, ob.held}
 	if len(o.breakers) > 0 {
 		cs = append(cs, newBreakerCollector(o.namespace, o.constLabels, o.breakers))
@@ -121,61 +156,49 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 // Observe counts e. Its key is never used.
 func (o *Observer) Observe(_ context.Context, e core.Event) {
 	s := o.seriesFor(e.Decision.Limit.Name, e.Transport)
+	c := s.counts.cell()
 	if int(e.Outcome) < numOutcomes {
-		p := &s.requests[e.Outcome][b2i(e.Shadow)]
-		if c := p.Load(); c != nil {
-			c.Inc()
-		} else {
-			o.newRequests(p, s, e.Outcome, e.Shadow).Inc()
-		}
+		c[wordRequests+2*int(e.Outcome)+b2i(e.Shadow)].Add(1)
 	} else {
 		// An outcome this package does not know yet: counted, slowly.
-		o.requests.WithLabelValues(s.limit, s.transport, e.Outcome.String(), shadowLabel(e.Shadow)).Inc()
+		o.unknownOutcomes.WithLabelValues(s.limit, s.transport, e.Outcome.String(), shadowLabel(e.Shadow)).Inc()
 	}
 	if e.Latency > 0 {
-		h := s.latency.Load()
-		if h == nil {
-			h = o.latency.counts(&s.latency)
-		}
-		h.observe(o.latency.bounds, int64(e.Latency))
+		observe(c, wordLatencySum, o.latencyBounds, int64(e.Latency))
 	}
 	if e.Decision.Overflow {
-		if c := s.overflow.Load(); c != nil {
-			c.Inc()
-		} else {
-			newCounter(&s.overflow, o.overflow, s.limit, s.transport).Inc()
-		}
+		c[wordOverflow].Add(1)
 	}
 	if e.Held > 0 {
-		if h := s.held.Load(); h != nil {
-			h.Observe(e.Held.Seconds())
-		} else {
-			newHistogram(&s.held, o.held, s).Observe(e.Held.Seconds())
-		}
+		observe(c, o.wordHeldSum, o.holdBounds, int64(e.Held))
 	}
 	if e.Outcome == core.OutcomeStoreError {
 		if int(e.Failure) < numFailures {
-			p := &s.storeErrs[e.Failure]
-			if c := p.Load(); c != nil {
-				c.Inc()
-			} else {
-				newCounter(p, o.storeErrs, s.transport, e.Failure.String()).Inc()
-			}
+			c[wordStoreErrs+int(e.Failure)].Add(1)
 		} else {
-			o.storeErrs.WithLabelValues(s.transport, e.Failure.String()).Inc()
+			o.unknownFailures.WithLabelValues(s.transport, e.Failure.String()).Inc()
 		}
 	}
 }
 
-// seriesFor returns the children of limit and transport, adding an entry
-// the first time they are seen.
+// seriesFor returns the series of limit and transport, adding it the
+// first time they are seen. It looks first by the strings' identity (see
+// identityCache), then by their content.
 func (o *Observer) seriesFor(limit, transport string) *series {
-	if s := (*o.series.Load())[seriesKey{limit, transport}]; s != nil {
+	h := identityHash(limit, transport)
+	if s := o.byIdentity.find(h, limit, transport); s != nil {
 		return s
 	}
-	return o.addSeries(limit, transport)
+	s := (*o.series.Load())[seriesKey{limit, transport}]
+	if s == nil {
+		s = o.addSeries(limit, transport)
+	}
+	o.byIdentity.add(h, limit, transport, s)
+	return s
 }
 
+// addSeries returns the series of limit and transport, adding it to a
+// copy of the map unless another goroutine did first.
 func (o *Observer) addSeries(limit, transport string) *series {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -188,34 +211,13 @@ func (o *Observer) addSeries(limit, transport string) *series {
 	for k, v := range old {
 		next[k] = v
 	}
-	s := &series{limit: limit, transport: transport}
+	s := &series{limit: limit, transport: transport, counts: newStripedCounts(o.wordHeldSum + 1 + len(o.holdBounds) + 1)}
 	next[k] = s
 	o.series.Store(&next)
 	return s
 }
 
-func (o *Observer) newRequests(p *atomic.Pointer[counter], s *series, out core.Outcome, shadow bool) prometheus.Counter {
-	return newCounter(p, o.requests, s.limit, s.transport, out.String(), shadowLabel(shadow))
-}
-
-// newCounter resolves vec's child for lvs into *p, unless another
-// goroutine did first; both resolve the same child.
-func newCounter(p *atomic.Pointer[counter], vec *prometheus.CounterVec, lvs ...string) prometheus.Counter {
-	c := &counter{vec.WithLabelValues(lvs...)}
-	if !p.CompareAndSwap(nil, c) {
-		c = p.Load()
-	}
-	return c.Counter
-}
-
-func newHistogram(p *atomic.Pointer[histogram], vec *prometheus.HistogramVec, s *series) prometheus.Observer {
-	h := &histogram{vec.WithLabelValues(s.limit, s.transport)}
-	if !p.CompareAndSwap(nil, h) {
-		h = p.Load()
-	}
-	return h.Observer
-}
-
+// b2i is 1 for true, 0 for false.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -223,6 +225,7 @@ func b2i(b bool) int {
 	return 0
 }
 
+// shadowLabel is the shadow label's value.
 func shadowLabel(b bool) string {
 	if b {
 		return "true"
@@ -240,6 +243,8 @@ type breakerCollector struct {
 	breakers                          []breakerSource
 }
 
+// newBreakerCollector makes the collector of the breakers bs, its metrics'
+// names prefixed by ns.
 func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []breakerSource) *breakerCollector {
 	return &breakerCollector{
 		state: prometheus.NewDesc(prometheus.BuildFQName(ns, "breaker", "state"),
@@ -290,78 +295,5 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(st.LocalDecisions), b.name, fallback.Local.String())
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(st.PrimaryFailures), b.name)
 		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(st.Opens), b.name)
-	}
-}
-
-// latencyCollector exports the decision-latency histograms. It is lighter
-// than a prometheus.HistogramVec on the path every decision takes: two
-// uncontended atomic additions of integers (the bucket, the sum in
-// nanoseconds) where the client library's histogram makes four and a
-// compare-and-swap loop on a float. The price: a scrape that runs during
-// an observation may see it in the sum and not yet in the count, which
-// the next scrape corrects.
-type latencyCollector struct {
-	desc    *prometheus.Desc
-	bounds  []int64   // the buckets' upper bounds in nanoseconds
-	seconds []float64 // the same, as exported
-	series  *atomic.Pointer[map[seriesKey]*series]
-}
-
-func newLatencyCollector(desc *prometheus.Desc, buckets []float64) *latencyCollector {
-	c := &latencyCollector{desc: desc}
-	for _, b := range buckets {
-		if math.IsInf(b, +1) {
-			break // the +Inf bucket is implicit
-		}
-		c.bounds = append(c.bounds, int64(math.Round(b*1e9)))
-		c.seconds = append(c.seconds, b)
-	}
-	return c
-}
-
-// latencyCounts is one series' histogram: a count per bucket (the last
-// for observations above every bound) and the sum.
-type latencyCounts struct {
-	buckets []atomic.Uint64
-	sumNs   atomic.Int64
-}
-
-// counts resolves *p, unless another goroutine did first.
-func (c *latencyCollector) counts(p *atomic.Pointer[latencyCounts]) *latencyCounts {
-	h := &latencyCounts{buckets: make([]atomic.Uint64, len(c.bounds)+1)}
-	if !p.CompareAndSwap(nil, h) {
-		h = p.Load()
-	}
-	return h
-}
-
-func (h *latencyCounts) observe(bounds []int64, ns int64) {
-	i := 0
-	for i < len(bounds) && ns > bounds[i] {
-		i++
-	}
-	h.buckets[i].Add(1)
-	h.sumNs.Add(ns)
-}
-
-// Describe implements prometheus.Collector.
-func (c *latencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect implements prometheus.Collector.
-func (c *latencyCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range *c.series.Load() {
-		h := s.latency.Load()
-		if h == nil {
-			continue
-		}
-		cum := make(map[float64]uint64, len(c.seconds))
-		var n uint64
-		for i, b := range c.seconds {
-			n += h.buckets[i].Load()
-			cum[b] = n
-		}
-		n += h.buckets[len(c.seconds)].Load()
-		sum := float64(h.sumNs.Load()) / 1e9
-		ch <- prometheus.MustNewConstHistogram(c.desc, n, sum, cum, s.limit, s.transport)
 	}
 }

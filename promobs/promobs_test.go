@@ -505,3 +505,83 @@ func TestRegisterTwice(t *testing.T) {
 		"edge_requests_total{limit=,outcome=denied,shadow=false,transport=grpc}":       1,
 	})
 }
+
+// TestNamesInNewMemory: a limit name is one series whatever memory holds
+// it, also after names in fresh memory (more than the identity cache
+// keeps) have filled the cache; and a store error that names a limit adds
+// to its transport's store errors rather than making a second metric.
+func TestNamesInNewMemory(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	const n = 10000
+	stable := core.PerSecond(1).WithName("api")
+	for i := range n {
+		name := strings.Clone("api")
+		if i%2 == 0 {
+			name = stable.Name
+		}
+		obs.Observe(ctx, core.Event{Transport: strings.Clone("http"), Outcome: core.OutcomeAllowed, Decision: decided(name, true)})
+	}
+	obs.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailOpen, Decision: decided("api", false)})
+	obs.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeStoreError, Failure: core.FailOpen})
+	diff(t, samples(t, reg), map[string]float64{
+		"floodgate_requests_total{limit=api,outcome=allowed,shadow=false,transport=http}":     n,
+		"floodgate_requests_total{limit=api,outcome=store_error,shadow=false,transport=http}": 1,
+		"floodgate_requests_total{limit=,outcome=store_error,shadow=false,transport=http}":    1,
+		"floodgate_store_errors_total{failure=fail-open,transport=http}":                      2,
+	})
+}
+
+// TestScrapeWhileObserving: scrapes running during observations see
+// counts that only grow, and once the observers stop, every event.
+func TestScrapeWhileObserving(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t)
+	const goroutines, each = 4, 2000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				obs.Observe(context.Background(), core.Event{
+					Transport: "http", Outcome: core.OutcomeDenied, Decision: decided(fmt.Sprintf("l%d", (g+i)%3), false),
+					Latency: time.Duration(1+i%3) * time.Millisecond, Held: time.Second,
+				})
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	total := func(s map[string]float64, prefix string) float64 {
+		var n float64
+		for k, v := range only(s, prefix) {
+			if !strings.Contains(k, "_bucket") {
+				n += v
+			}
+		}
+		return n
+	}
+	last := 0.0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		n := total(samples(t, reg), "floodgate_requests_total")
+		if n < last {
+			t.Fatalf("requests went from %v to %v", last, n)
+		}
+		last = n
+	}
+	s := samples(t, reg)
+	if got := total(s, "floodgate_requests_total"); got != goroutines*each {
+		t.Errorf("%v requests, want %d", got, goroutines*each)
+	}
+	if got := total(s, "floodgate_decision_duration_seconds_count"); got != goroutines*each {
+		t.Errorf("%v latencies, want %d", got, goroutines*each)
+	}
+	if got := total(s, "floodgate_denial_hold_seconds_sum"); got != goroutines*each {
+		t.Errorf("%v seconds held, want %d", got, goroutines*each)
+	}
+}
