@@ -39,10 +39,12 @@
 //     error, hence no limit label.
 //   - floodgate_decision_duration_seconds{limit, transport}: how long the
 //     limiter took to answer, a Redis round trip included; the shaping
-//     wait and the denial hold are not part of it. The adapters measure it
-//     (core.Event.Latency) only when an observer is set. Requests that
-//     never reached the limiter (a bad key, a failed key function) are
-//     not observed.
+//     wait and the denial hold are not part of it. The adapters time a
+//     random sample of about one decision in 8 (core.Event.Latency), since
+//     two clock reads cost as much as an in-memory decision: the
+//     histogram's count is that sample's, and its shape the traffic's.
+//     Requests that never reached the limiter (a bad key, a failed key
+//     function) are not observed.
 //   - floodgate_denial_hold_seconds{limit, transport}: how long refusals
 //     were held before they were answered (the adapters' WithDenialHold);
 //     refusals answered at once are not observed.

@@ -94,8 +94,9 @@ func WithHoldBuckets(b []float64) Option {
 
 // WithBreaker exports the state of a circuit breaker, read at each scrape
 // from state, as floodgate_breaker_state{breaker=name, state=...}: 1 for
-// the state it is in, 0 for the others. Pass a fallback.Limiter's State
-// method (or use [WithFallback], which adds its counters). name tells
+// the state it is in, 0 for the others. Pass a redisstore Limiter's or
+// Stack's BreakerState method, or a fallback.Limiter's State (or use
+// [WithFallback], which adds its counters). name tells
 // breakers apart and must be unique among them.
 func WithBreaker(name string, state func() fallback.State) Option {
 	return func(o *options) {
