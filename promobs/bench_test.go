@@ -3,6 +3,8 @@ package promobs_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/promobs"
 )
 
@@ -93,5 +97,68 @@ func BenchmarkObserveSeq(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		obs.Observe(ctx, events[i&1023])
+	}
+}
+
+// BenchmarkAdded measures what observing adds to a whole request: the
+// same httpmw middleware, on the same in-memory limiter and 1024 distinct
+// client addresses, with no observer, with one that does nothing (the
+// adapters' own part: building the event, the sampled timing, the call)
+// and with an Observer of this package. BenchmarkObserve measures this
+// package's part alone.
+func BenchmarkAdded(b *testing.B) {
+	const nKeys = 1 << 10
+	reqs := make([]*http.Request, nKeys)
+	seen := map[string]bool{}
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = fmt.Sprintf("10.%d.%d.1:1234", i>>8, i&255)
+		reqs[i] = r
+		seen[r.RemoteAddr] = true
+	}
+	if len(seen) != nKeys {
+		b.Fatalf("%d distinct clients, want %d", len(seen), nKeys)
+	}
+	byAddr := func(r *http.Request) (string, error) { return r.RemoteAddr, nil }
+	limit := core.Limit{Events: 1000, Period: time.Second, Burst: 1 << 30, Name: "bench"}
+	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for _, with := range []string{"none", "noop", "promobs"} {
+		lim, err := core.New(limit, core.WithCapacity(2*nKeys))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var opts []httpmw.Option
+		switch with {
+		case "noop":
+			opts = append(opts, httpmw.WithObserver(core.ObserverFunc(func(context.Context, core.Event) {})))
+		case "promobs":
+			obs, err := promobs.New(prometheus.NewRegistry())
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts = append(opts, httpmw.WithObserver(obs))
+		}
+		h := httpmw.MustNew(lim, byAddr, opts...).Handler(bare)
+		b.Run(fmt.Sprintf("observer=%s/mode=seq", with), func(b *testing.B) {
+			w := httpmwtest.NewWriter()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				w.Reset()
+				h.ServeHTTP(w, reqs[i&(nKeys-1)])
+			}
+		})
+		b.Run(fmt.Sprintf("observer=%s/mode=par", with), func(b *testing.B) {
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := httpmwtest.NewWriter()
+				i := int(next.Add(nKeys / 7))
+				for pb.Next() {
+					w.Reset()
+					h.ServeHTTP(w, reqs[i&(nKeys-1)])
+					i++
+				}
+			})
+		})
 	}
 }
