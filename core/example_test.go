@@ -221,3 +221,25 @@ func ExampleWithMaxEntries() {
 	// core: SlidingLog: 5000 events per period need up to 5000 log entries per key (16 bytes each), more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use SlidingWindow (with WithSubWindows for a closer count)
 	// <nil>
 }
+
+// Two observers hear of the same events: one counts refusals, the other
+// logs them.
+func ExampleJoinObservers() {
+	refused := 0
+	count := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if e.Outcome == core.OutcomeDenied {
+			refused++
+		}
+	})
+	log := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		fmt.Println(e.Transport, e.Outcome)
+	})
+	obs := core.JoinObservers(count, nil, log)
+	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeDenied})
+	obs.Observe(context.Background(), core.Event{Transport: "grpc", Outcome: core.OutcomeAllowed})
+	fmt.Println("refused:", refused, "none joined:", core.JoinObservers(nil) == nil)
+	// Output:
+	// http denied
+	// grpc allowed
+	// refused: 1 none joined: true
+}

@@ -127,3 +127,27 @@ type ObserverFunc func(ctx context.Context, e Event)
 
 // Observe calls f.
 func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// JoinObservers returns an Observer that passes every event to each of
+// obs in turn (metrics, logs and the debug page at once); nil ones are
+// left out. It returns nil when none is left, so that adapters given the
+// result still pay nothing, and the one Observer itself when one is.
+func JoinObservers(obs ...Observer) Observer {
+	var all []Observer
+	for _, o := range obs {
+		if o != nil {
+			all = append(all, o)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return ObserverFunc(func(ctx context.Context, e Event) {
+		for _, o := range all {
+			o.Observe(ctx, e)
+		}
+	})
+}

@@ -15,13 +15,10 @@
 //	admin.Handle("/debug/floodgate/", requireOperator(page))
 //
 // The same page takes grpcmw.WithObserver, and ginmw's and echomw's
-// options alike. To report to the page and to another observer (metrics),
-// pass one function that calls both:
+// options alike. To report to the page and to other observers (metrics,
+// logs), join them:
 //
-//	httpmw.WithObserver(core.ObserverFunc(func(ctx context.Context, e core.Event) {
-//		page.Observe(ctx, e)
-//		metrics.Observe(ctx, e)
-//	}))
+//	httpmw.WithObserver(core.JoinObservers(page, metrics))
 //
 // # What it shows
 //

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
 // ErrLimited is what a *LimitError wraps: NewLimitedTransport's limiter
@@ -172,15 +173,14 @@ func (t *LimitedTransport) admit(req *http.Request) (*core.Lease, error) {
 }
 
 // giveBack returns what a shaped admission took when its request is not
-// sent. The refund may fail (a store that cannot be reached): the units
-// then stay charged, which only makes the client more careful.
+// sent, as the adapters undo an admission: its lease's slot when it holds
+// one (releasing and refunding both would give it back twice), its unit
+// otherwise. The refund may fail (a store that cannot be reached): the
+// unit then stays charged, which only makes the client more careful.
 func (t *LimitedTransport) giveBack(ctx context.Context, key string, d core.Decision) {
-	if !d.Allowed {
-		return
+	if d.Allowed {
+		_ = pipeline.Undo(ctx, t.lim, key, 1, d.Lease)
 	}
-	ctx = context.WithoutCancel(ctx)
-	_ = t.lim.Refund(ctx, key, 1)
-	_ = d.Lease.Release(ctx)
 }
 
 // leaseBody releases a concurrency lease when the response body ends.

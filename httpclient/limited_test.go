@@ -289,3 +289,35 @@ func TestLimitedErrors(t *testing.T) {
 		t.Errorf("%d requests sent, want none", len(s.times()))
 	}
 }
+
+// shapedLease admits every request with a Delay and a Lease, counting the
+// releases and the refunds it gets.
+type shapedLease struct {
+	delay              time.Duration
+	released, refunded int
+}
+
+func (l *shapedLease) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{Allowed: true, Delay: l.delay, Lease: core.NewLease(func(context.Context) error {
+		l.released++
+		return nil
+	})}, nil
+}
+
+func (l *shapedLease) Refund(context.Context, string, int) error { l.refunded++; return nil }
+
+// TestLimitedGivesBackOnce: a shaped admission carrying a lease (a stack
+// with a shaper and a concurrency layer) that waits too long is undone
+// once, by its lease, as the adapters undo one: not refunded as well.
+func TestLimitedGivesBackOnce(t *testing.T) {
+	t.Parallel()
+	lim := &shapedLease{delay: 5 * time.Second}
+	sl := newSleeper()
+	c := limited(t, &sent{clock: sl.clock}, lim, sl, httpclient.WithMaxWait(time.Second))
+	if _, err := doGet(c, "http://api.test/"); !errors.Is(err, httpclient.ErrLimited) {
+		t.Fatalf("err %v, want ErrLimited", err)
+	}
+	if lim.released != 1 || lim.refunded != 0 {
+		t.Fatalf("released %d, refunded %d; want the lease released once and no refund", lim.released, lim.refunded)
+	}
+}

@@ -9,8 +9,8 @@
 //	}
 //	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
 //
-// To count as well as log, give the adapter an observer that calls both
-// (a core.ObserverFunc calling promobs's and this package's Observe).
+// To count as well as log, give the adapter both, joined:
+// core.JoinObservers(metrics, logs).
 //
 // # What is logged
 //
