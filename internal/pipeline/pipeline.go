@@ -267,11 +267,15 @@ func (p *Pipeline[R]) allow(ctx context.Context, lim core.Limiter, res *Result) 
 		res.Decision, err = lim.Allow(ctx, res.Key, res.Cost)
 		return err
 	}
-	start := time.Now()
+	// Two monotonic readings: time.Now would read the wall clock too.
+	start := time.Since(epoch)
 	res.Decision, err = lim.Allow(ctx, res.Key, res.Cost)
-	res.Latency = max(time.Since(start), 1) // 0 means "not timed"
+	res.Latency = max(time.Since(epoch)-start, 1) // 0 means "not timed"
 	return err
 }
+
+// epoch is the instant latencies are read from.
+var epoch = time.Now()
 
 // hold holds a denial for min(Hold.Max, RetryAfter), unless Hold.Concurrent
 // denials are held already, and records in res.Held how long it did.
