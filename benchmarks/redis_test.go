@@ -301,7 +301,7 @@ type redisBench struct {
 // client returns a client of the server that counts its round trips: a
 // command, or a pipeline of them.
 func (r *redisBench) client(tb testing.TB, opts func(*redis.Options)) (*redis.Client, *roundTrips) {
-	o := &redis.Options{Addr: r.srv.Addr()}
+	o := &redis.Options{Addr: r.srv.Addr(), ContextTimeoutEnabled: true}
 	if opts != nil {
 		opts(o)
 	}

@@ -46,14 +46,14 @@ func (l *Limiter) run(ctx context.Context, pol *policy, q *queue, op string, cod
 	}
 	args := l.args(pol, code, cost, member)
 	if q == nil {
-		return reply(op, l.script.Run(ctx, l.client, l.keys(rkey), args...))
+		return reply(op, l.script.run(ctx, l.client, l.keys(rkey), args))
 	}
 	q.mu.Lock()
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
 		defer l.handOff(q)
-		return reply(op, l.script.Run(ctx, l.client, l.keys(rkey), args...))
+		return reply(op, l.script.run(ctx, l.client, l.keys(rkey), args))
 	}
 	p := &pending{op: op, keys: l.keys(rkey), args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
@@ -121,7 +121,7 @@ func (l *Limiter) pipeline(batch []*pending) {
 	pipe := l.client.Pipeline()
 	for i, p := range batch {
 		if !p.gone.Load() {
-			cmds[i] = l.script.EvalSha(ctx, pipe, p.keys, p.args...)
+			cmds[i] = l.script.queue(ctx, pipe, true, p.keys, p.args)
 		}
 	}
 	if pipe.Len() > 0 {
@@ -129,11 +129,11 @@ func (l *Limiter) pipeline(batch []*pending) {
 	}
 	var again redis.Pipeliner
 	for i, c := range cmds {
-		if c != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		if c != nil && noScript(c.Err()) {
 			if again == nil {
 				again = l.client.Pipeline()
 			}
-			cmds[i] = l.script.Eval(ctx, again, batch[i].keys, batch[i].args...)
+			cmds[i] = l.script.queue(ctx, again, false, batch[i].keys, batch[i].args)
 		}
 	}
 	if again != nil {

@@ -72,7 +72,7 @@ type batchRig struct {
 func newBatchRig(t *testing.T, size int) *batchRig {
 	t.Helper()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	h := newHolder()
 	c.AddHook(h)
@@ -226,7 +226,7 @@ func TestBatchingNoScript(t *testing.T) {
 	r.h.pipe.arm()
 	close(r.h.cmd.release)
 	<-r.h.pipe.entered
-	other := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
+	other := redis.NewClient(&redis.Options{Addr: r.srv.Addr(), ContextTimeoutEnabled: true})
 	defer other.Close()
 	if err := other.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)

@@ -159,7 +159,7 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // many goroutines, fails fast and sends nothing.
 func TestBreakerOneProbe(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
 	var sent counter
 	g := newGate()
@@ -333,7 +333,7 @@ func TestBreakerInvalidCost(t *testing.T) {
 // from the deny cache, while the breaker is open.
 func TestBreakerDenyCache(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
 	var sent counter
 	c.AddHook(&sent)
@@ -375,7 +375,7 @@ func TestWithoutBreaker(t *testing.T) {
 
 // TestBreakerOptions: what New refuses, each message naming the option.
 func TestBreakerOptions(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	for _, tc := range []struct {
 		opts []redisstore.Option
@@ -412,7 +412,7 @@ func TestBreakerOptions(t *testing.T) {
 // allocates exactly as much as without it.
 func TestBreakerAddsNoAllocation(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	sameAllocs(t, c)
 }

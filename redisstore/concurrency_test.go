@@ -88,9 +88,9 @@ func decide(t *testing.T, lim core.Limiter, key string, cost int, allowed bool, 
 // can no longer reach Redis, reports the failure.
 func TestLeaseExpires(t *testing.T) {
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
-	dying := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	dying := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
 	const ttl = 10 * time.Second
@@ -246,7 +246,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 	prefix := fmt.Sprintf("x%d:", rand.Uint64())
 	var lims []*redisstore.Limiter
 	for range 4 {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32})
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
 		defer c.Close()
 		lim := redisstore.MustNew(c, core.InFlight(n), redisstore.WithAlgorithm(core.Concurrency), redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second))
 		lims = append(lims, lim)
@@ -286,7 +286,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 
 // TestConcurrencyOptions: WithLeaseTTL is checked at construction.
 func TestConcurrencyOptions(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	for _, tc := range []struct {
 		opts []redisstore.Option
@@ -333,7 +333,7 @@ func TestConcurrencyTTLRepair(t *testing.T) {
 // one round trip.
 func BenchmarkConcurrencyRedis(b *testing.B) {
 	s := redistest.Start(b)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	ctx := context.Background()
 	b.Run("acquire+release", func(b *testing.B) {

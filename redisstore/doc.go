@@ -4,7 +4,7 @@
 // go-redis v9 redis.UniversalClient: a single node, a Sentinel-backed
 // failover client, or a Cluster client.
 //
-//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 //	lim, err := redisstore.New(rdb, core.PerMinute(100))
 //	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
 //
@@ -236,11 +236,22 @@
 // refuses with Retry-After; core.FailOpen admits; and package fallback wraps
 // this Limiter with an in-memory one, so that each instance keeps deciding
 // on its own while Redis is away. Each round trip is bounded by WithTimeout
-// (default 100 ms) as well as the caller's context, provided the client
-// honours contexts on the socket: set ContextTimeoutEnabled in its options
-// (go-redis otherwise waits for a hung server's reply up to its ReadTimeout,
-// 3 s by default), and keep MaxRetries low (go-redis retries a refused dial
-// inside one call).
+// (default 100 ms) as well as the caller's context. That bound needs a
+// client that honours contexts on the socket: New refuses a go-redis
+// client whose options leave ContextTimeoutEnabled false (go-redis's
+// default, under which a hung or paused server holds every request for the
+// client's ReadTimeout, seconds), and says so; set it to true, or pass
+// WithTimeout(0) to leave the bound to the client.
+//
+// A script is never sent twice for one call. go-redis retries a command
+// after a read timeout or a dropped connection (MaxRetries, and a Cluster
+// client's MaxRedirects), and a script that ran but whose reply was lost
+// would charge the key again; this package marks its scripts so that the
+// client does not retry them (redirects, MOVED and ASK, are still
+// followed: a redirected script has not run). A lost reply is a store
+// error, answered by the failure mode, and the key is charged at most once
+// for it. The client's other commands keep its retry settings, so one
+// client can serve the application and the limiter.
 //
 // A circuit breaker, on by default, keeps requests off a Redis that is
 // down; a Cluster client gets one per master, so that a dead master turns

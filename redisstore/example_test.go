@@ -13,7 +13,7 @@ import (
 // Building a Limiter contacts no server; its keys follow the documented
 // layout, and a limit too long for the scripts' doubles is refused.
 func ExampleNew() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	lim, err := redisstore.New(rdb, core.PerMinute(100), redisstore.WithPrefix("api:"))
@@ -33,7 +33,7 @@ func ExampleNew() {
 // A stack of two limits keeps each layer's state where a Limiter of that
 // limit would; building it contacts no server.
 func ExampleNewStack() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	s, err := redisstore.NewStack(rdb, []redisstore.Layer{
@@ -61,7 +61,7 @@ func ExampleNewStack() {
 // that would need more log entries per key than the cap are refused, as in
 // memory.
 func ExampleWithSubWindows() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	sub := redisstore.MustNew(rdb, core.PerMinute(100), redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(6))
@@ -74,7 +74,7 @@ func ExampleWithSubWindows() {
 }
 
 func ExampleWithMaxEntries() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	_, err := redisstore.New(rdb, core.PerHour(5000), redisstore.WithAlgorithm(core.SlidingLog))
@@ -91,7 +91,7 @@ func ExampleWithMaxEntries() {
 // Building it contacts no server; its key carries the longest wait, and
 // settings that do not fit the algorithm are refused, as in core.
 func ExampleWithMaxDelay() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	lim, err := redisstore.New(rdb, core.PerSecond(10),

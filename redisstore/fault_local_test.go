@@ -212,7 +212,7 @@ func TestFaultConcurrentAllow(t *testing.T) {
 // Allow took on the paused server, its decision and its error.
 func hungCalls(t *testing.T, s *redistest.Server, lims ...core.Limiter) (took []time.Duration, ds []core.Decision, errs []error) {
 	t.Helper()
-	admin := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer admin.Close()
 	ctx := context.Background()
 	for _, l := range lims {

@@ -19,7 +19,7 @@ import (
 // concurrent use.
 type Limiter struct {
 	client  redis.UniversalClient
-	script  *redis.Script
+	script  *script
 	pol     *policy // the limit and its script arguments; nil for a Dynamic's
 	alg     core.Algorithm
 	opts    options    // what the Limiter was made with, for a Dynamic's policies
@@ -96,7 +96,7 @@ func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *polic
 // settings, the algorithm's tag in keys, the script's parameters for l
 // (ARGV[6...]) and the largest cost l can ever admit, or an error saying
 // what to change.
-func compile(o *options, l core.Limit) (*redis.Script, string, []string, int, error) {
+func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
 	p, maxCost, err := params(o.algorithm, l, o)
 	if err != nil {
 		return nil, "", nil, 0, err
@@ -114,7 +114,7 @@ func compile(o *options, l core.Limit) (*redis.Script, string, []string, int, er
 
 // scriptOf returns the script that decides under o's algorithm and
 // settings, and the algorithm's tag in keys.
-func scriptOf(o *options) (*redis.Script, string) {
+func scriptOf(o *options) (*script, string) {
 	if o.subWindows != 0 {
 		// Its own encoding: never the two-window counter's key.
 		return subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
@@ -140,7 +140,10 @@ func keyTag(tag string, l core.Limit) string {
 // newLimiter returns a Limiter running script with o's settings, whose
 // keys end in suffix, without its policy (the caller sets it, but for a
 // Dynamic's).
-func newLimiter(client redis.UniversalClient, o options, script *redis.Script, suffix string) (*Limiter, error) {
+func newLimiter(client redis.UniversalClient, o options, script *script, suffix string) (*Limiter, error) {
+	if err := checkClient(client, o.timeout); err != nil {
+		return nil, err
+	}
 	lim := &Limiter{
 		client:  client,
 		script:  script,

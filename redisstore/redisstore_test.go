@@ -48,7 +48,7 @@ func TestExactAdmission(t *testing.T) {
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			for range 4 {
-				c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 64})
+				c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
 				defer c.Close()
 				lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithTimeout(5*time.Second))...)
 				for range 64 {
@@ -99,7 +99,7 @@ func ttls(t *testing.T, c *redis.Client) map[string]time.Duration {
 // allowed or denied, and from a refund.
 func TestTTL(t *testing.T) {
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	ctx := context.Background()
 	cases := []struct {
@@ -167,7 +167,7 @@ func TestTTL(t *testing.T) {
 // TestKeyLayout: keys carry the prefix, the client key as a hash tag, the
 // algorithm and the limit's parameters.
 func TestKeyLayout(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	lim := redisstore.MustNew(c, core.PerMinute(100), redisstore.WithPrefix("svc:"))
 	if got, want := lim.Key("203.0.113.7"), "svc:{203.0.113.7}:tb:100/60000000000:100"; got != want {
@@ -343,15 +343,15 @@ func TestStoreErrors(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]func(t *testing.T) (*redisstore.Limiter, func()){
 		"unreachable": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 			return redisstore.MustNew(c, core.PerMinute(5)), func() { c.Close() }
 		},
 		"wrong password": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "wrong"})
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "wrong", ContextTimeoutEnabled: true})
 			return redisstore.MustNew(c, core.PerMinute(5)), func() { c.Close() }
 		},
 		"script error": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right", ContextTimeoutEnabled: true})
 			lim := redisstore.MustNew(c, core.PerMinute(5))
 			// A hash where the state should be: GET fails inside the script.
 			if err := c.HSet(ctx, lim.Key("k"), "x", "y").Err(); err != nil {
@@ -360,7 +360,7 @@ func TestStoreErrors(t *testing.T) {
 			return lim, func() { c.Close() }
 		},
 		"garbage state": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right", ContextTimeoutEnabled: true})
 			lim := redisstore.MustNew(c, core.PerMinute(5), redisstore.WithPrefix("g:"))
 			if err := c.Set(ctx, lim.Key("k"), "not a state", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -368,7 +368,7 @@ func TestStoreErrors(t *testing.T) {
 			return lim, func() { c.Close() }
 		},
 		"timeout": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right"})
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "right", ContextTimeoutEnabled: true})
 			lim := redisstore.MustNew(c, core.PerMinute(5), redisstore.WithTimeout(time.Nanosecond))
 			return lim, func() { c.Close() }
 		},
@@ -395,7 +395,7 @@ func TestStoreErrors(t *testing.T) {
 // TestConstruction: what New refuses, and that each message says what to
 // change.
 func TestConstruction(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	cases := []struct {
 		name   string
@@ -456,7 +456,7 @@ func TestConstruction(t *testing.T) {
 
 // TestCosts: invalid costs fail as in memory, before any round trip.
 func TestCosts(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	lim := redisstore.MustNew(c, core.PerMinute(10).WithBurst(5))
 	ctx := context.Background()
@@ -475,7 +475,7 @@ func TestCosts(t *testing.T) {
 // master is killed and the replica promoted.
 func TestSentinel(t *testing.T) {
 	g := redistest.StartSentinel(t)
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs()})
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	ctx := context.Background()
 	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithTimeout(time.Second))

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/floodgate/floodgate/core"
 )
 
@@ -34,13 +32,13 @@ var sources = map[core.Algorithm][]string{
 // subWindowsSource is SlidingWindow's script under WithSubWindows.
 var (
 	subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
-	subWindowsScript = redis.NewScript(source(subWindowsSource...))
+	subWindowsScript = newScript(source(subWindowsSource...))
 )
 
-var scripts = func() map[core.Algorithm]*redis.Script {
-	m := map[core.Algorithm]*redis.Script{}
+var scripts = func() map[core.Algorithm]*script {
+	m := map[core.Algorithm]*script{}
 	for alg, names := range sources {
-		m[alg] = redis.NewScript(source(names...))
+		m[alg] = newScript(source(names...))
 	}
 	return m
 }()

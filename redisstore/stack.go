@@ -179,11 +179,11 @@ func (s *Stack) Keys(key string) []string { return s.l.keys(s.l.Key(key)) }
 
 // stackScripts holds the script of each sequence of layers a stack has
 // been made with.
-var stackScripts sync.Map // the layers' script files and leases → *redis.Script
+var stackScripts sync.Map // the layers' script files and leases → *script
 
 // stackScript returns the script deciding layers whose scripts are made of
 // srcs, the layers leased[i] being concurrency limits (lua/stack.lua).
-func stackScript(srcs [][]string, leased []bool) *redis.Script {
+func stackScript(srcs [][]string, leased []bool) *script {
 	var id strings.Builder
 	for i, files := range srcs {
 		id.WriteString(strings.Join(files, "+"))
@@ -193,7 +193,7 @@ func stackScript(srcs [][]string, leased []bool) *redis.Script {
 		id.WriteByte(',')
 	}
 	if s, ok := stackScripts.Load(id.String()); ok {
-		return s.(*redis.Script)
+		return s.(*script)
 	}
 	head, tail, _ := strings.Cut(source("stack.lua"), "-- LAYERS --\n")
 	var src strings.Builder
@@ -205,6 +205,6 @@ func stackScript(srcs [][]string, leased []bool) *redis.Script {
 		}
 	}
 	src.WriteString(tail)
-	s, _ := stackScripts.LoadOrStore(id.String(), redis.NewScript(src.String()))
-	return s.(*redis.Script)
+	s, _ := stackScripts.LoadOrStore(id.String(), newScript(src.String()))
+	return s.(*script)
 }

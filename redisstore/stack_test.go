@@ -184,7 +184,7 @@ func TestStackAllOrNothing(t *testing.T) {
 }
 
 func TestNewStackErrors(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	for _, tc := range []struct {
 		layers []redisstore.Layer

@@ -19,7 +19,7 @@ import (
 func single(t *testing.T) redis.UniversalClient {
 	t.Helper()
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -70,7 +70,7 @@ func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 		"single": single,
 		"cluster": func(t *testing.T) redis.UniversalClient {
 			cl := redistest.StartCluster(t)
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { c.Close() })
 			return c
 		},

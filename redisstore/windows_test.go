@@ -21,7 +21,7 @@ import (
 // state they cannot read, and fail at New where core.New fails.
 func TestWindowLogs(t *testing.T) {
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	ctx := context.Background()
 	l := core.PerMinute(2)

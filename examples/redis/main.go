@@ -127,7 +127,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 		// A client per server, as two processes would each have their own.
 		// ContextTimeoutEnabled lets redisstore's per-round-trip timeout
 		// hold on the socket; go-redis ignores context deadlines without it.
-		client := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, ContextTimeoutEnabled: true, MaxRetries: 1})
+		client := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, ContextTimeoutEnabled: true})
 		s := &server{name: name, client: client}
 		servers = append(servers, s)
 		var err error
