@@ -86,7 +86,7 @@
 //
 // A key's state is one Redis string (a sorted set for core.SlidingLog) at
 //
-//	<prefix>{<key>}:<algorithm>:<events>/<period ns>:<burst>[:<settings>]
+//	<prefix>{<tag>}:<algorithm>:<events>/<period ns>:<burst>[:<settings>]
 //
 // for example floodgate:{203.0.113.7}:tb:100/60000000000:100. The algorithm
 // is tb, gcra, fw, sw, lb (leaky bucket) or wu (warm-up); the settings are
@@ -95,7 +95,13 @@
 // a token bucket that lends, defaults written out. The prefix is
 // DefaultPrefix unless WithPrefix says otherwise. The braces are a hash tag:
 // every key derived from one client key hashes to one Cluster slot, so a
-// script only ever touches one slot (no CROSSSLOT). The algorithm, the
+// script only ever touches one slot (no CROSSSLOT), whatever the client
+// sent. The tag is the client key, byte for byte, unless it is empty or
+// holds '%', '{' or '}': those three are written %25, %7B and %7D, and the
+// empty key is a lone '%' (floodgate:{%7Dx}:... for "}x", floodgate:{%}:...
+// for ""), so a tag is never empty, holds no brace, and names one key
+// only. (Such keys were once kept under their raw bytes, a state this
+// package no longer reads.) The algorithm, the
 // limit's parameters and the algorithm's settings are part of the key, so a
 // changed limit or setting starts from a whole quota instead of misreading
 // the old state. Values are text, readable with redis-cli: token bucket
@@ -135,10 +141,11 @@
 // A Dynamic (NewDynamic: the limit chosen per key, per request, as
 // core.NewDynamic does) keeps a key's state at
 //
-//	<prefix>{<key>}:<algorithm>[:<settings>]
+//	<prefix>{<tag>}:<algorithm>[:<settings>]
 //
-// (the settings as for a Limiter: a leaky bucket's longest wait, warm-up's
-// period and cold factor, overdraft) without the limit's parameters, so that a key whose limit changes (a
+// (the tag and the settings as for a Limiter: a leaky bucket's longest
+// wait, warm-up's period and cold factor, overdraft) without the limit's
+// parameters, so that a key whose limit changes (a
 // user who upgrades) keeps its state: the scripts get the limit's
 // parameters with each call and read a stored state under them exactly as
 // core.Keyed.SetLimit documents (the same decisions as core's Dynamic on

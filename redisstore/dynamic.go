@@ -136,5 +136,7 @@ func (d *Dynamic) Refund(ctx context.Context, key string, cost int) error {
 	return d.l.refund(ctx, p, key, cost)
 }
 
-// Key returns the Redis key that holds key's state, whatever its limit.
+// Key returns the Redis key that holds key's state, whatever its limit:
+// <prefix>{<tag>}:<algorithm>[:<settings>], the tag made from key as
+// Limiter.Key makes it.
 func (d *Dynamic) Key(key string) string { return d.l.Key(key) }

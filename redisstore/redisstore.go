@@ -198,10 +198,6 @@ func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limite
 	return lim
 }
 
-// Key returns the Redis key that holds key's state (see the package
-// documentation for the layout).
-func (l *Limiter) Key(key string) string { return l.prefix + key + l.suffix }
-
 // Limit returns the limit the Limiter enforces.
 func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 

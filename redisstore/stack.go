@@ -174,7 +174,10 @@ func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
 // in decisions. The slice is shared and must not be modified.
 func (s *Stack) Policies() []core.Limit { return s.l.limits }
 
-// Keys returns the Redis keys that hold key's state, one per layer.
+// Keys returns the Redis keys that hold key's state, one per layer, each
+// the key a Limiter of that layer's limit and algorithm would use
+// (Limiter.Key): all under one hash tag, so in one Cluster slot, whatever
+// key is.
 func (s *Stack) Keys(key string) []string { return s.l.keys(s.l.Key(key)) }
 
 // stackScripts holds the script of each sequence of layers a stack has

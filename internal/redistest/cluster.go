@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,40 +20,59 @@ const (
 	clusterTimeout = 15 * time.Second // redis-cli --cluster create, or cluster_state:ok
 )
 
-// Cluster is three Redis masters in cluster mode, without replicas, each
-// serving a third of the hash slots.
+// Cluster is Redis masters in cluster mode, without replicas, sharing the
+// hash slots: three unless [WithMasters] says otherwise.
 type Cluster struct {
 	t     testing.TB
 	nodes []*Server
 	owner [slotCount]*Server
 }
 
-// StartCluster starts three cluster-enabled servers, joins them with
-// redis-cli --cluster create, and waits until every node reports
-// cluster_state:ok; the servers are stopped when t ends. Options apply to
-// every node. It skips t as [Require] does when redis-server or redis-cli is
-// not installed.
+// StartCluster starts the cluster-enabled servers (three, or as many as
+// [WithMasters] says), gives them the slots (redis-cli --cluster create
+// joins three or more; a lone master is given all 16384 with CLUSTER
+// ADDSLOTS), and waits until every node reports cluster_state:ok; the
+// servers are stopped when t ends. Options apply to every node. It skips t
+// as [Require] does when redis-server, or redis-cli for three or more
+// masters, is not installed.
 func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
-	bin := Require(t)
-	cli := requireTool(t, "redis-cli")
 	o := collect(opts)
+	if o.masters != 1 && o.masters < clusterNodes {
+		t.Fatalf("redistest: WithMasters(%d): a cluster here has 1 master or at least %d (redis-cli --cluster create needs %d)", o.masters, clusterNodes, clusterNodes)
+	}
+	bin := Require(t)
+	cli := ""
+	if o.masters > 1 {
+		cli = requireTool(t, "redis-cli")
+	}
 	c := &Cluster{t: t}
-	for range clusterNodes {
+	for range o.masters {
 		s := newServer(t, bin, o.password, func(s *Server) []string {
-			return dataConfig(o,
+			lines := []string{
 				"cluster-enabled yes",
-				"cluster-config-file "+redisproc.Quote(filepath.Join(s.dir, "nodes.conf")),
+				"cluster-config-file " + redisproc.Quote(filepath.Join(s.dir, "nodes.conf")),
 				// Small, so a killed node is noticed, and a restarted one
 				// taken back, within seconds.
-				"cluster-node-timeout 2000")
+				"cluster-node-timeout 2000",
+			}
+			if cli == "" {
+				// A node learns its address from the peers it meets; a
+				// lone one would announce an empty one in CLUSTER SLOTS.
+				lines = append(lines, "cluster-announce-ip 127.0.0.1")
+			}
+			return dataConfig(o, lines...)
 		})
 		if err := s.startFresh(true); err != nil {
 			t.Fatalf("redistest: cluster node: %v", err)
 		}
 		c.nodes = append(c.nodes, s)
 	}
-	if err := c.create(cli, o.password); err != nil {
+	create := c.addAllSlots
+	if cli != "" {
+		create = func() error { return c.create(cli, o.password) }
+	}
+	if err := create(); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 	if err := c.waitOK(); err != nil {
@@ -73,7 +93,7 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// Nodes returns the three nodes, to Kill or Restart one of them; after a
+// Nodes returns the nodes, to Kill or Restart one of them; after a
 // Restart, [Cluster.WaitOK] waits until the cluster has taken it back.
 func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
 
@@ -104,6 +124,21 @@ func (c *Cluster) create(cli, password string) error {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("redis-cli %s: %v (limit %v)\n%s", strings.Join(args, " "), err, clusterTimeout, out)
+	}
+	return nil
+}
+
+// addAllSlots gives the one node every slot, in one CLUSTER ADDSLOTS
+// (ADDSLOTSRANGE would need Redis 7).
+func (c *Cluster) addAllSlots() error {
+	args := make([]string, 0, 1+slotCount)
+	args = append(args, "CLUSTER", "ADDSLOTS")
+	for slot := range slotCount {
+		args = append(args, strconv.Itoa(slot))
+	}
+	n := c.nodes[0]
+	if _, err := redisproc.Command(n.Addr(), n.password, args...); err != nil {
+		return fmt.Errorf("CLUSTER ADDSLOTS 0..%d on %s: %v", slotCount-1, n.Addr(), err)
 	}
 	return nil
 }

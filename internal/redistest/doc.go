@@ -1,7 +1,8 @@
 // Package redistest starts real Redis servers for tests: a single server
-// ([Start]), a three-master cluster ([StartCluster]) and a master with one
-// replica watched by a sentinel ([StartSentinel]). Each server runs as its
-// own redis-server process on a free 127.0.0.1 port, in a directory from
+// ([Start]), a cluster of three masters or of one holding every slot
+// ([StartCluster], [WithMasters]), and a master with one replica watched by
+// a sentinel ([StartSentinel]). Each server runs as its own redis-server
+// process on a free 127.0.0.1 port, in a directory from
 // t.TempDir, without persistence unless [WithPersistence] asks for it, and
 // is stopped in t.Cleanup, so nothing outlives the test, even a failing one.
 // On Linux the kernel also kills the servers if the test binary dies before
@@ -11,7 +12,7 @@
 //
 //	func TestStore(t *testing.T) {
 //		srv := redistest.Start(t, redistest.WithPassword("s3cret"))
-//		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: srv.Password()})
+//		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: srv.Password(), ContextTimeoutEnabled: true})
 //		...
 //		srv.Kill()    // the backend fails
 //		...

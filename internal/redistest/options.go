@@ -9,6 +9,7 @@ type options struct {
 	password string
 	persist  bool
 	config   []string
+	masters  int // StartCluster's; clusterNodes unless WithMasters
 }
 
 // WithPassword makes the servers require password (requirepass) and use it
@@ -32,8 +33,18 @@ func WithConfig(lines ...string) Option {
 	return func(o *options) { o.config = append(o.config, lines...) }
 }
 
+// WithMasters sets how many masters [StartCluster] starts (default 3):
+// 1, a one-node cluster serving all 16384 slots, which is as strict as
+// three masters about a script or command whose keys span slots
+// (CROSSSLOT) at a third of the cost, or 3 or more, which redis-cli
+// --cluster create joins and splits the slots among. Any other number
+// fails the test. [Start] and [StartSentinel] ignore it.
+func WithMasters(n int) Option {
+	return func(o *options) { o.masters = n }
+}
+
 func collect(opts []Option) options {
-	var o options
+	o := options{masters: clusterNodes}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
