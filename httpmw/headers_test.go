@@ -219,7 +219,7 @@ func TestLongPolicyName(t *testing.T) {
 	}
 	tests := []tcase{
 		{"140 bytes", []string{"n"}, []int{140}},
-		{"0 to 300 bytes", []string{"a", `"`, `x\`, "ü", "\xff", "\r\n", "é\"z"}, all},
+		{"0 to 300 bytes", []string{"a", `"`, `x\`, "ü", "\xff", "\xa2", "\r\n", "é\"z", "€"}, all},
 	}
 	styles := []httpmw.HeaderStyle{httpmw.HeadersBoth, httpmw.HeadersLegacy, httpmw.HeadersIETF, httpmw.HeadersNone}
 	for _, tc := range tests {

@@ -126,9 +126,10 @@ const MaxQuotedName = bufLen - maxNumbers
 // fieldName is name as the fields carry it: bytes a String cannot hold
 // become '_', and the name is cut to the longest prefix whose quoted form
 // is at most MaxQuotedName bytes long. The cut falls between escapes (a
-// '"' or '\' and its backslash stay together, by construction) and on a
-// rune boundary of the original name, so a multi-byte rune is never half
-// kept; the result is printable ASCII and valid UTF-8 either way.
+// '"' or '\\' and its backslash stay together, by construction) and never
+// inside a valid multi-byte rune of the original name, which is dropped
+// whole (stray bytes of no valid rune are cut anywhere); the result is
+// printable ASCII either way.
 func fieldName(name string) string {
 	b := make([]byte, 0, min(len(name), MaxQuotedName))
 	quoted := 2 // the quotes
@@ -139,12 +140,9 @@ func fieldName(name string) string {
 			w = 2
 		}
 		if quoted+w > MaxQuotedName {
-			// Back off to the start of the rune name[i] is part of. Each
-			// byte dropped was one '_' (non-ASCII).
-			for j := i; j > 0 && !utf8.RuneStart(name[j]); j-- {
-				b = b[:len(b)-1]
-			}
-			break
+			// name[i] is the first byte left out. Each byte of a rune is
+			// one '_' in b, so dropping its first bytes is cutting b.
+			return string(b[:runeCut(name, i)])
 		}
 		if c < 0x20 || c > 0x7e {
 			c = '_'
@@ -153,6 +151,20 @@ func fieldName(name string) string {
 		quoted += w
 	}
 	return string(b)
+}
+
+// runeCut returns where to cut s so that s[:i] is kept at most: i, or the
+// start of the valid multi-byte rune that s[i] is inside.
+func runeCut(s string, i int) int {
+	for j := i - 1; j >= 0 && j > i-utf8.UTFMax; j-- {
+		if utf8.RuneStart(s[j]) {
+			if _, size := utf8.DecodeRuneInString(s[j:]); size > 1 && j+size > i {
+				return j
+			}
+			break
+		}
+	}
+	return i
 }
 
 // SFString formats s as a Structured Field String (RFC 8941 §3.3.3): quoted,

@@ -211,11 +211,13 @@ func TestLongName(t *testing.T) {
 
 // TestNameLengths formats names of every length from 0 to 300 bytes, of
 // bytes a core name may hold, bytes a String escapes (two bytes quoted),
-// two-byte runes (cut anywhere) and bytes a String cannot hold, with the
+// two- and three-byte runes (cut anywhere), bytes of no rune (a stray
+// continuation byte, found by FuzzHeaders) and other bytes a String cannot
+// hold, with the
 // longest numbers, in every style.
 func TestNameLengths(t *testing.T) {
 	t.Parallel()
-	for _, unit := range []string{"a", `"`, `x\`, "ü", "\xff", "\r\n", "é\"z"} {
+	for _, unit := range []string{"a", `"`, `x\`, "ü", "\xff", "\xa2", "\r\n", "é\"z", "€"} {
 		for n := 0; n <= 300; n++ {
 			name := strings.Repeat(unit, n)[:n]
 			l := core.Limit{Events: math.MaxInt, Period: math.MaxInt64, Name: name}
