@@ -311,8 +311,11 @@ func TestWriteHeadersAllocs(t *testing.T) {
 	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr)
 	allowed := core.Decision{Allowed: true, Limit: demo, Remaining: 42, ResetAfter: 17 * time.Second}
 	denied := core.Decision{Limit: demo, ResetAfter: time.Minute, RetryAfter: 10 * time.Second}
+	// The longest name core accepts costs nothing more.
+	longest := core.PerMinute(6).WithName(strings.Repeat("n", 64))
+	long := core.Decision{Limit: longest, ResetAfter: time.Minute, RetryAfter: 10 * time.Second}
 	h := http.Header{}
-	for _, d := range []core.Decision{allowed, denied} {
+	for _, d := range []core.Decision{allowed, denied, long} {
 		l.WriteHeaders(h, d) // formats the policy once
 		if n := testing.AllocsPerRun(1000, func() { clear(h); l.WriteHeaders(h, d) }); n > 0 {
 			t.Errorf("WriteHeaders(%+v): %v allocations per call, want 0", d, n)
