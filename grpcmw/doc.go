@@ -39,7 +39,9 @@
 //     (never 0), the wait after which the same call can succeed. HTTP's
 //     Retry-After is the same delay rounded up to whole seconds.
 //   - google.rpc.QuotaFailure: one violation whose subject is the policy's
-//     name ("default" when unnamed) and whose description is the policy
+//     name as the rate-limit fields send it ("default" when unnamed; a
+//     custom limiter's name that core would refuse is made printable ASCII
+//     and cut to fit, as httpmw documents) and whose description is the policy
 //     ("100 per 1m0s"). The key, which can be the client's address or API
 //     key, is never sent back.
 //   - google.rpc.ErrorInfo: reason ReasonRateLimited, domain Domain, and

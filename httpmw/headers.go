@@ -37,7 +37,12 @@ func newPolicy(l core.Limit, problem bool) *policy {
 //	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
 //	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
 //
-// where name is d.Limit.Name, or "default" when empty. When the limiter is
+// where name is d.Limit.Name, or "default" when empty. A name that
+// core.Limit.Validate would refuse (a custom core.Limiter's) is sent as
+// printable ASCII, other bytes as '_', and one longer than 72 bytes (fewer
+// when it holds '"' or '\', which are escaped) is cut, so that no number
+// is ever left out and no header grows with a name; the
+// problem+json body names the policy the same way. When the limiter is
 // a stack of limits (it implements [core.PolicyLister]), RateLimit-Policy
 // lists every policy, in order, as a Structured Field List
 // ("burst";q=10;w=1, "day";q=1000;w=86400), and the other headers describe

@@ -112,8 +112,15 @@
 // current", leaky bucket "seconds nanoseconds" of the instant the line
 // drains, warm-up "permits seconds nanoseconds" (the stored permits in 17
 // significant digits, and the next free instant). A state that does not
-// parse, or a warm-up state whose permits are out of range, is a script
-// error (a store error), never a fresh quota.
+// parse, holds a number no state holds (nanoseconds from 1e9, a count
+// below 0 or from 2³¹, tokens or permits not finite) or is of another Redis
+// type is a store error, never a fresh quota. An instant further ahead of
+// now than its algorithm writes one (any, for the token bucket's last
+// update and the windows; the span for GCRA; the longest wait plus Burst ×
+// interval for the leaky bucket; the coldest wait of the burst for warm-up;
+// the lease TTL) means a server clock stepped back or a corrupt state: it
+// is read, and written back, at that bound, so what it counts stays
+// counted, and no RetryAfter, ResetAfter or TTL exceeds the limit's own.
 //
 // Sub-windows (algorithm tag sw<n>) are "seconds nanoseconds" of the
 // newest non-empty sub-window then " k:count" for each non-empty one,

@@ -97,6 +97,9 @@ func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasLead(d.l.opts.algorithm) {
+		params[len(params)-1] = anyLead
+	}
 	p := d.l.newPolicy(lim, maxCost, params)
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -88,7 +89,8 @@ func leakyParams(l core.Limit, o *options) ([]string, int, error) {
 		return nil, 0, fmt.Errorf("redisstore: LeakyBucket with limit %s and WithMaxDelay(%v): the longest wait plus Burst × interval (%v) is %v; on Redis it may be at most %v (%s), since Lua numbers are doubles: shorten the wait, the period or the burst",
 			l, d, hold, hold+min(d, maxSpan), maxSpan, "about 52 days")
 	}
-	return []string{strconv.FormatInt(int64(l.Interval()), 10), strconv.FormatInt(int64(d), 10)}, l.EffectiveBurst(), nil
+	// The lead (last): the line drains at most hold+d after now.
+	return []string{strconv.FormatInt(int64(l.Interval()), 10), strconv.FormatInt(int64(d), 10), strconv.FormatInt(int64(hold+d), 10)}, l.EffectiveBurst(), nil
 }
 
 // warmUpParams returns the warm-up script's parameters, computed as core's
@@ -112,5 +114,8 @@ func warmUpParams(l core.Limit, o *options) ([]string, int, error) {
 		return nil, 0, fmt.Errorf("redisstore: WarmUp with limit %s and WithWarmUp(%v, %v): a cold request of the whole burst waits %v, and the key cools back within %v after it; on Redis the two may add up to at most %v (%s), since Lua numbers are doubles: lower the burst, the cold factor or the warm-up period",
 			l, o.warmUp, coldFactor, time.Duration(min(cold*float64(burst), float64(1<<62))), o.warmUp, maxSpan, "about 52 days")
 	}
-	return []string{ftoa(stable), ftoa(threshold), ftoa(maxPermits), ftoa(slope), ftoa(coolDown)}, burst, nil
+	// The lead (last): a next free instant is at most a cold request of the
+	// whole burst after now (core's waits are truncated, never rounded up).
+	lead := strconv.FormatInt(int64(math.Ceil(cold*float64(burst))), 10)
+	return []string{ftoa(stable), ftoa(threshold), ftoa(maxPermits), ftoa(slope), ftoa(coolDown), lead}, burst, nil
 }

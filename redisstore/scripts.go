@@ -99,8 +99,10 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
 		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
+		// The lead (last) is the span: a theoretical arrival is never
+		// further ahead.
 		t := int64(l.Interval())
-		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
+		return []string{strconv.FormatInt(t, 10), strconv.FormatInt(int64(span), 10), strconv.FormatInt(int64(span), 10)}, l.EffectiveBurst(), nil
 	case core.FixedWindow, core.SlidingWindow, core.SlidingLog:
 		return []string{strconv.FormatInt(int64(l.Period), 10), strconv.Itoa(l.Events)}, l.Events, nil
 	case core.Concurrency:
@@ -134,6 +136,20 @@ func logParams(o *options, l core.Limit) ([]string, error) {
 		return nil, fmt.Errorf("redisstore: WithSubWindows(%d): %d events in %d sub-windows need up to %d entries per key, more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, maxEntries, need)
 	}
 	return []string{strconv.FormatInt(int64(l.Period)/n, 10)}, nil
+}
+
+// anyLead is the lead (see lua/common.lua) of a Dynamic's GCRA, leaky
+// bucket and warm-up keys: the furthest ahead of now any limit Redis
+// accepts writes an instant, since a key whose limit changed keeps the
+// state its old limit wrote (as core's SetLimit does). Their own limit's
+// lead would cut the debt a key kept from a slower or larger tier.
+var anyLead = strconv.FormatInt(int64(maxSpan), 10)
+
+// hasLead reports whether alg's script parameters end with a lead: the
+// algorithms whose stored instant may lie ahead of now by a limit's span.
+// The others' instants are never after now, whatever the limit.
+func hasLead(alg core.Algorithm) bool {
+	return alg == core.GCRA || alg == core.LeakyBucket || alg == core.WarmUp
 }
 
 // ftoa formats f so that Lua's tonumber reads back the same double.

@@ -3,6 +3,7 @@ package fields
 import (
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/floodgate/floodgate/core"
 )
@@ -84,7 +85,12 @@ func nonNeg(n int64) int64 { return max(n, 0) }
 type PolicyText struct {
 	// Limit is the policy the text describes.
 	Limit core.Limit
-	// Name is the policy's name in the fields (PolicyName).
+	// Name is the policy's name as the fields carry it, unquoted: the
+	// name (or "default", see PolicyName), with bytes a Structured Field
+	// String cannot hold replaced by '_', and cut when too long (see
+	// [MaxQuotedName]). It is printable ASCII, so the problem+json body
+	// and gRPC details can carry it as it is and name the policy exactly
+	// as RateLimit-Policy does.
 	Name string
 	// Events is X-RateLimit-Limit's value.
 	Events string
@@ -96,7 +102,7 @@ type PolicyText struct {
 
 // NewPolicyText formats l's constant fields.
 func NewPolicyText(l core.Limit) PolicyText {
-	name := PolicyName(l)
+	name := fieldName(PolicyName(l))
 	events := strconv.FormatInt(nonNeg(int64(l.Events)), 10)
 	q := SFString(name)
 	return PolicyText{
@@ -106,6 +112,59 @@ func NewPolicyText(l core.Limit) PolicyText {
 		Policy: q + ";q=" + events + ";w=" + strconv.FormatInt(max(CeilSeconds(l.Period), 1), 10),
 		prefix: q + ";r=",
 	}
+}
+
+// MaxQuotedName is the longest a policy name is in the fields, as a
+// quoted String with its escapes: what [Values]'s buffer has left once it
+// holds the longest numbers. Every name core.Limit.Validate accepts fits
+// (64 bytes that need no escape, 66 quoted); a custom core.Limiter's
+// longer name is cut (see fieldName) rather than dropping numbers or
+// growing the buffer: Retry-After must never go missing, and a header
+// that grows with a name could pass a proxy's header size limit.
+const MaxQuotedName = bufLen - maxNumbers
+
+// fieldName is name as the fields carry it: bytes a String cannot hold
+// become '_', and the name is cut to the longest prefix whose quoted form
+// is at most MaxQuotedName bytes long. The cut falls between escapes (a
+// '"' or '\\' and its backslash stay together, by construction) and never
+// inside a valid multi-byte rune of the original name, which is dropped
+// whole (stray bytes of no valid rune are cut anywhere); the result is
+// printable ASCII either way.
+func fieldName(name string) string {
+	b := make([]byte, 0, min(len(name), MaxQuotedName))
+	quoted := 2 // the quotes
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		w := 1
+		if c == '"' || c == '\\' {
+			w = 2
+		}
+		if quoted+w > MaxQuotedName {
+			// name[i] is the first byte left out. Each byte of a rune is
+			// one '_' in b, so dropping its first bytes is cutting b.
+			return string(b[:runeCut(name, i)])
+		}
+		if c < 0x20 || c > 0x7e {
+			c = '_'
+		}
+		b = append(b, c)
+		quoted += w
+	}
+	return string(b)
+}
+
+// runeCut returns where to cut s so that s[:i] is kept at most: i, or the
+// start of the valid multi-byte rune that s[i] is inside.
+func runeCut(s string, i int) int {
+	for j := i - 1; j >= 0 && j > i-utf8.UTFMax; j-- {
+		if utf8.RuneStart(s[j]) {
+			if _, size := utf8.DecodeRuneInString(s[j:]); size > 1 && j+size > i {
+				return j
+			}
+			break
+		}
+	}
+	return i
 }
 
 // SFString formats s as a Structured Field String (RFC 8941 §3.3.3): quoted,

@@ -11,7 +11,7 @@ import (
 // its per-request text sits in a fixed buffer, and the values are either
 // constant strings of the policy or spans of that text.
 type Values struct {
-	buf [160]byte
+	buf [bufLen]byte
 	n   int         // buf[:n] is the text
 	k   int         // e[:k] are set
 	p   *PolicyText // where the constant values come from
@@ -20,6 +20,17 @@ type Values struct {
 	list string
 	e    [numFields]entry
 }
+
+// bufLen is the size of the per-request text buffer. It holds the quoted
+// name and the numbers, at most MaxQuotedName + maxNumbers bytes, and is
+// shorter than 256 bytes so that an entry's span fits in two uint8s.
+const bufLen = 160
+
+// maxNumbers is the most the numbers take in a Values's text: the
+// RateLimit value's ";r=" and ";t=" and at most four numbers (RateLimit's
+// two, then X-RateLimit-Reset and Retry-After on a denial), each at most
+// 20 bytes, the longest int64.
+const maxNumbers = len(";r=") + len(";t=") + 4*20
 
 // entry is one field: the span [i, j) of the text (which is shorter than
 // 256 bytes), or with konst a constant of the policy (Limit: Events,
@@ -127,15 +138,12 @@ func (v *Values) appendString(s string) {
 	v.n += copy(v.buf[v.n:], s)
 }
 
+// appendInt appends n. There is always room: the quoted name is at most
+// MaxQuotedName bytes (NewPolicyText cuts a longer one) and the numbers at
+// most maxNumbers, so the text never outgrows buf, and no number is ever
+// left out.
 func (v *Values) appendInt(n int64) span {
 	i := v.n
-	// A policy name is at most 64 bytes (core.Limit.Validate), so its
-	// quoted form and three numbers fit the buffer; a custom core.Limiter's
-	// longer name leaves no room, and the number is left out rather than
-	// formatted into a fresh allocation.
-	if len(v.buf)-i < 20 {
-		return span{i, i}
-	}
 	v.n = len(strconv.AppendInt(v.buf[:i], n, 10))
 	return span{i, v.n}
 }

@@ -7,9 +7,24 @@
 -- the script works relative to the current second R: an instant stored as
 -- whole seconds s and nanoseconds n is (s - R) * 1e9 + n here, exact for
 -- instants within 104 days of now. Limits span at most 2^52 ns (checked in
--- Go), so every instant, sum and difference below stays under 2^53. A
--- stored instant more than STALE seconds from now is long past (or the
--- clock stepped) and is not read.
+-- Go), so every instant, sum and difference below stays under 2^53.
+--
+-- Stored instants (see instant below) are range-checked. One more than
+-- STALE seconds past is a key idle longer than any limit's span: whole
+-- again, as a key never seen. None is read further ahead of now than its
+-- algorithm ever writes one, its lead: the token bucket's last update and
+-- the windows' starts and log entries never after now; GCRA's theoretical
+-- arrival and the leaky bucket's drain instant at most their span ahead;
+-- warm-up's next free instant at most a cold request of the whole burst
+-- ahead (for a Dynamic, whose key may hold another limit's state, the
+-- longest any limit on Redis writes); a lease's expiry at most its TTL
+-- ahead (concurrency.lua). An instant further ahead comes from a server
+-- clock that stepped back by more than that, or from a corrupt state: it is
+-- read at its lead, so that what the state counts stays counted (never a
+-- fresh quota, as in core: a state in the future stays in the future) and
+-- no wait, reset or TTL is longer than one the limit makes on its own.
+-- Such a state is written back as read, a refusal included, through fix,
+-- so that waiting the RetryAfter admits and the key's TTL is bounded.
 --
 -- KEYS[1]: the state key.
 -- ARGV[1]: 'a' to charge (allow), 'r' to refund.
@@ -20,9 +35,12 @@
 --   (>= 1, so every TTL set below is at least 1 ms).
 -- ARGV[6...]: the algorithm's parameters.
 -- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}.
--- A stored state that does not parse is an error, never a fresh quota: a
--- state that cannot be read must not admit by accident. Each algorithm
--- reads its own state (a string with GET, or a sorted set).
+-- A stored state that does not parse, or holds a number no state of the
+-- algorithm can hold (nanoseconds of 1e9 or more, a count below 0 or from
+-- 2^31, permits or tokens not finite), is an error, never a fresh quota: a
+-- state that cannot be read must not admit by accident. So is a key of
+-- another Redis type (WRONGTYPE). Each algorithm reads its own state (a
+-- string with GET, or a sorted set).
 
 local key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local STALE = 9007190
@@ -51,3 +69,46 @@ local function stamp(t)
   local q, r = idiv(t, 1e9)
   return string.format('%.0f %.0f', R + q, r)
 end
+
+-- clamped is set once a stored instant has been read at its lead (see
+-- above): the state read is not the one stored, and is written back.
+local clamped = false
+
+-- instant reads a stored instant, whole seconds s and nanoseconds n as
+-- matched, relative to R: false if it is more than STALE seconds past,
+-- else the instant, at most now + lead (clamped set if it was further
+-- ahead); nil if n is not a count of nanoseconds (below 1e9).
+local function instant(s, n, lead)
+  s, n = tonumber(s), tonumber(n)
+  if not s or not n or n >= 1e9 then
+    return nil
+  end
+  if s < R - STALE then
+    return false
+  end
+  local t = now + lead
+  if s <= R + STALE then
+    local x = (s - R) * 1e9 + n
+    if x <= t then
+      return x
+    end
+  end
+  clamped = true
+  return t
+end
+
+-- malformed is the error reply for a state that cannot be read.
+local function malformed(state)
+  return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(tostring(state), 1, 64))
+end
+
+-- fix is redis.call for writes that repair a state rather than charge it
+-- (a state read at its lead, a key without a TTL). A stack (stack.lua)
+-- holds a layer's writes until every layer admits, but makes these at
+-- once, even when it refuses.
+local fix = redis.fix or redis.call
+
+-- COUNT is 2^31: every count a state holds is below it (Events and Burst
+-- are at most 2^31 - 1, and a count above Events comes only from a
+-- Dynamic's larger limit).
+local COUNT = 2147483648

@@ -8,7 +8,13 @@
 --   until the year 2255, so exact as a Lua double); the member '#' holds
 --   the units held, as a negative score, below every expiry instant, and
 --   is absent when none are. Expired leases are dropped, and their units
---   given back, by every call before it does anything else.
+--   given back, by every call before it does anything else. A lease
+--   expires at most a lease TTL from now (a renewal's): one scored later
+--   (the server's clock stepped back, or a corrupt set) is read as
+--   expiring then, and written so, even by a call that changes nothing
+--   else, so that no lease outlives its TTL and neither does the key. A
+--   units count that is not a whole number from 0 is an error, never a
+--   fresh quota (a lease's cost, the same).
 -- ARGV[1]: 'a' to admit a lease, 'l' to release one, 'n' to renew one,
 --   'r' to give units back without a lease (Refund).
 -- ARGV[2]: the cost, a whole number >= 1.
@@ -38,6 +44,11 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
+-- fix is redis.call for writes that repair the set rather than change what
+-- it holds (a lease expiring too late, a key without a TTL): a stack
+-- (stack.lua) makes them even when it refuses.
+local fix = redis.fix or redis.call
+
 -- leaseCost reads a member's cost, or stops with an error: a state that
 -- cannot be read must not admit by accident.
 local function leaseCost(m)
@@ -55,6 +66,9 @@ local held = 0
 local h = redis.call('ZSCORE', key, '#')
 if h then
   held = -tonumber(h)
+  if not (held > 0 and held < math.huge) or held ~= math.floor(held) then
+    return redis.error_reply('floodgate: malformed units held at ' .. key .. ': ' .. h)
+  end
 end
 local expired = redis.call('ZRANGEBYSCORE', key, '(0', int(now))
 for _, m in ipairs(expired) do
@@ -64,18 +78,29 @@ held = math.max(0, held)
 -- The two leases that expire last (with '#' among them when fewer are
 -- held): what the key's TTL follows once one of them is released.
 local top = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+-- The leases expiring more than a lease TTL from now, read as expiring
+-- then (latest is when) and written so by finish.
+local latest = now + ttl
+local late = {}
+if #top > 0 and tonumber(top[#top]) > latest then
+  late = redis.call('ZRANGEBYSCORE', key, '(' .. int(latest), '+inf')
+end
 
 -- finish drops the expired leases, writes the units held back and sets the
 -- key's TTL to the last lease's expiry plus the margin, the lease gone
 -- (released) left out and a lease expiring at added (admitted or renewed)
--- counted; a key left with no lease is deleted.
-local function finish(gone, added)
+-- counted; a key left with no lease is deleted. It writes through put:
+-- redis.call, or fix for a call that changes nothing of its own.
+local function finish(gone, added, put)
   if #expired > 0 then
-    redis.call('ZREMRANGEBYSCORE', key, '(0', int(now))
+    put('ZREMRANGEBYSCORE', key, '(0', int(now))
+  end
+  for _, m in ipairs(late) do
+    put('ZADD', key, 'XX', int(latest), m)
   end
   local last = added or 0
   for i = #top - 1, 1, -2 do
-    local s = tonumber(top[i + 1])
+    local s = math.min(tonumber(top[i + 1]), latest)
     if s <= now then
       break -- expired, and so is every lease below it ('#' included)
     end
@@ -85,30 +110,32 @@ local function finish(gone, added)
     end
   end
   if last == 0 then
-    redis.call('DEL', key)
+    put('DEL', key)
     return
   end
   if held > 0 then
-    redis.call('ZADD', key, int(-held), '#')
+    put('ZADD', key, int(-held), '#')
   else
-    redis.call('ZREM', key, '#')
+    put('ZREM', key, '#')
   end
-  redis.call('PEXPIRE', key, math.ceil((last - now) / 1000) + margin)
+  put('PEXPIRE', key, math.ceil((last - now) / 1000) + margin)
 end
 
 -- settle is finish for a call that changed nothing of its own: it writes
--- only if leases expired, or to give a key found without a TTL one.
+-- only if leases expired or expire too late, or to give a key found
+-- without a TTL one.
 local function settle()
-  if #expired > 0 or redis.call('PTTL', key) == -1 then
-    finish(nil, nil)
+  if #expired > 0 or #late > 0 or redis.call('PTTL', key) == -1 then
+    finish(nil, nil, fix)
   end
 end
 
--- live returns the expiry of member's lease, or nil if it is not held.
+-- live returns the expiry of member's lease (at most a lease TTL from
+-- now), or nil if it is not held.
 local function live(m)
   local s = tonumber(redis.call('ZSCORE', key, m))
   if s and s > now then
-    return s
+    return math.min(s, latest)
   end
   return nil
 end
@@ -119,7 +146,7 @@ if op == 'a' then
     return {0, math.max(0, events - held), period, period}
   end
   held = held + cost
-  finish(nil, now + ttl)
+  finish(nil, now + ttl, redis.call)
   redis.call('ZADD', key, int(now + ttl), member)
   return {1, events - held, 0, period}
 elseif op == 'l' then
@@ -128,7 +155,7 @@ elseif op == 'l' then
     gone = 1
     held = math.max(0, held - leaseCost(member))
   end
-  finish(member, nil)
+  finish(member, nil, redis.call)
   redis.call('ZREM', key, member)
   return {gone, 0, 0, 0}
 elseif op == 'n' then
@@ -138,12 +165,12 @@ elseif op == 'n' then
     return {0, 0, 0, 0}
   end
   local e = math.max(s, now + ttl)
-  finish(nil, e)
+  finish(nil, e, redis.call)
   redis.call('ZADD', key, 'XX', int(e), member)
   return {1, 0, 0, 0}
 elseif op == 'r' then
   held = math.max(0, held - cost)
-  finish(nil, nil)
+  finish(nil, nil, redis.call)
   return {1, 0, 0, 0}
 end
 return redis.error_reply('floodgate: unknown operation ' .. op)

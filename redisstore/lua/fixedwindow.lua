@@ -1,32 +1,29 @@
 -- Fixed window, as core's fixedWindow: the state is the window's start and
--- its count, stored as 'seconds nanoseconds count'. A state from a later
--- window (the clock stepped back) stays in force. A count kept across a
--- limit change may exceed events: nothing is left then.
+-- its count, stored as 'seconds nanoseconds count'. A start is never read
+-- after now (common.lua): a state from a later window (the server's clock
+-- stepped back) is read as the current window's, its count kept, where
+-- core keeps the later window in force. A count kept across a limit
+-- change may exceed events: nothing is left then.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per window.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 local state = redis.call('GET', key)
 
 local w = windowStart(period)
-local start, count = w, 0
+local count = 0
 if state then
   local s, n, c = string.match(state, '^(%-?%d+) (%d+) (%d+)$')
-  if not s then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  s, c = instant(s, n, 0), tonumber(c)
+  if s == nil or not (c < COUNT) then
+    return malformed(state)
   end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    s = (s - R) * 1e9 + tonumber(n)
-    if s >= w then
-      -- A start inside the current window but not at its start comes from
-      -- another period (a Dynamic's key whose limit changed): its count is
-      -- the current window's.
-      if s - w >= period then
-        start = s
-      end
-      count = tonumber(c)
-    end
+  -- A start inside the current window but not at its start comes from
+  -- another period (a Dynamic's key whose limit changed): its count is the
+  -- current window's.
+  if s and s >= w then
+    count = c
   end
 end
+local start = w
 local reset = start + period - now
 
 if op == 'r' then
@@ -37,12 +34,16 @@ if op == 'r' then
 elseif count + cost <= events then
   count = count + cost
 else
-  -- Refused: nothing to write, but a key found without a TTL, or with one
-  -- ending before its quota is whole (a Dynamic's key whose limit changed),
-  -- gets one.
-  local ttl = redis.call('PTTL', key)
-  if ttl == -1 or ttl < math.ceil(reset / 1e6) then
-    redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+  -- Refused: nothing to write, but a state read clamped is written back,
+  -- and a key found without a TTL, or with one ending before its quota is
+  -- whole (a Dynamic's key whose limit changed), gets one.
+  if clamped then
+    fix('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
+  else
+    local ttl = redis.call('PTTL', key)
+    if ttl == -1 or ttl < math.ceil(reset / 1e6) then
+      fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+    end
   end
   return {0, math.max(0, events - count), reset, reset}
 end

@@ -1,18 +1,19 @@
 -- GCRA, as core's gcra: the state is the theoretical arrival time (tat), the
 -- instant the key's quota is whole again, stored as 'seconds nanoseconds'.
--- ARGV[6]: the interval in ns; ARGV[7]: the span (burst × interval) in ns.
-local interval, span = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- ARGV[6]: the interval in ns; ARGV[7]: the span (burst × interval) in ns;
+-- ARGV[8]: the lead (common.lua): the span, or for a Dynamic the longest
+-- span of any limit.
+local interval, span, lead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local state = redis.call('GET', key)
 
 local tat = now
 if state then
   local s, n = string.match(state, '^(%-?%d+) (%d+)$')
-  if not s then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
-  end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    tat = (s - R) * 1e9 + tonumber(n)
+  local x = instant(s, n, lead)
+  if x == nil then
+    return malformed(state)
+  elseif x then
+    tat = x
   end
 end
 
@@ -26,12 +27,16 @@ else
   tat = math.max(tat, now)
   t = tat + cost * interval
   if t - now > span then
-    -- Refused: nothing to write, but a key found without a TTL, or with one
-    -- ending before its quota is whole (a Dynamic's key whose limit
-    -- changed), gets one.
-    local ttl = tat > now and redis.call('PTTL', key)
-    if ttl and (ttl == -1 or ttl < math.ceil((tat - now) / 1e6)) then
-      redis.call('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
+    -- Refused: nothing to write, but a state read clamped is written back,
+    -- and a key found without a TTL, or with one ending before its quota
+    -- is whole (a Dynamic's key whose limit changed), gets one.
+    if clamped then
+      fix('SET', key, stamp(tat), 'PX', math.ceil((tat - now) / 1e6) + margin)
+    else
+      local ttl = tat > now and redis.call('PTTL', key)
+      if ttl and (ttl == -1 or ttl < math.ceil((tat - now) / 1e6)) then
+        fix('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
+      end
     end
     return {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
   end

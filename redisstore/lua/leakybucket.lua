@@ -4,21 +4,21 @@
 -- line for cost intervals; one whose turn is more than the longest wait
 -- away is refused. An admission's reply carries its wait, the Delay, where
 -- a refusal's carries its RetryAfter.
--- ARGV[6]: the interval in ns; ARGV[7]: the longest wait in ns. The line
--- drains at most the longest wait plus Burst × interval after now (checked
--- in Go to fit in a span).
-local interval, maxDelay = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- ARGV[6]: the interval in ns; ARGV[7]: the longest wait in ns; ARGV[8]:
+-- the lead (common.lua): the line drains at most the longest wait plus
+-- Burst × interval after now (checked in Go to fit in a span); for a
+-- Dynamic, the longest span of any limit.
+local interval, maxDelay, lead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 
 local state = redis.call('GET', key)
 local line = now
 if state then
   local s, n = string.match(state, '^(%-?%d+) (%d+)$')
-  if not s then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
-  end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    line = (s - R) * 1e9 + tonumber(n)
+  local x = instant(s, n, lead)
+  if x == nil then
+    return malformed(state)
+  elseif x then
+    line = x
   end
 end
 
@@ -36,9 +36,12 @@ end
 local start = math.max(line, now)
 local delay = start - now
 if delay > maxDelay then
-  -- Refused: nothing to write, but a key found without a TTL gets one.
-  if redis.call('PTTL', key) == -1 then
-    redis.call('PEXPIRE', key, math.ceil(delay / 1e6) + margin)
+  -- Refused: nothing to write, but a state read clamped is written back,
+  -- and a key found without a TTL gets one.
+  if clamped then
+    fix('SET', key, stamp(line), 'PX', math.ceil(delay / 1e6) + margin)
+  elseif redis.call('PTTL', key) == -1 then
+    fix('PEXPIRE', key, math.ceil(delay / 1e6) + margin)
   end
   return {0, 0, delay - maxDelay, delay}
 end

@@ -5,8 +5,10 @@
 -- that Redis's order (by score, then by member) is the order of the
 -- instants. The member 'sum', scored
 -- −(1 + the sum of the costs), comes first and keeps the sum without a
--- walk. At t the entries in (t−P, t] count, t being now or the newest
--- entry's instant if the clock stepped back behind it.
+-- walk. At now the entries in (now−P, now] count. No entry is read after
+-- now (common.lua): if the server's clock stepped back behind some (or the
+-- set is corrupt), they are read as one entry at now holding their costs,
+-- and written so (core reads the log at the newest entry instead).
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -24,7 +26,7 @@ local function entry(r, i)
     return nil
   end
   c = tonumber(c)
-  if c < 1 then
+  if c < 1 or c >= COUNT then
     return nil
   end
   return (s - R) * 1e9 + tonumber(n), c
@@ -43,10 +45,13 @@ end
 local sum = 0
 local newest, newestCost -- the newest entry's instant and cost, if any
 local wipe = false      -- the key is deleted before anything is written
+-- The members of the entries after now (and at now), which are read as
+-- one at now costing newestCost: the top ranks of the set.
+local ahead = {}
 local raw = redis.call('ZSCORE', key, 'sum')
 if raw then
   sum = -tonumber(raw) - 1
-  if sum < 0 or sum ~= math.floor(sum) then
+  if not (sum >= 0 and sum < 9007199254740992) or sum ~= math.floor(sum) then
     return malformed('sum ' .. raw)
   end
   local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -55,14 +60,24 @@ if raw then
     if not s then
       return malformed(r[1])
     end
-    if s > R + STALE then
-      -- From far ahead (the clock stepped back by months): not read.
-      wipe = true
-      sum = 0
-    elseif s >= R - STALE then
+    if s >= R - STALE then
       newest, newestCost = entry(r, 1)
       if not newest then
         return malformed(r[1])
+      end
+    end
+    if newest and newest > now then
+      local f = redis.call('ZRANGEBYSCORE', key, string.format('%.0f', R), '+inf', 'WITHSCORES')
+      newest, newestCost, clamped = now, 0, true
+      for i = 1, #f, 2 do
+        local at, c = entry(f, i)
+        if not at then
+          return malformed(f[i])
+        end
+        if at >= now then
+          ahead[#ahead + 1] = f[i]
+          newestCost = newestCost + c
+        end
       end
     end
   end
@@ -70,9 +85,6 @@ elseif redis.call('EXISTS', key) == 1 then
   return malformed('no sum')
 end
 local t = now
-if newest and newest > t then
-  t = newest
-end
 
 -- Count the entries that no longer count at t, oldest first: the first
 -- drop entries (ranks 1 to drop; 'sum' is rank 0).
@@ -114,38 +126,55 @@ if sum == 0 then
   wipe = wipe or drop > 0
 end
 
--- prune removes what the reads above found gone: the whole key, or its
--- expired entries. It is the first write of every path below.
-local function prune()
+-- prune removes what the reads above found gone, through put (redis.call,
+-- or fix for a refusal's repair): the whole key, or its expired entries;
+-- and writes the entries found after now as one at now, costing what
+-- newestCost then says. It is the first write of every path below.
+local function prune(put)
   if wipe then
-    redis.call('DEL', key)
+    put('DEL', key)
   elseif drop > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 1, drop)
+    put('ZREMRANGEBYRANK', key, 1, drop)
+  end
+  if #ahead > 0 then
+    for _, m in ipairs(ahead) do
+      put('ZREM', key, m)
+    end
+    if newestCost > 0 then
+      local s, m = member(now, newestCost)
+      put('ZADD', key, s, m)
+    end
   end
 end
 
--- save writes the sum and the TTL: the key lives until its newest entry
--- leaves the window.
-local function save()
+-- save writes the sum and the TTL through put: the key lives until its
+-- newest entry leaves the window.
+local function save(put)
   if sum == 0 then
-    redis.call('DEL', key)
+    put('DEL', key)
     return
   end
-  redis.call('ZADD', key, -1 - sum, 'sum')
-  redis.call('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
+  put('ZADD', key, -1 - sum, 'sum')
+  put('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
 end
 
 if op == 'r' then
   if sum == 0 then
-    prune()
+    prune(redis.call)
     return {0, 0, 0, 0}
   end
   -- Take cost back from the newest entries, never below empty: the
   -- newest whole entries taken are removed, the last one taken in part
-  -- is written again with what is left of it.
+  -- is written again with what is left of it. The entries after now, read
+  -- as one at now, come first: prune writes what is left of them.
   local left, gone, part = cost, {}, nil
+  if #ahead > 0 then
+    local take = math.min(left, newestCost)
+    left, sum, newestCost = left - take, sum - take, newestCost - take
+  end
+  local skip = #ahead
   while left > 0 and sum > 0 do
-    local r = redis.call('ZRANGE', key, -1 - #gone, -1 - #gone, 'WITHSCORES')
+    local r = redis.call('ZRANGE', key, -1 - skip - #gone, -1 - skip - #gone, 'WITHSCORES')
     local at, c = entry(r, 1)
     if not at then
       return malformed(r[1])
@@ -159,14 +188,14 @@ if op == 'r' then
       gone[#gone + 1] = r[1]
     end
   end
-  if sum > 0 and not part then
-    local r = redis.call('ZRANGE', key, -1 - #gone, -1 - #gone, 'WITHSCORES')
+  if sum > 0 and not part and not (#ahead > 0 and newestCost > 0) then
+    local r = redis.call('ZRANGE', key, -1 - skip - #gone, -1 - skip - #gone, 'WITHSCORES')
     newest = entry(r, 1)
     if not newest then
       return malformed(r[1])
     end
   end
-  prune()
+  prune(redis.call)
   for _, m in ipairs(gone) do
     redis.call('ZREM', key, m)
   end
@@ -175,12 +204,12 @@ if op == 'r' then
     local s, m = member(part[2], part[3])
     redis.call('ZADD', key, s, m)
   end
-  save()
+  save(redis.call)
   return {1, 0, 0, 0}
 end
 
 if sum + cost <= events then
-  prune()
+  prune(redis.call)
   if newest == t then
     local s, m = member(t, newestCost)
     redis.call('ZREM', key, m)
@@ -191,7 +220,7 @@ if sum + cost <= events then
   redis.call('ZADD', key, s, m)
   sum = sum + cost
   newest = t
-  save()
+  save(redis.call)
   return {1, events - sum, 0, t + period - now}
 end
 
@@ -211,17 +240,22 @@ while not retryAt do
     end
     freed = freed + c
     if freed >= need then
-      retryAt = at + period
+      -- An entry after now counts as one at now.
+      retryAt = math.min(at, now) + period
       break
     end
   end
   from = from + 16
 end
-if drop > 0 then
-  prune()
-  save()
+if clamped then
+  -- Entries after now are written at now, and the TTL with them.
+  prune(fix)
+  save(fix)
+elseif drop > 0 then
+  prune(redis.call)
+  save(redis.call)
 elseif redis.call('PTTL', key) == -1 then
   -- Nothing to write, but a key found without a TTL gets one.
-  redis.call('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
+  fix('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
 end
 return {0, events - sum, retryAt - now, newest + period - now}

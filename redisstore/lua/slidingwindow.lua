@@ -1,7 +1,10 @@
 -- Sliding-window counter, as core's slidingWindow: the state is the current
 -- window's start and the counts of the window before it and of it, stored as
 -- 'seconds nanoseconds previous current'. At t in window [w, w+P) the key
--- has used ceil(previous × (w+P−t) / P) + current.
+-- has used ceil(previous × (w+P−t) / P) + current. A start is never read
+-- after now (common.lua): a later window's counts (the server's clock
+-- stepped back) are read as the current window's, where core keeps the
+-- later window in force.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period.
 -- muldiv returns floor(a * b / m) and the remainder, for integers with
 -- a < 2^31, b < 2^53 and m <= 2^52, where a * b itself may not be exact. The
@@ -60,28 +63,27 @@ local w = windowStart(period)
 local prev, cur = 0, 0
 if state then
   local s, n, p, c = string.match(state, '^(%-?%d+) (%d+) (%d+) (%d+)$')
-  if not s then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  s, p, c = instant(s, n, 0), tonumber(p), tonumber(c)
+  -- muldiv below needs counts below 2^31, as core's 32-bit halves hold.
+  if s == nil or not (p < COUNT and c < COUNT) then
+    return malformed(state)
   end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    s = (s - R) * 1e9 + tonumber(n)
-    -- A start not aligned to the period comes from another period (a
-    -- Dynamic's key whose limit changed): the stored window counts as the
-    -- window of this period that holds its start.
-    if s >= w then
-      if s - w >= period then
-        w = s
-      end
-      prev, cur = tonumber(p), tonumber(c)
-    elseif s >= w - period then
-      prev = tonumber(c)
-    end
+  -- A start not aligned to the period comes from another period (a
+  -- Dynamic's key whose limit changed): the stored window counts as the
+  -- window of this period that holds its start.
+  if not s then
+    -- Long past: nothing counts.
+  elseif s >= w then
+    prev, cur = p, c
+  elseif s >= w - period then
+    prev = c
   end
 end
 local at = math.max(now, w)
 
-local function store(p, c)
+-- store writes the window with counts p and c through put (redis.call, or
+-- fix for a refusal's repair), or deletes the key when nothing counts.
+local function store(p, c, put)
   local reset = 0
   if c ~= 0 then
     reset = w + 2 * period - now
@@ -89,10 +91,10 @@ local function store(p, c)
     reset = w + period - now
   end
   if reset <= 0 then
-    redis.call('DEL', key)
+    put('DEL', key)
     return
   end
-  redis.call('SET', key, stamp(w) .. string.format(' %.0f %.0f', p, c), 'PX', math.ceil(reset / 1e6) + margin)
+  put('SET', key, stamp(w) .. string.format(' %.0f %.0f', p, c), 'PX', math.ceil(reset / 1e6) + margin)
 end
 
 if op == 'r' then
@@ -103,14 +105,14 @@ if op == 'r' then
   else
     return {0, 0, 0, 0}
   end
-  store(prev, cur)
+  store(prev, cur, redis.call)
   return {1, 0, 0, 0}
 end
 
 local left = w + period - at
 local used = weighted(prev, left) + cur
 if used + cost <= events then
-  store(prev, cur + cost)
+  store(prev, cur + cost, redis.call)
   return {1, events - used - cost, 0, w + 2 * period - now}
 end
 local retryAt
@@ -125,11 +127,15 @@ if cur > 0 then
 elseif prev > 0 then
   reset = w + period - now
 end
--- Refused: nothing to write, but a key found without a TTL, or with one
--- ending before its quota is whole (a Dynamic's key whose limit changed),
--- gets one.
-local ttl = reset > 0 and redis.call('PTTL', key)
-if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
-  redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+-- Refused: nothing to write, but a state read clamped is written back,
+-- and a key found without a TTL, or with one ending before its quota is
+-- whole (a Dynamic's key whose limit changed), gets one.
+if clamped then
+  store(prev, cur, fix)
+else
+  local ttl = reset > 0 and redis.call('PTTL', key)
+  if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
+    fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+  end
 end
 return {0, math.max(0, events - used), retryAt - now, reset}

@@ -5,7 +5,9 @@
 -- recorder in place of `redis`: reads go to the server at once, writes are
 -- held, and are made only when every layer admits (for the other
 -- operations, always). So a layer's script must make every read before its
--- first write, which each does.
+-- first write, which each does. A layer's repairs (redis.fix: a state read
+-- clamped written back, a missing TTL set; see common.lua) charge nothing
+-- and are made at once, even when the stack refuses.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
 -- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
@@ -29,6 +31,12 @@ local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true
 local recorder = {
   error_reply = real.error_reply,
   status_reply = real.status_reply,
+  fix = function(cmd, ...)
+    if not writes[string.upper(cmd)] then
+      error('floodgate: a stack cannot fix with ' .. cmd)
+    end
+    return real.call(cmd, ...)
+  end,
   call = function(cmd, ...)
     local c = string.upper(cmd)
     if writes[c] then

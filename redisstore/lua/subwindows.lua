@@ -1,7 +1,9 @@
 -- Sub-windows, as core's SlidingWindow with WithSubWindows: sub-windows of
--- period/n aligned to the epoch; at t (the start of the sub-window holding
--- now, or the newest stored one if the clock stepped back behind it) the
--- sub-windows starting in (t−P, t] count. The state lists the non-empty
+-- period/n aligned to the epoch; at t, the start of the sub-window holding
+-- now, the sub-windows starting in (t−P, t] count. The newest is never read
+-- after t (common.lua): if the server's clock stepped back behind it, the
+-- list is read as ending at t, every cost kept (core reads the list at the
+-- newest instead). The state lists the non-empty
 -- ones: 'seconds nanoseconds' of the newest, then ' k:cost' for each,
 -- oldest first, k being how many sub-windows before the newest it starts
 -- (the newest: 0).
@@ -10,41 +12,39 @@
 local period, events, size = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local state = redis.call('GET', key)
 
-local function malformed()
-  return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
-end
-
 local t = windowStart(size)
 local starts, costs, sum = {}, {}, 0
 if state then
   local s, n, rest = string.match(state, '^(%-?%d+) (%d+)(.*)$')
   if not s then
-    return malformed()
+    return malformed(state)
   end
   local list = {}
   local pos, last = 1, nil
   while pos <= #rest do
     local a, b, k, c = string.find(rest, '^ (%d+):(%d+)', pos)
     if not a then
-      return malformed()
+      return malformed(state)
     end
     k, c = tonumber(k), tonumber(c)
-    if c < 1 or (last and k >= last) then
-      return malformed()
+    if c < 1 or c >= COUNT or (last and k >= last) then
+      return malformed(state)
     end
     last = k
     list[#list + 1] = {k, c}
     pos = b + 1
   end
   if last ~= 0 then
-    return malformed()
+    return malformed(state)
   end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    local top = (s - R) * 1e9 + tonumber(n)
-    if top > t then
-      t = top
-    end
+  local top = instant(s, n, 0)
+  if top == nil then
+    return malformed(state)
+  end
+  if top and top > t then
+    top, clamped = t, true
+  end
+  if top then
     for _, e in ipairs(list) do
       local at = top - e[1] * size
       -- Only those that still count at t.
@@ -57,12 +57,13 @@ if state then
   end
 end
 
--- store writes the sub-windows, or deletes the key when none is left; the
--- key lives until the newest leaves the count.
-local function store()
+-- store writes the sub-windows through put (redis.call, or fix for a
+-- refusal's repair), or deletes the key when none is left; the key lives
+-- until the newest leaves the count.
+local function store(put)
   local m = #starts
   if m == 0 then
-    redis.call('DEL', key)
+    put('DEL', key)
     return
   end
   local top = starts[m]
@@ -70,7 +71,7 @@ local function store()
   for i = 1, m do
     parts[#parts + 1] = string.format('%.0f:%.0f', (top - starts[i]) / size, costs[i])
   end
-  redis.call('SET', key, table.concat(parts, ' '), 'PX', math.ceil((top + period - now) / 1e6) + margin)
+  put('SET', key, table.concat(parts, ' '), 'PX', math.ceil((top + period - now) / 1e6) + margin)
 end
 
 if op == 'r' then
@@ -86,7 +87,7 @@ if op == 'r' then
       starts[m], costs[m] = nil, nil
     end
   end
-  store()
+  store(redis.call)
   return {1, 0, 0, 0}
 end
 
@@ -97,7 +98,7 @@ if sum + cost <= events then
   else
     starts[m + 1], costs[m + 1] = t, cost
   end
-  store()
+  store(redis.call)
   return {1, events - sum - cost, 0, t + period - now}
 end
 
@@ -109,8 +110,11 @@ repeat
   freed = freed + costs[i]
 until freed >= need
 local reset = starts[#starts] + period - now
--- Nothing to write, but a key found without a TTL gets one.
-if redis.call('PTTL', key) == -1 then
-  redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+-- Nothing to write, but a state read clamped is written back, and a key
+-- found without a TTL gets one.
+if clamped then
+  store(fix)
+elseif redis.call('PTTL', key) == -1 then
+  fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
 end
 return {0, events - sum, starts[i] + period - now, reset}

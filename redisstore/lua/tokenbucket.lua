@@ -101,17 +101,18 @@ local tokens, last = burst, now
 if state then
   local tk, s, n = string.match(state, '^(%S+) (%-?%d+) (%d+)$')
   tk = tonumber(tk)
-  if not tk or tk ~= tk or tk == math.huge or tk == -math.huge then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+  -- Tokens are finite, and in debt by at most a burst (of any limit: a
+  -- Dynamic's key may hold a larger one's debt).
+  if not tk or not (tk > -COUNT and tk < math.huge) then
+    return malformed(state)
   end
-  s = tonumber(s)
-  if s >= R - STALE and s <= R + STALE then
-    local l = (s - R) * 1e9 + tonumber(n)
-    -- An update more than 2^51 ns ahead (the clock stepped back weeks) is
-    -- dropped, which keeps every wait below 2^53.
-    if l - now <= 2251799813685248 then
-      tokens, last = tk, l
-    end
+  -- The last update is never after now (common.lua): one that is is read
+  -- as now, its tokens kept, refilling from now.
+  local l = instant(s, n, 0)
+  if l == nil then
+    return malformed(state)
+  elseif l then
+    tokens, last = tk, l
   end
 end
 
@@ -152,12 +153,16 @@ else
   end
   if not ok then
     reset = wait(tokens, last, burst)
-    -- Refused: nothing to write, but a key found without a TTL, or with one
-    -- ending before its quota is whole (a Dynamic's key whose limit
-    -- changed), gets one.
-    local ttl = reset > 0 and redis.call('PTTL', key)
-    if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
-      redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+    -- Refused: nothing to write, but a state read clamped is written back,
+    -- and a key found without a TTL, or with one ending before its quota
+    -- is whole (a Dynamic's key whose limit changed), gets one.
+    if clamped then
+      fix('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
+    else
+      local ttl = reset > 0 and redis.call('PTTL', key)
+      if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
+        fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+      end
     end
     return {0, left, wait(tokens, last, need), reset}
   end

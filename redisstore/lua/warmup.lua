@@ -11,8 +11,10 @@
 -- ARGV[8]: the most permits stored; ARGV[9]: the slope (ns per permit, per
 -- permit above the threshold); ARGV[10]: the cool-down interval (ns per
 -- permit stored while idle). All are computed in Go as core computes them.
+-- ARGV[11]: the lead (common.lua): the longest wait of a cold request of
+-- the whole burst, or for a Dynamic the longest span of any limit.
 local stable, threshold, full = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local slope, cool = tonumber(ARGV[9]), tonumber(ARGV[10])
+local slope, cool, lead = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 
 -- whole is core's idleAt: the first instant from which a key holding p
 -- permits, next free at t, has cooled back to a full store.
@@ -36,14 +38,17 @@ if state then
   -- full in a state kept across a limit change (a Dynamic's key), as in
   -- core, where only an admission caps them.
   if not p or not (p >= 0 and p < math.huge) then
-    return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(state, 1, 64))
+    return malformed(state)
   end
-  s = tonumber(s)
   -- A next free instant more than STALE seconds ago is a key idle for
   -- longer than any warm-up period Redis accepts (at most a span): cooled
-  -- to a full store, as a key never seen.
-  if s >= R - STALE and s <= R + STALE then
-    stored, nextFree = p, (s - R) * 1e9 + tonumber(n)
+  -- to a full store, as a key never seen. One further ahead than the lead
+  -- is read at the lead (common.lua).
+  local x = instant(s, n, lead)
+  if x == nil then
+    return malformed(state)
+  elseif x then
+    stored, nextFree = p, x
   end
 end
 
@@ -61,12 +66,16 @@ end
 
 if nextFree > now then
   local reset = whole(stored, nextFree) - now
-  -- Refused: nothing to write, but a key found without a TTL, or with one
-  -- ending before its quota is whole (a Dynamic's key whose limit
-  -- changed), gets one.
-  local ttl = redis.call('PTTL', key)
-  if ttl == -1 or ttl < math.ceil(reset / 1e6) then
-    redis.call('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+  -- Refused: nothing to write, but a state read clamped is written back,
+  -- and a key found without a TTL, or with one ending before its quota is
+  -- whole (a Dynamic's key whose limit changed), gets one.
+  if clamped then
+    fix('SET', key, string.format('%.17g ', stored) .. stamp(nextFree), 'PX', math.ceil(reset / 1e6) + margin)
+  else
+    local ttl = redis.call('PTTL', key)
+    if ttl == -1 or ttl < math.ceil(reset / 1e6) then
+      fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+    end
   end
   return {0, 0, nextFree - now, reset}
 end
