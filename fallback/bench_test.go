@@ -33,7 +33,7 @@ func BenchmarkAllow(b *testing.B) {
 		if open {
 			down := &fake{}
 			down.set(storeDown)
-			lim = fallback.MustNew(down, fastPrimary{}, fallback.WithFailureThreshold(1), fallback.WithOpenFor(time.Hour))
+			lim = fallback.MustNew(down, fastPrimary{}, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1, OpenFor: time.Hour}))
 			lim.Allow(context.Background(), "k", 1)
 			if lim.State() != fallback.Open {
 				b.Fatal("breaker not open")

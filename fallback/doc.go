@@ -33,55 +33,62 @@
 // # The breaker
 //
 // Closed: the primary decides, under a context that ends after
-// [WithTimeout] (100 ms by default; a caller's earlier deadline wins). A
+// [WithTimeout] (500 ms by default; a caller's earlier deadline wins). A
 // store failure (errors.Is(err, core.ErrStore)) or the timeout is answered
 // by the local limiter, so the caller gets a decision and never the error,
-// and is counted; [WithFailureThreshold] failures in a row (3) open the
-// breaker. The primary's other errors, such as core.ErrInvalidCost, are
+// and is counted as a failure; a decision the primary makes is counted as
+// a success. The primary's other errors, such as core.ErrInvalidCost, are
 // returned unchanged and not counted, and so is every error once the
 // caller's own context has ended (a caller that gave up says nothing about
-// the primary). So keep the timeout below the deadlines callers set: a
-// primary that hangs past a caller's deadline but within the timeout is
-// never counted, and never opens the breaker.
+// the primary). The breaker opens when, over the last 10 s, at least 20
+// calls were counted and at least half of them failed, or when every call
+// counted over the last one to two seconds failed, three at least
+// ([WithBreaker] and [BreakerConfig] give the rules and the defaults). So
+// a primary that fails now and then, or a pause of the process that fails
+// the calls in flight at once, does not open it, while a primary that is
+// down or hangs opens it within about two seconds. Keep the timeout below
+// the deadlines callers set: a primary that hangs past a caller's deadline
+// but within the timeout is never counted, and never opens the breaker.
 //
 // Open: the local limiter decides and the primary is not called, for
-// [WithOpenFor] (1 s). Then the breaker is HalfOpen.
+// OpenFor (1 s by default). Then the breaker is HalfOpen.
 //
 // HalfOpen: one request at a time probes the primary, under the same
 // timeout, so it waits no longer than a request while closed; the others
-// are decided locally and never wait for it. A probe
-// the primary answers closes the breaker. A failed probe opens it again for
-// twice the previous period, up to [WithMaxOpenFor] (4 s): 1 s, 2 s, 4 s,
-// 4 s... by default, so that a long outage costs one probe every
-// 4 s. A probe whose caller gives up, or that the primary refuses for a
-// reason of its own (a bad cost), hands the probe to the next request.
+// are decided locally and never wait for it. A probe the primary answers
+// closes the breaker, and the counting starts afresh. A failed probe opens
+// it again for twice the previous period, up to MaxOpenFor (4 s by
+// default): 1 s, 2 s, 4 s, 4 s..., so that a long outage costs one probe
+// every 4 s. A probe whose caller gives up, or that the primary refuses for
+// a reason of its own (a bad cost), hands the probe to the next request.
 //
 // So once the primary is back, the primary decides again within
 // MaxOpenFor (4 s by default) plus the next request's round trip: the
 // breaker was opened at most MaxOpenFor earlier, and the first request
 // after that probes.
 //
-// The breaker's periods read the clock set by [WithClock]; timeouts are
-// context deadlines on real time, and cut only a primary that honours its
-// context, as Redis clients do.
+// The breaker's window and periods read the clock set by [WithClock];
+// timeouts are context deadlines on real time, and cut only a primary that
+// honours its context, as Redis clients do.
 //
 // A redisstore.Limiter has the same breaker built in, on by default, with
-// the same defaults. Wrapped here, both work together: while the
-// primary's own breaker is open, its calls fail at once with a store error
-// (redisstore.ErrCircuitOpen), which this breaker answers locally and
-// counts like any other failure.
+// the same defaults, counting its round trips to each server. Wrapped
+// here, both work together: while the primary's own breaker is open, its
+// calls fail at once with a store error (redisstore.ErrCircuitOpen), which
+// this breaker answers locally and counts like any other failure.
 //
 // # Cost
 //
 // While the breaker is closed, the wrapper's own work per request is one
-// atomic load of the breaker's state and one atomic add to a counter: no
-// lock, no allocation. The timeout costs more. When the caller's context
-// already ends within the timeout, it is passed on as it is, after one
-// monotonic clock read, and the wrapper allocates nothing. Otherwise the
-// primary gets a context.WithTimeout, with its allocations (4, 272 bytes
-// with Go 1.26) and its timer: small beside a round trip to Redis, but
-// not free. Contexts are not pooled, because core.Limiter does not forbid
-// a primary to keep its context after Allow returns.
+// atomic load of the breaker's state, one clock reading and one atomic add
+// to count the outcome, and one atomic add to a counter: no lock, no
+// allocation. The timeout costs more. When the caller's context already
+// ends within the timeout, it is passed on as it is, after one monotonic
+// clock read, and the wrapper allocates nothing. Otherwise the primary
+// gets a context.WithTimeout, with its allocations (4, 272 bytes with Go
+// 1.26) and its timer: small beside a round trip to Redis, but not free.
+// Contexts are not pooled, because core.Limiter does not forbid a primary
+// to keep its context after Allow returns.
 //
 // # Refunds
 //

@@ -25,7 +25,7 @@ func TestNonStoreErrorsPassThrough(t *testing.T) {
 	} {
 		t.Run(err.Error(), func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, fallback.WithFailureThreshold(1))
+			r := newRig(t, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1}))
 			r.primary.set(fails(err))
 			for i := 0; i < 3; i++ {
 				if _, got := r.Allow(t.Context(), "k", 1); got != err {
@@ -65,7 +65,7 @@ func TestCallerContextPassesThrough(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, fallback.WithFailureThreshold(1), fallback.WithTimeout(time.Minute))
+			r := newRig(t, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1}), fallback.WithTimeout(time.Minute))
 			r.primary.set(tt.behave)
 			ctx, cancel := tt.ctx()
 			defer cancel()
@@ -158,7 +158,7 @@ func TestDownAdmitsLocalBurstExactly(t *testing.T) {
 		t.Errorf("admitted %d while the primary was down, want the local burst %d", n, burst)
 	}
 	st := lim.Stats()
-	if st.LocalDecisions != goroutines*each || st.PrimaryDecisions != 0 || st.PrimaryFailures < 3 || st.Opens != 1 {
+	if st.LocalDecisions != goroutines*each || st.PrimaryDecisions != 0 || st.PrimaryFailures < fallback.DefaultMinCalls || st.Opens != 1 {
 		t.Errorf("Stats = %+v", st)
 	}
 }
@@ -174,11 +174,11 @@ func TestRefundGoesToDecidingSide(t *testing.T) {
 		{"closed", func(*testing.T, *rig) {}, 1, 0, 0},
 		{"closed, primary's refund fails", func(_ *testing.T, r *rig) { r.primary.set(storeDown) }, 1, 1, 1},
 		{"closed, primary's refund hangs", func(_ *testing.T, r *rig) { r.primary.set(hang) }, 1, 1, 1},
-		{"open", func(t *testing.T, r *rig) { r.open(t) }, 0, 1, 3},
+		{"open", func(t *testing.T, r *rig) { r.open(t) }, 0, 1, fallback.DefaultMinCalls},
 		{"half-open, no probe taken", func(t *testing.T, r *rig) {
 			r.open(t)
 			r.clock.Advance(time.Hour)
-		}, 0, 1, 3},
+		}, 0, 1, fallback.DefaultMinCalls},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestRefundRestoresQuota(t *testing.T) {
 		if down {
 			primary = coretest.StoreDown(errDown)
 		}
-		lim := fallback.MustNew(primary, mk(), fallback.WithClock(clock), fallback.WithFailureThreshold(1))
+		lim := fallback.MustNew(primary, mk(), fallback.WithClock(clock), fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1}))
 		ctx := context.Background()
 		lim.Allow(ctx, "k", 1)
 		d, _ := lim.Allow(ctx, "k", 1)

@@ -16,7 +16,9 @@ import (
 
 func TestObserverEvents(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, fallback.WithFailureThreshold(2))
+	// Two calls at least, 60 % failed: a success and a failure (50 %) keep
+	// it closed, a second failure (67 %) opens it.
+	r := newRig(t, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 2, FailureRate: 60}))
 	r.allow(t, t.Context())
 	r.primary.set(storeDown)
 	r.allow(t, t.Context())
@@ -85,7 +87,10 @@ func TestStrings(t *testing.T) {
 // and checks that every decision was counted once, on one side.
 func TestConcurrentFlapping(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, fallback.WithTimeout(time.Millisecond), fallback.WithOpenFor(10*time.Millisecond))
+	// Buckets of 3 ms, the clock's step: three steps of store errors
+	// (24 calls at least) open the breaker.
+	r := newRig(t, fallback.WithTimeout(time.Millisecond),
+		fallback.WithBreaker(fallback.BreakerConfig{Window: 30 * time.Millisecond, MinCalls: 10, OpenFor: 10 * time.Millisecond}))
 	var calls atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup

@@ -12,7 +12,8 @@ import (
 )
 
 // Redis is down: each request is decided by the in-process limiter, and
-// after two failures the breaker opens so that no request waits on Redis.
+// once the breaker has counted two calls (its MinCalls here), all failed,
+// it opens so that no request waits on Redis.
 // Once the open period has passed, one request probes Redis again.
 func Example() {
 	clock := coretest.NewClock(time.Unix(0, 0))
@@ -20,7 +21,7 @@ func Example() {
 	local := core.MustNew(core.PerSecond(2), core.WithClock(clock))
 	lim := fallback.MustNew(redis, local,
 		fallback.WithClock(clock),
-		fallback.WithFailureThreshold(2),
+		fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 2}),
 		fallback.WithObserver(func(e fallback.Event) {
 			switch e.Kind {
 			case fallback.EventPrimaryFailed:

@@ -50,12 +50,7 @@ func New(primary, local core.Limiter, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := breaker.Config{
-		Threshold:  o.threshold,
-		OpenFor:    o.openFor,
-		MaxOpenFor: o.maxOpenFor,
-		Clock:      o.clock,
-	}
+	cfg := breaker.Config{Rule: o.rule, Clock: o.clock}
 	if f := o.observe; f != nil {
 		cfg.OnFailure = func(err error) { f(Event{Kind: EventPrimaryFailed, Err: err}) }
 		cfg.OnStateChange = func(from, to breaker.State) {

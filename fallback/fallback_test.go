@@ -26,15 +26,18 @@ func TestNewErrors(t *testing.T) {
 		{"nil option", p, l, []fallback.Option{fallback.WithTimeout(time.Second), nil}, []string{"nil Option (argument 2)"}},
 		{"zero timeout", p, l, []fallback.Option{fallback.WithTimeout(0)}, []string{"WithTimeout(0s): the timeout must be > 0"}},
 		{"negative timeout", p, l, []fallback.Option{fallback.WithTimeout(-time.Second)}, []string{"WithTimeout(-1s)"}},
-		{"zero threshold", p, l, []fallback.Option{fallback.WithFailureThreshold(0)}, []string{"WithFailureThreshold(0): the threshold must be from 1"}},
-		{"zero open", p, l, []fallback.Option{fallback.WithOpenFor(0)}, []string{"WithOpenFor(0s)"}},
-		{"zero max open", p, l, []fallback.Option{fallback.WithMaxOpenFor(0)}, []string{"WithMaxOpenFor(0s)"}},
-		{"max below open", p, l, []fallback.Option{fallback.WithOpenFor(time.Minute), fallback.WithMaxOpenFor(time.Second)},
-			[]string{"WithMaxOpenFor(1s) is shorter than WithOpenFor(1m0s); raise it"}},
+		{"negative window", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{Window: -time.Second})}, []string{"WithBreaker: Window must be at least 10ms, got -1s"}},
+		{"short window", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{Window: time.Millisecond})}, []string{"Window must be at least 10ms, got 1ms"}},
+		{"negative min calls", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{MinCalls: -1})}, []string{"WithBreaker: MinCalls must be from 1 to 1073741824, got -1"}},
+		{"rate above 100", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{FailureRate: 101})}, []string{"WithBreaker: FailureRate must be from 1 to 100 (percent), got 101"}},
+		{"negative open", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{OpenFor: -time.Second})}, []string{"WithBreaker: OpenFor must be > 0, got -1s"}},
+		{"negative max open", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{MaxOpenFor: -time.Second})}, []string{"WithBreaker: MaxOpenFor -1s is shorter than OpenFor 1s"}},
+		{"max below open", p, l, []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{OpenFor: time.Minute, MaxOpenFor: time.Second})},
+			[]string{"WithBreaker: MaxOpenFor 1s is shorter than OpenFor 1m0s; raise it, or make them equal for no doubling"}},
 		{"nil clock", p, l, []fallback.Option{fallback.WithClock(nil)}, []string{"WithClock(nil)"}},
 		{"nil observer", p, l, []fallback.Option{fallback.WithObserver(nil)}, []string{"WithObserver(nil)"}},
-		{"all reported", p, l, []fallback.Option{fallback.WithTimeout(0), fallback.WithFailureThreshold(-1)},
-			[]string{"WithTimeout(0s)", "WithFailureThreshold(-1)"}},
+		{"all reported", p, l, []fallback.Option{fallback.WithTimeout(0), fallback.WithBreaker(fallback.BreakerConfig{MinCalls: -1, FailureRate: -1})},
+			[]string{"WithTimeout(0s)", "MinCalls must be", "FailureRate must be"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,23 +59,31 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 	// A long open period raises the default cap rather than failing.
-	if _, err := fallback.New(p, l, fallback.WithOpenFor(time.Minute)); err != nil {
-		t.Errorf("WithOpenFor(1m) alone: %v", err)
+	if _, err := fallback.New(p, l, fallback.WithBreaker(fallback.BreakerConfig{OpenFor: time.Minute})); err != nil {
+		t.Errorf("OpenFor 1m alone: %v", err)
 	}
 }
 
-func TestStoreErrorsOpenAfterThreshold(t *testing.T) {
+// TestStoreErrorsOpenAtMinCalls: store errors with no success before
+// them open the breaker at exactly MinCalls; until then each is answered
+// locally and the breaker stays closed.
+func TestStoreErrorsOpenAtMinCalls(t *testing.T) {
 	t.Parallel()
-	for _, threshold := range []int{1, 3, 5} {
-		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
-			r := newRig(t, fallback.WithFailureThreshold(threshold))
+	for _, min := range []int{1, 3, fallback.DefaultMinCalls} {
+		t.Run(fmt.Sprint(min), func(t *testing.T) {
+			t.Parallel()
+			opts := []fallback.Option{fallback.WithBreaker(fallback.BreakerConfig{MinCalls: min})}
+			if min == fallback.DefaultMinCalls {
+				opts = nil
+			}
+			r := newRig(t, opts...)
 			r.primary.set(storeDown)
-			for i := 1; i <= threshold; i++ {
+			for i := 1; i <= min; i++ {
 				if got := r.allow(t, t.Context()); got != "local" {
 					t.Fatalf("failure %d answered by %s, want local", i, got)
 				}
 				want := fallback.Closed
-				if i == threshold {
+				if i == min {
 					want = fallback.Open
 				}
 				if s := r.State(); s != want {
@@ -82,8 +93,8 @@ func TestStoreErrorsOpenAfterThreshold(t *testing.T) {
 			for i := 0; i < 10; i++ {
 				r.allow(t, t.Context())
 			}
-			r.wantCalls(t, int64(threshold), int64(threshold)+10)
-			want := fallback.Stats{LocalDecisions: uint64(threshold) + 10, PrimaryFailures: uint64(threshold), Opens: 1}
+			r.wantCalls(t, int64(min), int64(min)+10)
+			want := fallback.Stats{LocalDecisions: uint64(min) + 10, PrimaryFailures: uint64(min), Opens: 1}
 			if s := r.Stats(); s != want {
 				t.Errorf("Stats = %+v, want %+v", s, want)
 			}
@@ -91,24 +102,49 @@ func TestStoreErrorsOpenAfterThreshold(t *testing.T) {
 	}
 }
 
-func TestSuccessResetsFailureCount(t *testing.T) {
+// TestFailureRate: calls to the primary in order, each answered by the
+// side the breaker's counts say, the breaker opening at exactly the call
+// that brings the failures to the rate.
+func TestFailureRate(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
-	for _, step := range []struct {
-		down bool
-		want string
-	}{{true, "local"}, {true, "local"}, {false, "primary"}, {true, "local"}, {true, "local"}} {
-		if step.down {
-			r.primary.set(storeDown)
-		} else {
-			r.primary.set(nil)
-		}
-		if got := r.allow(t, t.Context()); got != step.want {
-			t.Fatalf("got %s, want %s", got, step.want)
-		}
-	}
-	if s := r.State(); s != fallback.Closed {
-		t.Errorf("2 failures, a success and 2 failures: %v, want closed", s)
+	for _, tt := range []struct {
+		name  string
+		c     fallback.BreakerConfig
+		steps string // o: the primary answers, x: a store error, -: a bad cost
+		opens int    // the step after which it is open; 0: never
+	}{
+		{"defaults: 20 calls, half failed", fallback.BreakerConfig{}, "oooooooooo" + "xxxxxxxxx" + "x", 20},
+		{"defaults: one short of 20 calls", fallback.BreakerConfig{}, "ooooooooo" + "xxxxxxxxx" + "x", 0},
+		{"4 calls, 50 %", fallback.BreakerConfig{MinCalls: 4}, "oooxxx", 6},
+		{"4 calls, 75 %", fallback.BreakerConfig{MinCalls: 4, FailureRate: 75}, "oxoxxxxx", 8},
+		{"bad costs count for nothing", fallback.BreakerConfig{MinCalls: 4}, "o----x----x", 0},
+		{"bad costs, then failures", fallback.BreakerConfig{MinCalls: 4}, "o----x----xx", 12},
+		{"100 %: a success holds it", fallback.BreakerConfig{MinCalls: 1, FailureRate: 100}, "oxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, fallback.WithBreaker(tt.c))
+			for i, step := range tt.steps {
+				want := "local"
+				switch step {
+				case 'o':
+					r.primary.set(nil)
+					want = "primary"
+				case 'x':
+					r.primary.set(storeDown)
+				case '-':
+					r.primary.set(fails(core.ErrInvalidCost))
+					want = "error: " + core.ErrInvalidCost.Error()
+				}
+				if got := r.allow(t, t.Context()); got != want {
+					t.Fatalf("step %d (%c): %s, want %s", i+1, step, got, want)
+				}
+				open := tt.opens != 0 && i+1 >= tt.opens
+				if s := r.State(); (s == fallback.Open) != open {
+					t.Fatalf("after step %d (%c): %v, want open %v", i+1, step, s, open)
+				}
+			}
+		})
 	}
 }
 
@@ -132,8 +168,8 @@ func TestOpenNeverCallsPrimary(t *testing.T) {
 	wg.Wait()
 	r.clock.Advance(fallback.DefaultOpenFor - time.Nanosecond)
 	r.allow(t, t.Context())
-	if n := r.primary.allows.Load() + r.primary.refunds.Load(); n != 3 {
-		t.Errorf("primary called %d times, want only the 3 that opened the breaker", n)
+	if n := r.primary.allows.Load() + r.primary.refunds.Load(); n != fallback.DefaultMinCalls {
+		t.Errorf("primary called %d times, want only the %d that opened the breaker", n, fallback.DefaultMinCalls)
 	}
 	r.clock.Advance(time.Nanosecond)
 	if s := r.State(); s != fallback.HalfOpen {
@@ -174,7 +210,7 @@ func TestHalfOpenLetsOneProbeThrough(t *testing.T) {
 	if got := <-results; got != "primary" {
 		t.Errorf("probe: %s, want primary", got)
 	}
-	r.wantCalls(t, 4, 3+n-1)
+	r.wantCalls(t, fallback.DefaultMinCalls+1, fallback.DefaultMinCalls+n-1)
 	if s := r.State(); s != fallback.Closed {
 		t.Errorf("after a successful probe: %v, want closed", s)
 	}

@@ -134,19 +134,23 @@ func (r *rig) allow(t *testing.T, ctx context.Context) string {
 	return ""
 }
 
-// open opens the breaker with three store errors (the default threshold),
-// then leaves the primary healthy; it checks the calls were answered
-// locally.
+// open opens the breaker of a rig that has seen no call yet with store
+// errors (the default MinCalls of them, the first that the default rule
+// lets open it), then leaves the primary healthy; it checks the calls were
+// answered locally.
 func (r *rig) open(t *testing.T) {
 	t.Helper()
 	r.primary.set(storeDown)
-	for i := 0; i < fallback.DefaultFailureThreshold; i++ {
+	for i := 0; i < fallback.DefaultMinCalls; i++ {
+		if s := r.State(); s != fallback.Closed {
+			t.Fatalf("after %d store errors: %v, want closed", i, s)
+		}
 		if got := r.allow(t, t.Context()); got != "local" {
 			t.Fatalf("failure %d: %s, want local", i+1, got)
 		}
 	}
 	if s := r.State(); s != fallback.Open {
-		t.Fatalf("after %d store errors: %v, want open", fallback.DefaultFailureThreshold, s)
+		t.Fatalf("after %d store errors: %v, want open", fallback.DefaultMinCalls, s)
 	}
 	r.primary.set(nil)
 }

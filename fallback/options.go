@@ -4,29 +4,39 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Option configures a [Limiter] made by [New].
 type Option func(*options)
 
-// The defaults; the option that sets each ([WithTimeout] and so on) says
-// why it was chosen.
+// The defaults; the option or field that sets each ([WithTimeout],
+// [BreakerConfig]) says why it was chosen.
 const (
-	DefaultTimeout          = 100 * time.Millisecond
-	DefaultFailureThreshold = 3
-	DefaultOpenFor          = time.Second
-	DefaultMaxOpenFor       = 4 * time.Second
+	DefaultTimeout     = 500 * time.Millisecond
+	DefaultWindow      = 10 * time.Second
+	DefaultMinCalls    = 20
+	DefaultFailureRate = 50
+	DefaultOpenFor     = time.Second
+	DefaultMaxOpenFor  = 4 * time.Second
 )
 
+// defaultRule is the breaker of a Limiter made without [WithBreaker].
+var defaultRule = breaker.Rule{
+	Window:      DefaultWindow,
+	MinCalls:    DefaultMinCalls,
+	FailureRate: DefaultFailureRate,
+	OpenFor:     DefaultOpenFor,
+	MaxOpenFor:  DefaultMaxOpenFor,
+}
+
 type options struct {
-	timeout    time.Duration
-	threshold  int
-	openFor    time.Duration
-	maxOpenFor time.Duration // 0: DefaultMaxOpenFor, or openFor if longer
-	clock      core.Clock
-	observe    func(Event)
-	errs       option.Errors
+	timeout time.Duration
+	rule    breaker.Rule
+	clock   core.Clock
+	observe func(Event)
+	errs    option.Errors
 }
 
 func (o *options) require(ok bool, format string, args ...any) bool {
@@ -35,17 +45,24 @@ func (o *options) require(ok bool, format string, args ...any) bool {
 
 // WithTimeout sets how long one call to the primary may take before the
 // request is decided locally and the call counts as a failure (default
-// [DefaultTimeout], 100 ms). A caller whose context ends sooner keeps its
+// [DefaultTimeout], 500 ms). A caller whose context ends sooner keeps its
 // own deadline, and its expiry is the caller's, not a primary failure: keep
 // the timeout below the deadlines your callers set, or a primary that hangs
 // is never detected.
 //
-// 100 ms is far above a healthy Redis round trip (well under a millisecond
-// within a region) and far below the budgets of the requests being
-// limited: it is the most a request waits on a primary that hangs before
-// the breaker opens. The timeout is a context deadline, so it reads real
-// time whatever [WithClock] sets, and it works only on a primary that
-// honours its context (every Redis client does).
+// It is the most a request waits on a primary that hangs before the
+// breaker opens. It bounds the whole call, including any time the primary
+// keeps the call waiting in this process: a redisstore.Limiter under load
+// queues calls for its round trips, and bounds each round trip with a
+// timeout of its own (redisstore.DefaultTimeout, also 500 ms) from when it
+// is sent. 500 ms is far above a healthy Redis round trip (well under a
+// millisecond within a region) and still short beside the budgets of the
+// requests being limited, and a spike on a process short of CPU stays
+// within it (redisstore's TestSpike, behind fallback), where 100 ms sent
+// thousands of its decisions to the local limiter. The timeout is a
+// context deadline, so it reads real time whatever [WithClock] sets, and
+// it works only on a primary that honours its context (every Redis client
+// does).
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if o.require(d > 0, "WithTimeout(%v): the timeout must be > 0", d) {
@@ -54,43 +71,18 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithFailureThreshold sets how many primary failures in a row open the
-// breaker (default [DefaultFailureThreshold], 3): one dropped connection
-// or slow command is decided locally without opening, while an outage
-// opens the breaker after three requests (concurrent ones count alike), so
-// that few requests wait out the timeout.
-func WithFailureThreshold(n int) Option {
+// WithBreaker sets when the breaker opens and how long it stays open;
+// zero fields of c keep their defaults (see [BreakerConfig]), so
+// WithBreaker(BreakerConfig{MinCalls: 5}) changes only MinCalls.
+func WithBreaker(c BreakerConfig) Option {
 	return func(o *options) {
-		if o.require(n >= 1 && n <= 1<<30, "WithFailureThreshold(%d): the threshold must be from 1 to %d", n, 1<<30) {
-			o.threshold = n
+		r := breaker.Rule(c).Or(defaultRule)
+		ok := true
+		for _, p := range r.Problems() {
+			ok = o.require(false, "WithBreaker: %s", p)
 		}
-	}
-}
-
-// WithOpenFor sets how long the breaker stays open after it opens
-// (default [DefaultOpenFor], 1 s): the primary is not called in that time.
-// Each failed probe doubles the period, up to [WithMaxOpenFor]; a
-// successful one starts over from d. One second asks a dead primary at
-// most once a second, and after a blip (a dropped connection, a Redis
-// failover) returns to it a second later.
-func WithOpenFor(d time.Duration) Option {
-	return func(o *options) {
-		if o.require(d > 0, "WithOpenFor(%v): the open period must be > 0", d) {
-			o.openFor = d
-		}
-	}
-}
-
-// WithMaxOpenFor caps the open period that failed probes double (default
-// [DefaultMaxOpenFor], 4 s, or the [WithOpenFor] period if that is
-// longer; pass the same d to both to turn the doubling off). It bounds how
-// long decisions stay local after the primary is back (see the package
-// documentation), while a long outage costs one probe every d: 4 s keeps
-// both small.
-func WithMaxOpenFor(d time.Duration) Option {
-	return func(o *options) {
-		if o.require(d > 0, "WithMaxOpenFor(%v): the longest open period must be > 0", d) {
-			o.maxOpenFor = d
+		if ok {
+			o.rule = r
 		}
 	}
 }
@@ -120,18 +112,11 @@ func WithObserver(f func(Event)) Option {
 
 func buildOptions(opts []Option) (options, error) {
 	o := options{
-		timeout:   DefaultTimeout,
-		threshold: DefaultFailureThreshold,
-		openFor:   DefaultOpenFor,
-		clock:     core.SystemClock,
-		errs:      option.Errors{Prefix: "fallback: "},
+		timeout: DefaultTimeout,
+		rule:    defaultRule,
+		clock:   core.SystemClock,
+		errs:    option.Errors{Prefix: "fallback: "},
 	}
-	if err := option.Apply(&o, &o.errs, opts); err != nil {
-		return o, err
-	}
-	if o.maxOpenFor == 0 {
-		o.maxOpenFor = max(DefaultMaxOpenFor, o.openFor)
-	}
-	o.require(o.maxOpenFor >= o.openFor, "WithMaxOpenFor(%v) is shorter than WithOpenFor(%v); raise it, or pass the same value to both for no backoff", o.maxOpenFor, o.openFor)
-	return o, o.errs.Err()
+	err := option.Apply(&o, &o.errs, opts)
+	return o, err
 }

@@ -300,7 +300,7 @@ func TestBreakers(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
 	fb, err := fallback.New(failing{}, mustCore(t, core.PerSecond(100), core.WithClock(clock)),
-		fallback.WithClock(clock), fallback.WithFailureThreshold(2), fallback.WithOpenFor(time.Second))
+		fallback.WithClock(clock), fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 2, OpenFor: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

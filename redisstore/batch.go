@@ -28,6 +28,7 @@ type queue struct {
 // pending is one queued call and, once its pipeline is back, its answer.
 type pending struct {
 	op   string
+	code byte // for the error of a call the breaker turns away
 	keys []string
 	args []any
 	out  [5]int64
@@ -36,26 +37,28 @@ type pending struct {
 	gone atomic.Bool   // the caller stopped waiting: do not send it
 }
 
-// run makes the round trip of one call on the Redis key rkey, through q,
-// the queue of the server that holds it (nil without batching), and
-// returns the script's four numbers.
-func (l *Limiter) run(ctx context.Context, pol *policy, q *queue, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
-	ctx, cancel := breaker.Bound(ctx, l.timeout)
-	if cancel != nil {
-		defer cancel()
-	}
+// run makes the round trip of one call on the Redis key rkey through r,
+// the route of the server that holds it, and returns the script's
+// numbers; it tells r's breaker, if any, what the round trip showed about
+// the server. The Limiter's timeout bounds the round trip from when it is
+// sent: a call sent at once, alone, from then; a queued call from when its
+// pipeline leaves. A queued call waits only on its caller's context, and
+// time queued is never counted against the server. probe marks the
+// breaker's probe, which is always sent at once.
+func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
 	args := l.args(pol, code, cost, member)
-	if q == nil {
-		return reply(op, l.script.run(ctx, l.client, l.keys(rkey), args))
+	q := r.q
+	if q == nil || probe {
+		return l.send(ctx, r.b, probe, op, rkey, args)
 	}
 	q.mu.Lock()
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
-		defer l.handOff(q)
-		return reply(op, l.script.run(ctx, l.client, l.keys(rkey), args))
+		defer l.handOff(r)
+		return l.send(ctx, r.b, false, op, rkey, args)
 	}
-	p := &pending{op: op, keys: l.keys(rkey), args: args, done: make(chan struct{})}
+	p := &pending{op: op, code: code, keys: l.keys(rkey), args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
 	select {
@@ -65,6 +68,21 @@ func (l *Limiter) run(ctx context.Context, pol *policy, q *queue, op string, cod
 		p.gone.Store(true)
 		return [5]int64{}, &core.StoreError{Op: op, Err: ctx.Err()}
 	}
+}
+
+// send makes one call's round trip alone, bounded by the Limiter's timeout
+// from now, and tells b (nil: no breaker) what it showed.
+func (l *Limiter) send(ctx context.Context, b *breaker.Breaker, probe bool, op, rkey string, args []any) ([5]int64, error) {
+	wire, cancel := breaker.Bound(ctx, l.timeout)
+	if cancel != nil {
+		defer cancel()
+	}
+	cmd := l.script.run(wire, l.client, l.keys(rkey), args)
+	if b != nil {
+		// Before cancel, which would end wire in any case.
+		settle(b, classify(ctx, wire, cmd.Err()), cmd.Err(), probe)
+	}
+	return reply(op, cmd)
 }
 
 // next takes the next batch from the waiting calls, or, when none wait,
@@ -89,28 +107,52 @@ func (q *queue) next() []*pending {
 	return batch
 }
 
-// handOff ends a lone call's round trip: the calls that queued behind it,
-// if any, go on in a goroutine of their own, which keeps the slot.
-func (l *Limiter) handOff(q *queue) {
-	if batch := q.next(); batch != nil {
-		go l.flush(q, batch)
+// drain answers every waiting call at once with ErrCircuitOpen, unsent:
+// the breaker has just opened. Calls whose pipeline has left are answered
+// by their round trip.
+func (q *queue) drain() {
+	q.mu.Lock()
+	waiting := q.waiting
+	q.waiting = nil
+	q.mu.Unlock()
+	for _, p := range waiting {
+		p.err = errOpen(p.code)
+		close(p.done)
 	}
 }
 
-// flush sends batches until no call waits.
-func (l *Limiter) flush(q *queue, batch []*pending) {
+// handOff ends a lone call's round trip on r: the calls that queued behind
+// it, if any, go on in a goroutine of their own, which keeps the slot.
+func (l *Limiter) handOff(r *route) {
+	if batch := r.q.next(); batch != nil {
+		go l.flush(r, batch)
+	}
+}
+
+// flush sends batches on r until no call waits.
+func (l *Limiter) flush(r *route, batch []*pending) {
 	for batch != nil {
-		l.pipeline(batch)
-		batch = q.next()
+		l.pipeline(r.b, batch)
+		batch = r.q.next()
 	}
 }
 
-// pipeline sends batch in one round trip (one per master on a Cluster)
-// and answers each call. It is bounded by the Limiter's timeout alone: the
-// calls have their own deadlines, which they wait on, and one caller giving
-// up must not fail the others. Scripts a server does not know (NOSCRIPT)
-// are sent again with EVAL, in a second pipeline.
-func (l *Limiter) pipeline(batch []*pending) {
+// pipeline sends batch in one round trip and answers each call, or, if b
+// (nil: no breaker) opened while they waited, answers them at once with
+// ErrCircuitOpen. The round trip is bounded by the Limiter's timeout from
+// now, when it leaves, and by nothing else: the calls have their own
+// deadlines, which they wait on, and one caller giving up must not fail
+// the others. Scripts a server does not know (NOSCRIPT) are sent again
+// with EVAL, in a second pipeline. The round trip, not each call, is one
+// outcome for b.
+func (l *Limiter) pipeline(b *breaker.Breaker, batch []*pending) {
+	if b != nil && !b.Closed() {
+		for _, p := range batch {
+			p.err = errOpen(p.code)
+			close(p.done)
+		}
+		return
+	}
 	ctx := context.Background()
 	if l.timeout > 0 {
 		var cancel context.CancelFunc
@@ -139,10 +181,24 @@ func (l *Limiter) pipeline(batch []*pending) {
 	if again != nil {
 		_, _ = again.Exec(ctx)
 	}
+	v, vErr := noEvidence, error(nil)
 	for i, p := range batch {
 		if cmds[i] != nil {
+			switch err := cmds[i].Err(); classify(context.Background(), ctx, err) {
+			case failed:
+				if v != failed {
+					v, vErr = failed, err
+				}
+			case answered:
+				if v == noEvidence {
+					v = answered
+				}
+			}
 			p.out, p.err = reply(p.op, cmds[i])
 		}
 		close(p.done)
+	}
+	if b != nil {
+		settle(b, v, vErr, false)
 	}
 }

@@ -15,12 +15,13 @@ import (
 
 // ErrCircuitOpen is the cause of the *core.StoreError that Allow and Refund
 // return at once, with no round trip, while the circuit breaker of the
-// server that holds the key is open: that server failed too often in a
-// row, and only one probe at a time goes to it until it answers again (see
-// "When Redis fails" in the package documentation). errors.Is(err,
-// core.ErrStore) holds as for any other store failure, so the adapters'
-// failure mode applies unchanged.
-var ErrCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not called; it failed repeatedly and is probed until it answers")
+// server that holds the key is open: that server failed too often, and
+// only one probe at a time goes to it until it answers again (see "When
+// Redis fails" in the package documentation). Calls waiting for a round
+// trip when the breaker opens get it too. errors.Is(err, core.ErrStore)
+// holds as for any other store failure, so the adapters' failure mode
+// applies unchanged.
+var ErrCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not called; it failed too often and is probed until it answers")
 
 // The errors of a breaker that turns a call away, made once so that
 // failing fast allocates nothing. Callers must not modify them.
@@ -55,8 +56,7 @@ func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key
 		rkey = l.Key(key)
 		r = l.masters.forKey(ctx, rkey)
 	}
-	b := r.b
-	if b != nil && !b.Closed() {
+	if b := r.b; b != nil && !b.Closed() {
 		if !b.TryProbe() {
 			return [5]int64{}, errOpen(code)
 		}
@@ -68,41 +68,34 @@ func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key
 	if rkey == "" {
 		rkey = l.Key(key)
 	}
-	v, err := l.run(ctx, p, r.q, op, code, rkey, cost, member)
-	if b != nil {
-		settle(ctx, b, err, false)
-	}
-	return v, err
+	return l.run(ctx, p, r, false, op, code, rkey, cost, member)
 }
 
-// probe is call for the caller that owns b's probe.
+// probe is call for the caller that owns the probe of r's breaker.
 func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
-	b := r.b
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
 	done := false
 	defer func() {
 		if !done {
-			b.Inconclusive(true)
+			r.b.Inconclusive(true)
 		}
 	}()
-	v, err := l.run(ctx, p, r.q, op, code, rkey, cost, member)
+	v, err := l.run(ctx, p, r, true, op, code, rkey, cost, member)
 	done = true
-	settle(ctx, b, err, true)
 	return v, err
 }
 
-// settle tells b how a round trip went. Every error of a round trip is a
-// store failure, unless the caller's own context has ended: a caller that
-// gave up says nothing about Redis.
-func settle(ctx context.Context, b *breaker.Breaker, err error, probe bool) {
-	switch {
-	case err == nil:
+// settle tells b what a round trip showed about the server (see classify);
+// err is the round trip's error when it failed.
+func settle(b *breaker.Breaker, v verdict, err error, probe bool) {
+	switch v {
+	case answered:
 		b.Success(probe)
-	case ctx.Err() != nil:
-		b.Inconclusive(probe)
-	default:
+	case failed:
 		b.Failure(err, probe)
+	default:
+		b.Inconclusive(probe)
 	}
 }
 
@@ -123,15 +116,25 @@ type routes struct {
 
 func (rs routes) make() (*route, error) {
 	r := &route{}
+	if rs.batching {
+		r.q = &queue{limit: rs.inFlight, size: rs.size}
+	}
 	if rs.breaker != nil {
-		b, err := breaker.New(*rs.breaker)
+		c := *rs.breaker
+		if r.q != nil {
+			// The calls waiting for a round trip when the breaker opens
+			// are answered at once, as the calls that come after them.
+			c.OnStateChange = func(_, to breaker.State) {
+				if to == breaker.Open {
+					r.q.drain()
+				}
+			}
+		}
+		b, err := breaker.New(c)
 		if err != nil {
 			return nil, err
 		}
 		r.b = b
-	}
-	if rs.batching {
-		r.q = &queue{limit: rs.inFlight, size: rs.size}
 	}
 	return r, nil
 }

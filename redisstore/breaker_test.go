@@ -29,11 +29,14 @@ type breakerRig struct {
 }
 
 // newBreakerRig starts a server; its client never retries, so that each
-// round trip is one command.
+// round trip is one command. Its pool is larger than the failed dials the
+// tests make: once as many dials as the pool holds have failed, go-redis
+// stops dialing and tries again in the background once a second, so the
+// first probe after a restart could find no connection.
 func newBreakerRig(t *testing.T, opts ...redisstore.Option) *breakerRig {
 	t.Helper()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 100})
 	t.Cleanup(func() { c.Close() })
 	r := &breakerRig{srv: srv, clk: coretest.NewClock(coretest.T0), sent: &counter{}}
 	c.AddHook(r.sent)
@@ -60,6 +63,21 @@ func (r *breakerRig) roundTrip(t *testing.T, ctx context.Context, what string, o
 	}
 }
 
+// failUntilOpen makes n round trips that fail, and checks that the
+// breaker is closed after each but the n-th, which opens it.
+func (r *breakerRig) failUntilOpen(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		if s := r.lim.BreakerState(); s != fallback.Closed {
+			t.Fatalf("before failure %d of %d: breaker %v, want closed", i, n, s)
+		}
+		r.roundTrip(t, ctx, fmt.Sprintf("failure %d", i), false)
+	}
+	if s := r.lim.BreakerState(); s != fallback.Open {
+		t.Fatalf("after %d failures: breaker %v, want open", n, s)
+	}
+}
+
 // failFast checks that n calls each of Allow and Refund fail at once with
 // ErrCircuitOpen, as a *core.StoreError, sending nothing.
 func (r *breakerRig) failFast(t *testing.T, what string, n int) {
@@ -81,8 +99,8 @@ func (r *breakerRig) failFast(t *testing.T, what string, n int) {
 	}
 }
 
-// TestBreakerOutage: Redis killed, the breaker opens after the threshold
-// and calls fail fast; each open period ends in exactly one probe, and a
+// TestBreakerOutage: Redis killed, the breaker opens as its default rule
+// says and calls fail fast; each open period ends in exactly one probe, and a
 // failed probe doubles the period; once Redis is back, the next probe
 // closes the breaker and Redis decides again.
 func TestBreakerOutage(t *testing.T) {
@@ -97,9 +115,9 @@ func TestBreakerOutage(t *testing.T) {
 	r.roundTrip(t, ctx, "before the outage", true)
 	state(fallback.Closed)
 	r.srv.Kill()
-	for i := 1; i <= redisstore.DefaultBreakerThreshold; i++ {
-		r.roundTrip(t, ctx, fmt.Sprintf("failure %d", i), false)
-	}
+	// One success and 19 failures: 20 round trips, 95 % failed. (All
+	// within one bucket of the frozen clock: the rule of the failure rate.)
+	r.failUntilOpen(t, ctx, redisstore.DefaultBreakerMinCalls-1)
 	state(fallback.Open)
 	r.failFast(t, "open", 50)
 	r.clk.Advance(redisstore.DefaultBreakerOpenFor - time.Nanosecond)
@@ -166,7 +184,8 @@ func TestBreakerOneProbe(t *testing.T) {
 	c.AddHook(&sent)
 	c.AddHook(g)
 	clk := coretest.NewClock(coretest.T0)
-	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithClock(clk), redisstore.WithBreaker(2, time.Second, 4*time.Second))
+	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithClock(clk),
+		redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 2, OpenFor: time.Second, MaxOpenFor: 4 * time.Second}))
 	srv.Kill()
 	for i := 0; i < 2; i++ {
 		if _, err := lim.Allow(context.Background(), "k", 1); errors.Is(err, redisstore.ErrCircuitOpen) || err == nil {
@@ -238,7 +257,8 @@ func blackhole(t *testing.T) string {
 }
 
 // TestBreakerHungServer: a server that accepts and never answers costs
-// the threshold's requests a timeout each; after that no request waits.
+// DefaultBreakerMinCalls requests a timeout each (all within a bucket of
+// the frozen clock: the failure rate); after that no request waits.
 func TestBreakerHungServer(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	c := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
@@ -246,7 +266,10 @@ func TestBreakerHungServer(t *testing.T) {
 	var sent counter
 	c.AddHook(&sent)
 	lim := redisstore.MustNew(c, core.PerMinute(10), redisstore.WithTimeout(timeout), redisstore.WithClock(coretest.NewClock(coretest.T0)))
-	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
+	for i := 0; i < redisstore.DefaultBreakerMinCalls; i++ {
+		if s := lim.BreakerState(); s != fallback.Closed {
+			t.Fatalf("before call %d: breaker %v, want closed", i, s)
+		}
 		start := time.Now()
 		_, err := lim.Allow(context.Background(), "k", 1)
 		if !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
@@ -261,7 +284,7 @@ func TestBreakerHungServer(t *testing.T) {
 	const n = 100
 	for i := 0; i < n; i++ {
 		if _, err := lim.Allow(context.Background(), "k", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
-			t.Fatalf("call %d after the threshold: %v, want ErrCircuitOpen", i, err)
+			t.Fatalf("call %d after the breaker opened: %v, want ErrCircuitOpen", i, err)
 		}
 	}
 	// Waiting would have taken n timeouts, 5 s; the bound is generous
@@ -275,9 +298,9 @@ func TestBreakerHungServer(t *testing.T) {
 }
 
 // TestBreakerCallerGaveUp: calls whose own context has ended fail without
-// counting, closed or probing: the breaker opens after the threshold's
-// worth of real failures, and a probe whose caller gave up is taken by the
-// next call.
+// counting, closed or probing: the breaker opens after DefaultBreakerMinCalls
+// real failures, as if the 40 given up had not been, and a probe whose
+// caller gave up is taken by the next call.
 func TestBreakerCallerGaveUp(t *testing.T) {
 	r := newBreakerRig(t)
 	r.srv.Kill()
@@ -295,9 +318,7 @@ func TestBreakerCallerGaveUp(t *testing.T) {
 			}
 		}
 	}
-	for i := 1; i <= redisstore.DefaultBreakerThreshold; i++ {
-		r.roundTrip(t, context.Background(), fmt.Sprintf("failure %d after 40 given up", i), false)
-	}
+	r.failUntilOpen(t, context.Background(), redisstore.DefaultBreakerMinCalls)
 	r.failFast(t, "open", 5)
 	r.clk.Advance(redisstore.DefaultBreakerOpenFor)
 	if _, err := r.lim.Allow(canceled, "k", 1); err == nil || errors.Is(err, redisstore.ErrCircuitOpen) {
@@ -310,7 +331,7 @@ func TestBreakerCallerGaveUp(t *testing.T) {
 // TestBreakerInvalidCost: invalid costs are refused before the breaker,
 // never count, and are refused as such while it is open.
 func TestBreakerInvalidCost(t *testing.T) {
-	r := newBreakerRig(t, redisstore.WithBreaker(1, time.Second, time.Second))
+	r := newBreakerRig(t, redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 1, OpenFor: time.Second, MaxOpenFor: time.Second}))
 	r.srv.Kill()
 	bad := func(what string) {
 		t.Helper()
@@ -346,11 +367,13 @@ func TestBreakerDenyCache(t *testing.T) {
 		}
 	}
 	srv.Kill()
-	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
+	// Two answered round trips, then failures: 18 make 20, 90 % failed.
+	const failures = redisstore.DefaultBreakerMinCalls - 2
+	for i := 0; i < failures; i++ {
 		lim.Allow(ctx, fmt.Sprint("other", i), 1)
 	}
 	if _, err := lim.Allow(ctx, "other", 1); !errors.Is(err, redisstore.ErrCircuitOpen) {
-		t.Fatalf("after %d failures: %v, want ErrCircuitOpen", redisstore.DefaultBreakerThreshold, err)
+		t.Fatalf("after %d failures: %v, want ErrCircuitOpen", failures, err)
 	}
 	clk.Advance(redisstore.DefaultBreakerOpenFor / 2)
 	before := sent.n.Load()
@@ -373,21 +396,24 @@ func TestWithoutBreaker(t *testing.T) {
 	}
 }
 
-// TestBreakerOptions: what New refuses, each message naming the option.
+// TestBreakerOptions: what New refuses, each message naming the option
+// and the field.
 func TestBreakerOptions(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
+	type bc = fallback.BreakerConfig
 	for _, tc := range []struct {
 		opts []redisstore.Option
 		want []string
 	}{
-		{[]redisstore.Option{redisstore.WithBreaker(0, time.Second, time.Second)}, []string{"WithBreaker(0, 1s, 1s): the threshold must be from 1 to 1073741824"}},
-		{[]redisstore.Option{redisstore.WithBreaker(1<<30+1, time.Second, time.Second)}, []string{"the threshold must be from 1"}},
-		{[]redisstore.Option{redisstore.WithBreaker(3, 0, time.Second)}, []string{"WithBreaker(3, 0s, 1s): the open period must be > 0"}},
-		{[]redisstore.Option{redisstore.WithBreaker(3, -time.Second, time.Second)}, []string{"the open period must be > 0"}},
-		{[]redisstore.Option{redisstore.WithBreaker(3, time.Minute, time.Second)}, []string{"WithBreaker(3, 1m0s, 1s): the longest open period is shorter than the open period; raise it"}},
-		{[]redisstore.Option{redisstore.WithBreaker(-1, 0, 0)}, []string{"threshold", "open period must be > 0"}},
-		{[]redisstore.Option{redisstore.WithBreaker(0, time.Second, time.Second), redisstore.WithoutBreaker()}, []string{"threshold"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{Window: time.Millisecond})}, []string{"WithBreaker: Window must be at least 10ms, got 1ms"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: -1})}, []string{"WithBreaker: MinCalls must be from 1 to 1073741824, got -1"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: 1<<30 + 1})}, []string{"MinCalls must be from 1"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{FailureRate: 101})}, []string{"WithBreaker: FailureRate must be from 1 to 100 (percent), got 101"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{OpenFor: -time.Second})}, []string{"WithBreaker: OpenFor must be > 0, got -1s"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{OpenFor: time.Minute, MaxOpenFor: time.Second})}, []string{"WithBreaker: MaxOpenFor 1s is shorter than OpenFor 1m0s; raise it"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: -1, FailureRate: -1})}, []string{"MinCalls must be", "FailureRate must be"}},
+		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: -1}), redisstore.WithoutBreaker()}, []string{"MinCalls"}},
 	} {
 		_, err := redisstore.New(c, core.PerMinute(1), tc.opts...)
 		for _, w := range tc.want {
@@ -397,10 +423,12 @@ func TestBreakerOptions(t *testing.T) {
 		}
 	}
 	for _, opts := range [][]redisstore.Option{
-		{redisstore.WithBreaker(1, time.Second, time.Second)},
-		{redisstore.WithBreaker(1<<30, time.Nanosecond, time.Hour)},
+		{redisstore.WithBreaker(bc{})},
+		{redisstore.WithBreaker(bc{MinCalls: 1, FailureRate: 100, OpenFor: time.Second, MaxOpenFor: time.Second})},
+		{redisstore.WithBreaker(bc{Window: 10 * time.Millisecond, MinCalls: 1 << 30, OpenFor: time.Nanosecond, MaxOpenFor: time.Hour})},
+		{redisstore.WithBreaker(bc{OpenFor: time.Minute})}, // raises the longest period
 		{redisstore.WithoutBreaker()},
-		{redisstore.WithoutBreaker(), redisstore.WithBreaker(5, time.Second, time.Minute)},
+		{redisstore.WithoutBreaker(), redisstore.WithBreaker(bc{MinCalls: 5})},
 	} {
 		if _, err := redisstore.New(c, core.PerMinute(1), opts...); err != nil {
 			t.Errorf("valid breaker options: %v", err)
@@ -474,8 +502,9 @@ func TestBreakerClusterMaster(t *testing.T) {
 	decided("before the outage", append(dead[:1:1], alive...))
 
 	victim.Kill()
-	for i := 0; i < redisstore.DefaultBreakerThreshold; i++ {
-		if _, err := lim.Allow(ctx, dead[i], 1); !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
+	// Its one answered round trip, then 19 failures: 20, 95 % failed.
+	for i := 0; i < redisstore.DefaultBreakerMinCalls-1; i++ {
+		if _, err := lim.Allow(ctx, dead[i%len(dead)], 1); !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrCircuitOpen) {
 			t.Fatalf("failure %d on the dead master: %v", i+1, err)
 		}
 	}

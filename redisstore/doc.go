@@ -63,9 +63,10 @@
 // than a PING sent alone (see the README's table). Each decision keeps its
 // caller's deadline: a caller whose context ends while it waits returns
 // with that error, and its script is not sent if its pipeline has not left.
-// A pipeline is bounded by the Limiter's timeout (WithTimeout), not by any
-// one caller's context. WithBatching sets the two numbers; WithoutBatching
-// sends every decision alone.
+// A pipeline is bounded by the Limiter's timeout (WithTimeout) from when it
+// leaves, not by any one caller's context; the wait for it counts against
+// neither the timeout nor the circuit breaker. WithBatching sets the two
+// numbers; WithoutBatching sends every decision alone.
 //
 // # Time
 //
@@ -249,13 +250,17 @@
 // what the request gets, and reports it to the Observer. core.FailClosed
 // refuses with Retry-After; core.FailOpen admits; and package fallback wraps
 // this Limiter with an in-memory one, so that each instance keeps deciding
-// on its own while Redis is away. Each round trip is bounded by WithTimeout
-// (default 100 ms) as well as the caller's context. That bound needs a
-// client that honours contexts on the socket: New refuses a go-redis
-// client whose options leave ContextTimeoutEnabled false (go-redis's
-// default, under which a hung or paused server holds every request for the
-// client's ReadTimeout, seconds), and says so; set it to true, or pass
-// WithTimeout(0) to leave the bound to the client.
+// on its own while Redis is away.
+//
+// Each round trip is bounded by WithTimeout (DefaultTimeout, 500 ms) from
+// when it is sent (a batched call's from when its pipeline leaves), as well
+// as by the caller's context; time spent queued in the Limiter is bounded
+// by the caller's context alone. That bound needs a client that honours
+// contexts on the socket: New refuses a go-redis client whose options
+// leave ContextTimeoutEnabled false (go-redis's default, under which a
+// hung or paused server holds every request for the client's ReadTimeout,
+// seconds), and says so; set it to true, or pass WithTimeout(0) to leave
+// the bound to the client.
 //
 // A script is never sent twice for one call. go-redis retries a command
 // after a read timeout or a dropped connection (MaxRetries, and a Cluster
@@ -268,33 +273,43 @@
 // client can serve the application and the limiter.
 //
 // A circuit breaker, on by default, keeps requests off a Redis that is
-// down; a Cluster client gets one per master, so that a dead master turns
-// away only the keys it holds while the others go on deciding.
-// DefaultBreakerThreshold (3) failed round trips in a row open it: any
-// store error of a round trip, a timeout included, but neither an invalid
-// cost (refused before any round trip) nor a call whose caller's context
-// ended first (a caller that gave up says nothing about Redis). A success
-// starts the count over, so a key whose state is broken opens it only if
-// nothing succeeds between its failures. While it is open, for
-// DefaultBreakerOpenFor (1 s), Allow and Refund return at once a
-// *core.StoreError whose cause is ErrCircuitOpen, and send nothing; the
-// deny cache goes on answering the refusals it holds. Then one call probes
-// Redis while the others keep failing fast. A probe that Redis answers
-// closes the breaker; a failed one opens it again for twice as long, up to
+// failing; a Cluster client gets one per master, so that a dead master
+// turns away only the keys it holds. It counts round trips, a pipeline as
+// one. Only evidence that the server is failing is a failure: a network
+// error, a round trip that outlived the timeout, or an error reply of a
+// server that cannot serve (LOADING, BUSY, MASTERDOWN, CLUSTERDOWN,
+// TRYAGAIN, READONLY, OOM, NOREPLICAS, MISCONF, max number of clients). A
+// reply with an error the request caused (CROSSSLOT, WRONGTYPE, a state
+// the script cannot parse, any other ERR) is a success: the server is up.
+// A caller that gave up, a call turned away while queued, one the client's
+// pool turned away (redis.ErrPoolTimeout) and an invalid cost count for
+// nothing. All of them still return their *core.StoreError.
+//
+// It opens when, over DefaultBreakerWindow (10 s, in buckets of 1 s), at
+// least DefaultBreakerMinCalls (20) round trips were counted and at least
+// DefaultBreakerFailureRate (50) percent failed, or when the previous
+// bucket and the current one hold failures and no success, three at least:
+// a dead or hung server opens it within about two seconds plus the
+// timeout, however much healthy traffic came before, while a spike or a
+// pause of the process does not (fallback.BreakerConfig gives the
+// reasons). While it is open, for DefaultBreakerOpenFor (1 s), Allow and
+// Refund return at once a *core.StoreError whose cause is ErrCircuitOpen
+// and send nothing, and so do the calls queued when it opened; the deny
+// cache goes on answering the refusals it holds. Then one call probes
+// Redis, sent at once whatever the queue, while the others keep failing
+// fast. A probe that Redis answers closes the breaker and starts its
+// window afresh; a failed one opens it again for twice as long, up to
 // DefaultBreakerMaxOpenFor (4 s): 1 s, 2 s, 4 s, 4 s...
 //
-// So under FailOpen or FailClosed only the threshold's requests and the
-// probes wait on a dead or hung server, a long outage costs it one probe
-// every 4 s, and once Redis is back, the first request at most 4 s later
-// probes it and closes the breaker. Keep WithTimeout below the deadlines
-// callers set, or a hung server that outlasts them is never counted.
-// WithBreaker sets the three numbers, WithoutBreaker turns the breaker off,
-// and the clock set by WithClock times its periods. While closed, the
-// breaker costs a decision two atomic loads and no allocation (on a
-// Cluster, also a look-up of the key's master in the client's cluster
-// state, with no round trip). Behind package fallback, which has a breaker
-// of its own, the two work together: a fast ErrCircuitOpen is a store error
-// that fallback answers locally.
+// A long outage costs one probe every 4 s, and once Redis is back the first
+// request at most 4 s later closes the breaker. Keep WithTimeout below the
+// deadlines callers set, or a hung server that outlasts them is never
+// counted. WithBreaker sets the rule and the periods, WithoutBreaker turns
+// the breaker off, and WithClock's clock times them. While closed, the
+// breaker costs a decision an atomic load, a clock reading and an atomic
+// add, and no allocation (on a Cluster, also a look-up of the key's master
+// in the client's cluster state). Behind package fallback, a fast
+// ErrCircuitOpen is a store error that fallback answers locally.
 //
 // # Deny cache
 //

@@ -34,17 +34,20 @@ func (c *counting) Allow(ctx context.Context, key string, cost int) (core.Decisi
 // TestFaultFailLocal: fallback over redisstore behind httpmw, under load,
 // Redis killed and restarted: no 5xx and no store error ever reaches the
 // middleware; while Redis is down a fresh key gets exactly the local
-// burst, the breaker opens and Redis is called only a handful of times
-// (the failures that open it, the requests in flight, one probe per open
-// period); within 5 s of the restart the breaker is closed and Redis
+// burst, the breaker opens and Redis is called no more than its rule
+// allows (the failures that open it, the requests in flight, one probe per
+// open period); within 5 s of the restart the breaker is closed and Redis
 // decides again.
 func TestFaultFailLocal(t *testing.T) {
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	primary := &counting{Limiter: redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))}
-	const openFor = 200 * time.Millisecond
+	// A window of 1 s, in buckets of 100 ms, for an outage of 1 s: the
+	// breaker opens within two buckets of failures, and the run of
+	// failures that opens it is short.
+	const openFor, window = 200 * time.Millisecond, time.Second
 	fb := fallback.MustNew(primary, core.MustNew(faultLimit),
-		fallback.WithTimeout(faultTimeout), fallback.WithOpenFor(openFor), fallback.WithMaxOpenFor(2*openFor))
+		fallback.WithTimeout(faultTimeout), fallback.WithBreaker(fallback.BreakerConfig{Window: window, OpenFor: openFor, MaxOpenFor: 2 * openFor}))
 	// FailClosed: a store error that got past fallback would be refused,
 	// and seen.
 	r := serve(t, fb, core.FailClosed)
@@ -52,6 +55,7 @@ func TestFaultFailLocal(t *testing.T) {
 	var (
 		fresh        []sample
 		sawOpen      bool
+		upDecisions  uint64
 		calls        int64
 		downFor      time.Duration
 		atRestart    fallback.Stats
@@ -60,6 +64,7 @@ func TestFaultFailLocal(t *testing.T) {
 	)
 	samples := outage(t, r, srv, func() {
 		start, before := time.Now(), primary.calls.Load()
+		upDecisions = fb.Stats().PrimaryDecisions
 		for range 2 * burst {
 			fresh = append(fresh, r.get("outage-fresh"))
 		}
@@ -113,10 +118,14 @@ func TestFaultFailLocal(t *testing.T) {
 	if !sawOpen || st.Opens == 0 || atRestart.LocalDecisions == 0 {
 		t.Errorf("while Redis was down: breaker seen open %v, stats %+v; want it open and local decisions", sawOpen, atRestart)
 	}
-	// Redis is called by the requests that open the breaker (the threshold,
-	// and those already in flight: the workers and this goroutine), then
-	// by one probe each time an open period ends.
-	if bound := int64(faultWorkers+1+fallback.DefaultFailureThreshold) + int64(downFor/openFor) + 1; calls > bound {
+	// Redis is called by the requests that open the breaker, then by one
+	// probe each time an open period ends. Its window holds at most the
+	// decisions Redis made before the outage, and failures open it once
+	// they are as many, at least DefaultMinCalls, or sooner (two buckets of
+	// nothing but failures); the requests in flight (the workers and this
+	// goroutine) may call it too.
+	opening := max(int64(upDecisions), fallback.DefaultMinCalls)
+	if bound := opening + faultWorkers + 1 + int64(downFor/openFor) + 1; calls > bound {
 		t.Errorf("%d calls to Redis while it was down for %v, want at most %d: the breaker did not stop them", calls, downFor, bound)
 	}
 	if !closedAgain || primaryAgain == 0 {
@@ -141,7 +150,7 @@ func TestFaultConcurrentAllow(t *testing.T) {
 		{"redis", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout)), false},
 		{"redis-no-deny-cache", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithDenyCache(0), redisstore.WithPrefix("nc:")), false},
 		{"fallback", fallback.MustNew(redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithPrefix("fb:")), core.MustNew(l),
-			fallback.WithTimeout(faultTimeout), fallback.WithOpenFor(100*time.Millisecond)), true},
+			fallback.WithTimeout(faultTimeout), fallback.WithBreaker(fallback.BreakerConfig{OpenFor: 100 * time.Millisecond})), true},
 	}
 	var allowed, denied, storeErrs atomic.Int64
 	stop := make(chan struct{})

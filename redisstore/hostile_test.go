@@ -132,11 +132,11 @@ func TestHostileKeys(t *testing.T) {
 		ctx := context.Background()
 		t.Run("breaker", func(t *testing.T) {
 			// Calls in a row, as one client sends them: more than the
-			// breaker's threshold, each decided, and then another
+			// breaker's minimum of calls, each decided, and then another
 			// client's key still is.
 			stack := hostileLimiters(t, c, clk, "breaker:")[1]
 			for _, key := range []string{"}x", "", "}{"} {
-				for i := range 2 * redisstore.DefaultBreakerThreshold {
+				for i := range 2 * redisstore.DefaultBreakerMinCalls {
 					if _, err := stack.lim.Allow(ctx, key, 1); err != nil {
 						t.Errorf("key %q, call %d: %v", key, i+1, err)
 					}

@@ -1,11 +1,12 @@
 package redisstore
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/breaker"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -27,9 +28,8 @@ type options struct {
 	batching            bool // false: WithoutBatching
 	inFlight, batchSize int
 
-	breaker             bool // false: WithoutBreaker
-	threshold           int
-	openFor, maxOpenFor time.Duration
+	breaker bool                   // false: WithoutBreaker
+	rule    fallback.BreakerConfig // as WithBreaker set it, zero fields for the defaults
 
 	leaseTTL time.Duration                                      // core.Concurrency; 0: DefaultLeaseTTL
 	after    func(d time.Duration, f func()) (stop func() bool) // schedules renewals; tests replace it
@@ -45,9 +45,21 @@ type options struct {
 const (
 	// DefaultPrefix starts every key the package writes.
 	DefaultPrefix = "floodgate:"
-	// DefaultTimeout bounds one decision's round trip, the caller's own
-	// deadline permitting: a slow server costs a request this much at most.
-	DefaultTimeout = 100 * time.Millisecond
+	// DefaultTimeout bounds one round trip from when it is sent, the
+	// caller's own deadline permitting: a hung server costs a request this
+	// much at most, until the circuit breaker opens (see "When Redis
+	// fails"). A healthy server answers in well under a millisecond, but
+	// the timeout also runs while this process writes the command and
+	// reads the reply, and a process short of CPU is slow at both. In
+	// TestSpike (8 Limiters × 64 goroutines, a busy goroutine on every P,
+	// -race, 2 cores), 100 ms cut round trips in 8 runs of 10, while 250
+	// ms cut none in 15 and 500 ms none in 25, the slowest round trip
+	// taking 80–230 ms; 500 ms keeps twice the margin of the smallest that
+	// passed, and is still short beside the deadlines of the requests
+	// being limited. (A machine busy with other work slows round trips
+	// further: with eight runnable jobs on the same 2 cores, 500 ms cut
+	// some in 4 runs of 20, and even 1 s in 1.)
+	DefaultTimeout = 500 * time.Millisecond
 	// DefaultTTLMargin is added to every key's time to live past the
 	// instant its quota is whole again.
 	DefaultTTLMargin = time.Second
@@ -58,18 +70,28 @@ const (
 	DefaultInFlight = 2
 	// DefaultBatchSize is the most calls one pipeline carries.
 	DefaultBatchSize = 128
-	// DefaultBreakerThreshold is how many failed round trips in a row open
-	// the circuit breaker: one dropped connection does not, an outage does
-	// after three requests.
-	DefaultBreakerThreshold = 3
+	// DefaultBreakerWindow is the span over which the circuit breaker
+	// counts round trips, in ten buckets of 1 s: fallback.DefaultWindow,
+	// whose reasons apply here as well (see fallback.BreakerConfig).
+	DefaultBreakerWindow = fallback.DefaultWindow
+	// DefaultBreakerMinCalls is how many round trips the window must hold
+	// before their failure rate opens the breaker: fallback.DefaultMinCalls,
+	// 20. A pipeline is one round trip however many calls it carries, and
+	// with batching a Limiter has at most DefaultInFlight (2) round trips
+	// in flight to a server: a pause of the process fails at most 2 at
+	// once, never the 20 that make a rate.
+	DefaultBreakerMinCalls = fallback.DefaultMinCalls
+	// DefaultBreakerFailureRate is the share of failed round trips, in
+	// percent, that opens the breaker: fallback.DefaultFailureRate, 50.
+	DefaultBreakerFailureRate = fallback.DefaultFailureRate
 	// DefaultBreakerOpenFor is how long the breaker first stays open: a
 	// dead server is asked once a second, and after a blip (a failover, a
 	// restart) decisions come from Redis again a second later.
-	DefaultBreakerOpenFor = time.Second
+	DefaultBreakerOpenFor = fallback.DefaultOpenFor
 	// DefaultBreakerMaxOpenFor caps the open period that failed probes
 	// double: a long outage costs one probe every 4 s, and Redis decides
 	// again at most 4 s after it is back.
-	DefaultBreakerMaxOpenFor = 4 * time.Second
+	DefaultBreakerMaxOpenFor = fallback.DefaultMaxOpenFor
 	// DefaultLeaseTTL is how long a core.Concurrency lease lives in Redis
 	// unless renewed: the longest an instance that dies holds its
 	// requests' slots. Leases are renewed every third of it, so a request
@@ -91,10 +113,7 @@ func defaultOptions() options {
 		inFlight:  DefaultInFlight,
 		batchSize: DefaultBatchSize,
 
-		breaker:    true,
-		threshold:  DefaultBreakerThreshold,
-		openFor:    DefaultBreakerOpenFor,
-		maxOpenFor: DefaultBreakerMaxOpenFor,
+		breaker: true,
 
 		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 	}
@@ -134,8 +153,11 @@ func WithClock(c core.Clock) Option { return func(o *options) { o.clock = c } }
 // bring back the clock skew between instances that TIME removes.
 func WithScriptClock(c core.Clock) Option { return func(o *options) { o.script = c } }
 
-// WithTimeout bounds each round trip (default DefaultTimeout); 0 leaves
-// only the caller's context and the client's own timeouts.
+// WithTimeout bounds each round trip (default DefaultTimeout) from when it
+// is sent: a call sent at once from then, a batched call from when its
+// pipeline leaves. Time queued before that is bounded by the caller's
+// context alone. 0 leaves only the caller's context and the client's own
+// timeouts.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithTTLMargin sets what is added to every key's time to live past the
@@ -161,19 +183,19 @@ func WithBatching(inFlight, size int) Option {
 // are under way.
 func WithoutBatching() Option { return func(o *options) { o.batching = false } }
 
-// WithBreaker configures the circuit breaker, which is on by default with
-// DefaultBreakerThreshold, DefaultBreakerOpenFor and
-// DefaultBreakerMaxOpenFor: threshold failed round trips in a row (1 to
-// 2³⁰) open it; while open, Allow and Refund fail at once with
-// ErrCircuitOpen and send nothing; after openFor (> 0) one call probes
-// Redis, and each failed probe doubles the period, up to maxOpenFor (at
-// least openFor; pass openFor again for no doubling). A Cluster client
-// gets a breaker so configured for each master. See the package
-// documentation.
-func WithBreaker(threshold int, openFor, maxOpenFor time.Duration) Option {
-	return func(o *options) {
-		o.breaker, o.threshold, o.openFor, o.maxOpenFor = true, threshold, openFor, maxOpenFor
-	}
+// WithBreaker configures the circuit breaker, which is on by default, and
+// turns it back on after WithoutBreaker. c says when it opens and for how
+// long, exactly as for package fallback's breaker (fallback.BreakerConfig
+// documents each field), counting round trips: each pipeline is one, and
+// only those that show the server failing are failures (see "When Redis
+// fails" in the package documentation). Zero fields keep their defaults:
+// DefaultBreakerWindow, DefaultBreakerMinCalls, DefaultBreakerFailureRate,
+// DefaultBreakerOpenFor and DefaultBreakerMaxOpenFor (or OpenFor if
+// longer). While open, Allow and Refund fail at once with ErrCircuitOpen
+// and send nothing. A Cluster client gets a breaker so configured for
+// each master.
+func WithBreaker(c fallback.BreakerConfig) Option {
+	return func(o *options) { o.breaker, o.rule = true, c }
 }
 
 // WithLeaseTTL sets how long a core.Concurrency lease lives in Redis
@@ -199,10 +221,8 @@ func (o *options) validate(errs *option.Errors) error {
 	errs.Require(o.inFlight >= 1 && o.batchSize >= 1, "WithBatching(%d, %d): both numbers must be >= 1 (WithoutBatching turns batching off)", o.inFlight, o.batchSize)
 	errs.Require(o.clock != nil, "nil clock; leave WithClock out for the system clock")
 	// Checked even when WithoutBreaker follows: a bad argument is a bug.
-	call := fmt.Sprintf("WithBreaker(%d, %v, %v)", o.threshold, o.openFor, o.maxOpenFor)
-	errs.Require(o.threshold >= 1 && o.threshold <= 1<<30, "%s: the threshold must be from 1 to %d failures in a row", call, 1<<30)
-	if errs.Require(o.openFor > 0, "%s: the open period must be > 0", call) {
-		errs.Require(o.maxOpenFor >= o.openFor, "%s: the longest open period is shorter than the open period; raise it, or pass the open period twice for no doubling", call)
+	for _, p := range o.breakerRule().Problems() {
+		errs.Require(false, "WithBreaker: %s", p)
 	}
 	errs.Require(o.script == nil || o.script.Now() >= 0, "the script clock reads before the Unix epoch")
 	if o.leaseTTL != 0 {
@@ -216,6 +236,17 @@ func (o *options) validate(errs *option.Errors) error {
 	errs.Require(o.maxEntries == 0 || o.algorithm == core.SlidingLog || o.subWindows != 0, "WithMaxEntries applies to core.SlidingLog and to core.SlidingWindow with WithSubWindows only, not %v", o.algorithm)
 	o.validatePolicy(errs)
 	return errs.Err()
+}
+
+// breakerRule is the breaker's rule under o, the defaults filled in.
+func (o *options) breakerRule() breaker.Rule {
+	return breaker.Rule(o.rule).Or(breaker.Rule{
+		Window:      DefaultBreakerWindow,
+		MinCalls:    DefaultBreakerMinCalls,
+		FailureRate: DefaultBreakerFailureRate,
+		OpenFor:     DefaultBreakerOpenFor,
+		MaxOpenFor:  DefaultBreakerMaxOpenFor,
+	})
 }
 
 // ttl is a concurrency lease's TTL under o.

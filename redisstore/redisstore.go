@@ -166,7 +166,7 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 	}
 	rs := routes{batching: o.batching, inFlight: o.inFlight, size: o.batchSize}
 	if o.breaker {
-		rs.breaker = &breaker.Config{Threshold: o.threshold, OpenFor: o.openFor, MaxOpenFor: o.maxOpenFor, Clock: o.clock}
+		rs.breaker = &breaker.Config{Rule: o.breakerRule(), Clock: o.clock}
 	}
 	var err error
 	if cc, ok := client.(*redis.ClusterClient); ok {

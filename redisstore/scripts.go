@@ -15,8 +15,8 @@ var luaFiles embed.FS
 
 // One script per algorithm: the shared prelude, the window helpers for the
 // window algorithms, then the algorithm. Each is sent once with EVAL when a
-// server answers NOSCRIPT, and run with EVALSHA otherwise (go-redis's
-// Script.Run). Every function a script defines is made again on each call
+// server answers NOSCRIPT, and run with EVALSHA otherwise (see script in
+// eval.go). Every function a script defines is made again on each call
 // (Lua closures), so each script holds only the ones it uses.
 var sources = map[core.Algorithm][]string{
 	core.TokenBucket:   {"common.lua", "tokenbucket.lua"},

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -144,17 +145,17 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 // wideOptions are the settings of a whole stack, which its layers may not
 // change.
 type wideOptions struct {
-	prefix                               string
-	clock, script                        core.Clock
-	timeout, margin, openFor, maxOpenFor time.Duration
-	denyCache, inFlight, batchSize       int
-	threshold                            int
-	batching, breaker                    bool
+	prefix                         string
+	clock, script                  core.Clock
+	timeout, margin                time.Duration
+	denyCache, inFlight, batchSize int
+	rule                           fallback.BreakerConfig
+	batching, breaker              bool
 }
 
 func (o *options) wide() wideOptions {
-	return wideOptions{o.prefix, o.clock, o.script, o.timeout, o.margin, o.openFor, o.maxOpenFor,
-		o.denyCache, o.inFlight, o.batchSize, o.threshold, o.batching, o.breaker}
+	return wideOptions{o.prefix, o.clock, o.script, o.timeout, o.margin,
+		o.denyCache, o.inFlight, o.batchSize, o.rule, o.batching, o.breaker}
 }
 
 // Allow decides whether key may spend cost units now under every limit of

@@ -38,26 +38,6 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// Config is what [New] builds a Breaker from. The owning package validates
-// it first, with messages that name its own options.
-type Config struct {
-	// Threshold is how many failures in a row open a Closed breaker, >= 1.
-	Threshold int
-	// OpenFor is the first open period, > 0; each failed probe doubles it.
-	OpenFor time.Duration
-	// MaxOpenFor caps the doubled period, >= OpenFor.
-	MaxOpenFor time.Duration
-	// Clock times the open periods; nil is an error.
-	Clock core.Clock
-	// OnFailure, if set, is told of every failure reported, with its error,
-	// before any change of state it causes.
-	OnFailure func(err error)
-	// OnStateChange, if set, is told of every change of state. Open to
-	// HalfOpen is reported when a caller takes the probe, not when the
-	// period ends.
-	OnStateChange func(from, to State)
-}
-
 // The state lives in one atomic word, so that a call reads it with one
 // load and a transition is one compare-and-swap: the low two bits are the
 // state and, when Open, the rest is the clock reading at which the open
@@ -72,17 +52,19 @@ const (
 )
 
 // Breaker is a lock-free circuit breaker; the package documentation
-// describes its states. Before each call, a caller asks [Breaker.Closed]
-// and, if not, [Breaker.TryProbe]; it reports the outcome of a call it
-// made with [Breaker.Success], [Breaker.Failure] or [Breaker.Inconclusive]. It is safe for concurrent use. Make one with
+// describes its states and when it opens. Before each call, a caller asks
+// [Breaker.Closed] and, if not, [Breaker.TryProbe]; it reports the outcome
+// of a call it made with [Breaker.Success], [Breaker.Failure] or
+// [Breaker.Inconclusive]. It is safe for concurrent use. Make one with
 // [New].
 type Breaker struct {
-	word     atomic.Int64
-	failures atomic.Int64 // failures in a row while Closed
-	trips    atomic.Int64 // failed probes in a row; doubles the open period
+	word  atomic.Int64
+	trips atomic.Int64 // failed probes in a row; doubles the open period
+	win   window
 
 	clock         core.Clock
-	threshold     int64
+	minCalls      uint64
+	rate          uint64
 	openFor       time.Duration
 	maxOpenFor    time.Duration
 	onFailure     func(error)
@@ -96,14 +78,8 @@ type Breaker struct {
 // invalid.
 func New(c Config) (*Breaker, error) {
 	var errs []error
-	if c.Threshold < 1 {
-		errs = append(errs, fmt.Errorf("breaker: threshold must be >= 1, got %d", c.Threshold))
-	}
-	if c.OpenFor <= 0 {
-		errs = append(errs, fmt.Errorf("breaker: open period must be > 0, got %v", c.OpenFor))
-	}
-	if c.MaxOpenFor < c.OpenFor {
-		errs = append(errs, fmt.Errorf("breaker: longest open period %v is shorter than the open period %v", c.MaxOpenFor, c.OpenFor))
+	for _, p := range c.Problems() {
+		errs = append(errs, errors.New("breaker: "+p))
 	}
 	if c.Clock == nil {
 		errs = append(errs, errors.New("breaker: nil clock"))
@@ -112,8 +88,10 @@ func New(c Config) (*Breaker, error) {
 		return nil, err
 	}
 	return &Breaker{
+		win:           window{width: int64(c.Window / Buckets)},
 		clock:         c.Clock,
-		threshold:     int64(c.Threshold),
+		minCalls:      uint64(c.MinCalls),
+		rate:          uint64(c.FailureRate),
 		openFor:       c.OpenFor,
 		maxOpenFor:    c.MaxOpenFor,
 		onFailure:     c.OnFailure,
@@ -167,29 +145,24 @@ func (b *Breaker) Failures() uint64 { return b.failN.Load() }
 // Opens returns how often b opened, from Closed or after a failed probe.
 func (b *Breaker) Opens() uint64 { return b.opens.Load() }
 
-// Success records that the dependency answered. A probe closes the
-// breaker; any other success costs one atomic load while nothing failed.
+// Success records that the dependency answered: a probe closes the
+// breaker and starts the window afresh; any other success is counted in
+// the window, with one clock reading and one atomic add, and no lock.
 func (b *Breaker) Success(probe bool) {
-	// A load first, so that a healthy dependency leaves the line unwritten.
-	if probe || b.failures.Load() != 0 {
-		b.reset(probe)
-	}
-}
-
-// reset clears the count of failures in a row and, after a successful
-// probe, closes the breaker.
-func (b *Breaker) reset(probe bool) {
-	b.failures.Store(0)
 	if probe {
 		b.trips.Store(0)
+		b.win.clear() // before closing: no new call lands in the old window
 		b.word.Store(wordClosed)
 		b.changed(HalfOpen, Closed)
+		return
 	}
+	b.win.add(&b.win.succ, b.win.bucket(b.clock.Now()))
 }
 
 // Failure records that the dependency failed with err. A failed probe
-// opens the breaker again, for twice as long as before; the threshold's
-// worth of failures in a row opens a Closed one.
+// opens the breaker again, for twice as long as before. Any other failure
+// is counted in the window, and opens a Closed breaker if the window then
+// trips either rule of the package documentation.
 func (b *Breaker) Failure(err error, probe bool) {
 	b.failN.Add(1)
 	if b.onFailure != nil {
@@ -201,7 +174,10 @@ func (b *Breaker) Failure(err error, probe bool) {
 		b.changed(HalfOpen, Open)
 		return
 	}
-	if b.failures.Add(1) >= b.threshold && b.word.CompareAndSwap(wordClosed, b.openWord(0)) {
+	n := b.win.bucket(b.clock.Now())
+	b.win.add(&b.win.fail, n)
+	if b.word.Load() == wordClosed && b.win.read(n).trips(b.minCalls, b.rate) &&
+		b.word.CompareAndSwap(wordClosed, b.openWord(0)) {
 		b.opens.Add(1)
 		b.changed(Closed, Open)
 	}

@@ -9,12 +9,17 @@ import (
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
-// Two failures open the breaker; after the open period one caller probes,
-// and its success closes it again.
+// A breaker that needs two calls in its window, half of them failed: two
+// failures open it; after the open period one caller probes, and its
+// success closes it again.
 func Example() {
 	clk := coretest.NewClock(time.Unix(1_700_000_000, 0))
 	b, err := breaker.New(breaker.Config{
-		Threshold: 2, OpenFor: time.Second, MaxOpenFor: 4 * time.Second, Clock: clk,
+		Rule: breaker.Rule{
+			Window: 10 * time.Second, MinCalls: 2, FailureRate: 50,
+			OpenFor: time.Second, MaxOpenFor: 4 * time.Second,
+		},
+		Clock:         clk,
 		OnStateChange: func(from, to breaker.State) { fmt.Printf("%v -> %v\n", from, to) },
 	})
 	if err != nil {
