@@ -8,31 +8,13 @@ import (
 // Decision is what one check concluded. Adapters write headers and gRPC
 // details from a Decision only, so every adapter answers alike.
 type Decision struct {
+	// (The flags come first, together, so that a Decision, which every
+	// request copies a few times, spends no padding on them: 96 bytes.)
+
 	// Allowed reports whether the request was admitted and its cost charged.
 	// A shadow decision (Shadow) is always allowed, and charged only what
 	// enforcing would have charged (see Would).
 	Allowed bool
-	// Limit is the policy that decided: for stacked limits, the one that
-	// denied, or the one with the least left.
-	Limit Limit
-	// Remaining is what can be spent right now: exactly Remaining more cost-1
-	// requests at the same instant would be admitted, and the next would not.
-	Remaining int
-	// ResetAfter is the wait, with no further traffic, until the key's quota
-	// is whole again.
-	ResetAfter time.Duration
-	// RetryAfter is zero when Allowed. When denied it is > 0 and exact:
-	// retrying the same cost after exactly RetryAfter, with no other traffic,
-	// is admitted.
-	RetryAfter time.Duration
-	// Delay is non-zero only for shaping limiters: the request is admitted
-	// (its units are reserved) but must wait Delay before it proceeds.
-	Delay time.Duration
-	// Overflow reports that the key was decided against the limiter's
-	// shared overflow state rather than its own: the in-memory table was
-	// full of live keys (see FullOverflow). Observers count it; a steady
-	// rate of overflow decisions means the capacity is too small.
-	Overflow bool
 	// Shadow marks a decision made in shadow (dry-run) mode, by a
 	// [Shadow] limiter: the request is admitted whatever the limit says
 	// (Allowed is true, RetryAfter and Delay are zero), and Would and
@@ -51,6 +33,27 @@ type Decision struct {
 	// for the others (see [Limiter]). It is OutcomeAllowed, the zero
 	// Outcome, on a decision that is not a shadow one.
 	Would Outcome
+	// Overflow reports that the key was decided against the limiter's
+	// shared overflow state rather than its own: the in-memory table was
+	// full of live keys (see FullOverflow). Observers count it; a steady
+	// rate of overflow decisions means the capacity is too small.
+	Overflow bool
+	// Limit is the policy that decided: for stacked limits, the one that
+	// denied, or the one with the least left.
+	Limit Limit
+	// Remaining is what can be spent right now: exactly Remaining more cost-1
+	// requests at the same instant would be admitted, and the next would not.
+	Remaining int
+	// ResetAfter is the wait, with no further traffic, until the key's quota
+	// is whole again.
+	ResetAfter time.Duration
+	// RetryAfter is zero when Allowed. When denied it is > 0 and exact:
+	// retrying the same cost after exactly RetryAfter, with no other traffic,
+	// is admitted.
+	RetryAfter time.Duration
+	// Delay is non-zero only for shaping limiters: the request is admitted
+	// (its units are reserved) but must wait Delay before it proceeds.
+	Delay time.Duration
 	// WouldWait is, on a shadow decision, the wait enforcing would have
 	// asked for: the Delay when Would is OutcomeShaped, the RetryAfter
 	// when it is OutcomeDenied; zero otherwise.
