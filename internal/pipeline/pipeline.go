@@ -125,8 +125,7 @@ func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int
 
 func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
 	*res = Result{}
-	shadow, _ := lim.(*core.Shadow)
-	res.Shadow = shadow != nil
+	_, res.Shadow = lim.(*core.Shadow)
 	if p.c.Skip != nil && p.c.Skip(req) {
 		res.Skipped = true
 		return
@@ -154,11 +153,10 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 	if p.c.Select != nil {
 		if l := p.c.Select(req); l != nil {
 			lim, res.Limiter = l, l
-			shadow, _ = l.(*core.Shadow)
-			res.Shadow = shadow != nil
+			_, res.Shadow = l.(*core.Shadow)
 		}
 	}
-	p.decide(ctx, lim, shadow, key, cost, res)
+	p.decide(ctx, lim, key, cost, res)
 }
 
 func (p *Pipeline[R]) cost(req R) (int, error) {
@@ -180,20 +178,23 @@ func (p *Pipeline[R]) cost(req R) (int, error) {
 // calls it directly for each message of a metered stream, whose key was
 // found when the stream opened.
 func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
-	shadow, _ := lim.(*core.Shadow)
-	p.decide(ctx, lim, shadow, key, cost, res)
+	_, res.Shadow = lim.(*core.Shadow)
+	p.decide(ctx, lim, key, cost, res)
 }
 
-// decide is Decide for lim, which is shadow when that is not nil. A
-// *core.Shadow's own limiter is asked, so that the observer hears of its
-// errors as they are; a shadow decision from any other limiter (a Shadow
-// inside it) is recognised by its Decision.Shadow. Either way, nothing of
-// a shadow decision is enforced: no shaping wait, no hold, and an error
-// admits whatever the failure mode.
-func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, shadow *core.Shadow, key string, cost int, res *Result) {
+// decide is Decide once res.Shadow says whether lim is a *core.Shadow
+// (the one type assertion of a request, which run makes). A *core.Shadow's
+// own limiter is asked, so that the observer hears of its errors as they
+// are; a shadow decision from any other limiter (a Shadow inside it) is
+// recognised by its Decision.Shadow. Either way, nothing of a shadow
+// decision is enforced: no shaping wait, no hold, and an error admits
+// whatever the failure mode.
+func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
-	if shadow != nil {
-		res.Shadow, res.ShadowHeaders, lim = true, shadow.Headers, shadow.Limiter
+	if res.Shadow {
+		if s, ok := lim.(*core.Shadow); ok {
+			res.ShadowHeaders, lim = s.Headers, s.Limiter
+		}
 	}
 	err := p.allow(ctx, lim, res)
 	if err != nil {
