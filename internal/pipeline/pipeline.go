@@ -183,7 +183,8 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 }
 
 // decide is Decide once res.Shadow says whether lim is a *core.Shadow
-// (the one type assertion of a request, which run makes). A *core.Shadow's
+// (run's type assertion is then the only one a request not in shadow mode
+// pays for). A *core.Shadow's
 // own limiter is asked, so that the observer hears of its errors as they
 // are; a shadow decision from any other limiter (a Shadow inside it) is
 // recognised by its Decision.Shadow. Either way, nothing of a shadow
