@@ -8,8 +8,36 @@ import (
 // Decision is what one check concluded. Adapters write headers and gRPC
 // details from a Decision only, so every adapter answers alike.
 type Decision struct {
+	// (The flags come first, together, so that a Decision, which every
+	// request copies a few times, spends no padding on them: 96 bytes.)
+
 	// Allowed reports whether the request was admitted and its cost charged.
+	// A shadow decision (Shadow) is always allowed, and charged only what
+	// enforcing would have charged (see Would).
 	Allowed bool
+	// Shadow marks a decision made in shadow (dry-run) mode, by a
+	// [Shadow] limiter: the request is admitted whatever the limit says
+	// (Allowed is true, RetryAfter and Delay are zero), and Would and
+	// WouldWait say what enforcing the limit would have done. Limit,
+	// Remaining and ResetAfter are the limit's as usual. Adapters report
+	// such a decision to their Observer as Event.Shadow, with the outcome
+	// enforcing would have had.
+	Shadow bool
+	// Would is, on a shadow decision, what enforcing the limit would have
+	// done: OutcomeAllowed; OutcomeShaped, a wait of WouldWait before the
+	// request proceeds (its units are charged, as enforcing charges them);
+	// OutcomeDenied, a refusal whose RetryAfter is WouldWait; or, when the
+	// limiter failed and the Shadow admitted all the same,
+	// OutcomeBadCost, OutcomeStoreError or OutcomeError. Only the first
+	// two charged anything: a caller that gives units back gives none
+	// for the others (see [Limiter]). It is OutcomeAllowed, the zero
+	// Outcome, on a decision that is not a shadow one.
+	Would Outcome
+	// Overflow reports that the key was decided against the limiter's
+	// shared overflow state rather than its own: the in-memory table was
+	// full of live keys (see FullOverflow). Observers count it; a steady
+	// rate of overflow decisions means the capacity is too small.
+	Overflow bool
 	// Limit is the policy that decided: for stacked limits, the one that
 	// denied, or the one with the least left.
 	Limit Limit
@@ -26,11 +54,10 @@ type Decision struct {
 	// Delay is non-zero only for shaping limiters: the request is admitted
 	// (its units are reserved) but must wait Delay before it proceeds.
 	Delay time.Duration
-	// Overflow reports that the key was decided against the limiter's
-	// shared overflow state rather than its own: the in-memory table was
-	// full of live keys (see FullOverflow). Observers count it; a steady
-	// rate of overflow decisions means the capacity is too small.
-	Overflow bool
+	// WouldWait is, on a shadow decision, the wait enforcing would have
+	// asked for: the Delay when Would is OutcomeShaped, the RetryAfter
+	// when it is OutcomeDenied; zero otherwise.
+	WouldWait time.Duration
 	// Lease is non-nil only for an admission under a concurrency limit:
 	// the request holds a slot until Lease.Release is called, which the
 	// adapters do when the request ends. Releasing a nil Lease is a no-op.
@@ -48,6 +75,11 @@ type Decision struct {
 // Refund gives back cost units that an earlier allowed Allow charged to key,
 // for work that was reserved but not done (a cancelled shaped request, a
 // stacked limit that another limit denied). Quota never rises above full.
+// A shadow decision (Decision.Shadow) is allowed but charged nothing when
+// enforcing would not have admitted it (Decision.Would is neither
+// OutcomeAllowed nor OutcomeShaped): callers never refund those, or they
+// would give the limit units it never took. [Reserve] and the adapters
+// follow this rule.
 type Limiter interface {
 	Allow(ctx context.Context, key string, cost int) (Decision, error)
 	Refund(ctx context.Context, key string, cost int) error

@@ -50,7 +50,7 @@ type Compiled struct {
 	Rule Rule
 	// Limiter enforces the rule: a *core.Keyed for one limit, a
 	// *core.Stack for several, inside a *core.Shadow when the rule is in
-	// shadow mode.
+	// shadow mode, which never refuses, whoever asks it.
 	Limiter core.Limiter
 	// Kept reports that Limiter's state (its keys' counts) was carried
 	// over from the rules before the reload that made this Table.

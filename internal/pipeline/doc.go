@@ -11,4 +11,11 @@
 // and the charge records through which a floodgate nested inside another
 // refunds the outer one when it refuses a request ([Attach]; [Pipeline.Run]
 // refunds them).
+//
+// Shadow (dry-run) mode is known two ways: a *core.Shadow given to Run
+// (or chosen by Config.Select) before any decision, so that a failure
+// before the limiter is asked admits too; and any limiter's shadow
+// decision (core.Decision.Shadow) after one, so that a Shadow inside
+// another limiter is reported as one and never enforced. Either way the
+// Result carries the decision enforcing would have made.
 package pipeline

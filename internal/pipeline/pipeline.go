@@ -39,28 +39,6 @@ type Config[R any] struct {
 	Hold Hold
 }
 
-// Hold says how long a denial is held before it is answered: min(Max,
-// the denial's RetryAfter), less if the request's context ends first.
-// At most Concurrent denials are held at once; beyond that they are
-// answered at once, so that holding cannot tie up the server. Max == 0
-// turns holding off.
-type Hold struct {
-	Max        time.Duration
-	Concurrent int
-}
-
-// Problem says what is wrong with h as the adapters' WithDenialHold
-// options take it (Max > 0, Concurrent >= 1): "" when nothing is.
-func (h Hold) Problem() string {
-	switch {
-	case h.Max <= 0:
-		return "the hold must be positive; leave the option out to answer refusals at once"
-	case h.Concurrent < 1:
-		return "at least 1 refusal must be allowed to wait at once (answered at once beyond that)"
-	}
-	return ""
-}
-
 // Pipeline runs Config's steps for each request. It is safe for concurrent
 // use.
 type Pipeline[R any] struct {
@@ -115,19 +93,13 @@ type Result struct {
 	Limiter core.Limiter
 	// Held is how long a denial was held before its answer (Config.Hold).
 	Held time.Duration
-	// Shadow reports that the limiter was a *core.Shadow: whatever the
-	// outcome, the request is admitted, and the adapter writes the
-	// rate-limit fields only when ShadowHeaders is set (see
-	// [Result.ShadowDecision]).
+	// Shadow reports a request in shadow mode: the limiter was a
+	// *core.Shadow, or its decision a shadow one (core.Decision.Shadow, a
+	// Shadow inside it). Whatever the outcome, the request is admitted;
+	// Decision is what enforcing would have decided, and the adapter
+	// writes the rate-limit fields only when ShadowHeaders is set (see
+	// [Result.ShadowDecision]), which only a *core.Shadow's Headers sets.
 	Shadow, ShadowHeaders bool
-}
-
-// ShadowDecision is the Decision whose fields a shadow request's response
-// carries: a refusal's, less its RetryAfter (the request was not refused).
-func (r *Result) ShadowDecision() core.Decision {
-	d := r.Decision
-	d.Allowed, d.RetryAfter = true, 0
-	return d
 }
 
 // Admitted reports whether the request goes on to the handler: skipped,
@@ -184,7 +156,7 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 			_, res.Shadow = l.(*core.Shadow)
 		}
 	}
-	p.Decide(ctx, lim, key, cost, res)
+	p.decide(ctx, lim, key, cost, res)
 }
 
 func (p *Pipeline[R]) cost(req R) (int, error) {
@@ -206,24 +178,44 @@ func (p *Pipeline[R]) cost(req R) (int, error) {
 // calls it directly for each message of a metered stream, whose key was
 // found when the stream opened.
 func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
+	_, res.Shadow = lim.(*core.Shadow)
+	p.decide(ctx, lim, key, cost, res)
+}
+
+// decide is Decide once res.Shadow says whether lim is a *core.Shadow
+// (run's type assertion is then the only one a request not in shadow mode
+// pays for). A *core.Shadow's
+// own limiter is asked, so that the observer hears of its errors as they
+// are; a shadow decision from any other limiter (a Shadow inside it) is
+// recognised by its Decision.Shadow. Either way, nothing of a shadow
+// decision is enforced: no shaping wait, no hold, and an error admits
+// whatever the failure mode.
+func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
-	if s, ok := lim.(*core.Shadow); ok {
-		p.shadow(ctx, s, res)
-		return
+	if res.Shadow {
+		if s, ok := lim.(*core.Shadow); ok {
+			res.ShadowHeaders, lim = s.Headers, s.Limiter
+		}
 	}
 	err := p.allow(ctx, lim, res)
 	if err != nil {
 		p.fail(ctx, res, err)
 		return
 	}
+	if res.Decision.Shadow && !p.unshadow(ctx, res) {
+		return
+	}
 	switch {
 	case !res.Decision.Allowed:
 		res.Outcome = core.OutcomeDenied
-		if p.c.Hold.Max > 0 {
+		if p.c.Hold.Max > 0 && !res.Shadow {
 			p.hold(ctx, res)
 		}
 	case res.Decision.Delay > 0:
 		res.Outcome = core.OutcomeShaped
+		if res.Shadow {
+			break
+		}
 		if err := p.sleep(ctx, res.Decision.Delay); err != nil {
 			rerr := Undo(ctx, lim, key, cost, res.Decision.Lease)
 			p.fail(ctx, res, errors.Join(fmt.Errorf("%w: %w", core.ErrWaitCanceled, context.Cause(ctx)), rerr))
@@ -235,26 +227,6 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 	if p.c.Observer != nil {
 		p.observe(ctx, res, true, nil)
 	}
-}
-
-// shadow is Decide for a limiter in shadow mode: the decision is made and
-// observed, and nothing of it enforced (no shaping wait, no hold; an error
-// admits whatever the failure mode).
-func (p *Pipeline[R]) shadow(ctx context.Context, s *core.Shadow, res *Result) {
-	res.Shadow, res.ShadowHeaders = true, s.Headers
-	err := p.allow(ctx, s.Limiter, res)
-	switch {
-	case err != nil:
-		p.fail(ctx, res, err)
-		return
-	case !res.Decision.Allowed:
-		res.Outcome = core.OutcomeDenied
-	case res.Decision.Delay > 0:
-		res.Outcome = core.OutcomeShaped
-	default:
-		res.Outcome = core.OutcomeAllowed
-	}
-	p.observe(ctx, res, true, nil)
 }
 
 // allow asks lim about res.Key and res.Cost and sets res.Decision, timing
@@ -276,105 +248,3 @@ func (p *Pipeline[R]) allow(ctx context.Context, lim core.Limiter, res *Result) 
 
 // epoch is the instant latencies are read from.
 var epoch = time.Now()
-
-// hold holds a denial for min(Hold.Max, RetryAfter), unless Hold.Concurrent
-// denials are held already, and records in res.Held how long it did.
-func (p *Pipeline[R]) hold(ctx context.Context, res *Result) {
-	d := min(p.c.Hold.Max, res.Decision.RetryAfter)
-	if d <= 0 {
-		return
-	}
-	if p.held.Add(1) > int64(p.c.Hold.Concurrent) {
-		p.held.Add(-1)
-		return
-	}
-	start := time.Now()
-	if p.sleep(ctx, d) == nil {
-		res.Held = d
-	} else {
-		res.Held = min(time.Since(start), d)
-	}
-	p.held.Add(-1)
-}
-
-// fail finishes a request for which no decision was made. A store error
-// under FailOpen is admitted.
-func (p *Pipeline[R]) fail(ctx context.Context, res *Result, err error) {
-	res.Decision = core.Decision{}
-	res.Outcome = Classify(err)
-	res.Err = err
-	res.FailedOpen = res.Outcome == core.OutcomeStoreError && p.c.Failure == core.FailOpen
-	p.observe(ctx, res, res.FailedOpen || res.Shadow, err)
-}
-
-func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, err error) {
-	if p.c.Observer == nil {
-		return
-	}
-	p.c.Observer.Observe(ctx, core.Event{
-		Transport: p.c.Transport,
-		Outcome:   res.Outcome,
-		Admitted:  admitted && (res.Shadow || res.Outcome != core.OutcomeDenied),
-		Failure:   p.c.Failure,
-		Key:       res.Key,
-		Cost:      res.Cost,
-		Latency:   res.Latency,
-		Decision:  res.Decision,
-		Err:       err,
-		Held:      res.Held,
-		Shadow:    res.Shadow,
-	})
-}
-
-// Classify says which outcome an error of the pipeline, or one a
-// core.Limiter returned, stands for. Errors an adapter's error handler
-// receives classify the same way, so a custom handler can call it too:
-//
-//   - core.ErrWaitCanceled: OutcomeCanceled;
-//   - core.ErrKey: OutcomeBadKey if it also matches core.ErrBadKey (the
-//     request carries no usable key), else OutcomeError (the key function
-//     failed: the server's fault);
-//   - core.ErrCost: OutcomeBadCost if it also matches core.ErrInvalidCost
-//     (the cost function found the request malformed), else OutcomeError;
-//   - core.ErrInvalidCost: OutcomeBadCost (core.ErrCostTooLarge: no wait
-//     can help);
-//   - core.ErrStore: OutcomeStoreError;
-//   - anything else: OutcomeError.
-func Classify(err error) core.Outcome {
-	switch {
-	case errors.Is(err, core.ErrWaitCanceled):
-		return core.OutcomeCanceled
-	case errors.Is(err, core.ErrKey):
-		if errors.Is(err, core.ErrBadKey) {
-			return core.OutcomeBadKey
-		}
-		return core.OutcomeError
-	case errors.Is(err, core.ErrCost):
-		if errors.Is(err, core.ErrInvalidCost) {
-			return core.OutcomeBadCost
-		}
-		return core.OutcomeError
-	case errors.Is(err, core.ErrInvalidCost):
-		return core.OutcomeBadCost
-	case errors.Is(err, core.ErrStore):
-		return core.OutcomeStoreError
-	}
-	return core.OutcomeError
-}
-
-// Sleep waits d, or until ctx ends, whichever is first; it returns ctx's
-// error in the second case. It is the one context-aware wait of the module:
-// shaping delays and client retries use it.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

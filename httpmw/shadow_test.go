@@ -1,0 +1,99 @@
+package httpmw_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+)
+
+// hidden hides the limiter it holds from a type assertion, as fallback or
+// a user's instrumentation does.
+type hidden struct{ core.Limiter }
+
+// TestShadowExhausted: an exhausted shadow limit, a refusing one or a
+// shaping one with a queue, given to the middleware, chosen per request or
+// inside another limiter, never refuses and never waits (the request's
+// context has ended: a wait would fail it), whatever the failure mode and
+// the denial hold; the observer hears what enforcing would have done.
+func TestShadowExhausted(t *testing.T) {
+	t.Parallel()
+	kinds := []struct {
+		name    string
+		opts    []core.Option
+		outcome core.Outcome
+	}{
+		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
+		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+	}
+	ways := []struct {
+		name   string
+		fields bool // the Shadow's Headers is seen
+		build  func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error)
+	}{
+		{"given", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			return httpmw.New(s, byAddr, opts...)
+		}},
+		{"chosen", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			enforced, _ := newKeyed(t, core.PerMinute(100))
+			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
+			return httpmw.New(enforced, byAddr, opts...)
+		}},
+		{"inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			return httpmw.New(hidden{s}, byAddr, opts...)
+		}},
+		{"chosen inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			enforced, _ := newKeyed(t, core.PerMinute(100))
+			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return hidden{s} }))
+			return httpmw.New(enforced, byAddr, opts...)
+		}},
+	}
+	for _, kind := range kinds {
+		for _, way := range ways {
+			t.Run(kind.name+"/"+way.name, func(t *testing.T) {
+				t.Parallel()
+				inner, _ := newKeyed(t, core.PerMinute(1).WithName("trial"), kind.opts...)
+				// Spend the quota (the shaper's turn) as enforcing would.
+				if d, err := inner.Allow(context.Background(), "192.0.2.1:1234", 1); err != nil || !d.Allowed || d.Delay != 0 {
+					t.Fatalf("spending the quota: %+v, %v", d, err)
+				}
+				var events []core.Event
+				obs := core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) })
+				l, err := way.build(&core.Shadow{Limiter: inner, Headers: true},
+					httpmw.WithObserver(obs), httpmw.WithFailureMode(httpmw.FailClosed), httpmw.WithDenialHold(time.Hour, 8))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				r := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
+				r.RemoteAddr = "192.0.2.1:1234"
+				w := do(l.Handler(ok), r)
+				if w.Code != http.StatusOK || w.Header().Get("X-Handler") != "ran" || w.Header().Get("Retry-After") != "" {
+					t.Fatalf("answered %d, handler %q, Retry-After %q; want 200 from the handler, no Retry-After",
+						w.Code, w.Header().Get("X-Handler"), w.Header().Get("Retry-After"))
+				}
+				if has := w.Header().Get("RateLimit") != ""; has != way.fields {
+					t.Errorf("RateLimit %q; want fields: %v", w.Header().Get("RateLimit"), way.fields)
+				}
+				if len(events) != 1 {
+					t.Fatalf("%d events, want 1", len(events))
+				}
+				e := events[0]
+				if !e.Shadow || !e.Admitted || e.Outcome != kind.outcome || e.Held != 0 || e.Decision.Limit.Name != "trial" {
+					t.Errorf("observed %+v; want a shadow event, admitted, %v, not held, by trial", e, kind.outcome)
+				}
+				if kind.outcome == core.OutcomeDenied && (e.Decision.Allowed || e.Decision.RetryAfter != time.Minute) {
+					t.Errorf("observed decision %+v; want the refusal, RetryAfter 1m", e.Decision)
+				}
+				if kind.outcome == core.OutcomeShaped && e.Decision.Delay != time.Minute {
+					t.Errorf("observed decision %+v; want the Delay of 1m", e.Decision)
+				}
+			})
+		}
+	}
+}
