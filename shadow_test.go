@@ -86,7 +86,7 @@ var consumers = []consumer{
 		down := coretest.StoreDown(&core.StoreError{Op: "allow", Err: io.ErrUnexpectedEOF})
 		// fallback returns the primary's error once the caller's context
 		// has ended: this one has not.
-		return allowed(context.WithoutCancel(ctx), fallback.MustNew(down, lim, fallback.WithFailureThreshold(1)))
+		return allowed(context.WithoutCancel(ctx), fallback.MustNew(down, lim, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1})))
 	}},
 	{"httpclient", false, func(t *testing.T, ctx context.Context, lim core.Limiter, _ core.Observer) used {
 		waited := false

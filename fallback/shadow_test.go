@@ -57,7 +57,7 @@ func TestShadowNeverRefuses(t *testing.T) {
 				primary, local = other, shadow
 			}
 			var sides []fallback.Side
-			l, err := fallback.New(primary, local, fallback.WithClock(clock), fallback.WithFailureThreshold(1),
+			l, err := fallback.New(primary, local, fallback.WithClock(clock), fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1}),
 				fallback.WithObserver(func(e fallback.Event) {
 					if e.Kind == fallback.EventDecided {
 						sides = append(sides, e.Side)
