@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,10 +43,12 @@ type pending struct {
 // the route of the server that holds it, and returns the script's
 // numbers; it tells r's breaker, if any, what the round trip showed about
 // the server. The Limiter's timeout bounds the round trip from when it is
-// sent: a call sent at once, alone, from then; a queued call from when its
-// pipeline leaves. A queued call waits only on its caller's context, and
-// time queued is never counted against the server. probe marks the
-// breaker's probe, which is always sent at once.
+// sent: a call sent at once, alone, from then; a queued call's pipeline
+// from when it leaves. It also bounds how long a queued call waits in all
+// (with the caller's context), so that no request waits longer than the
+// timeout; but time queued is never counted against the server, only the
+// pipelines' round trips are. probe marks the breaker's probe, which is
+// always sent at once.
 func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
 	args := l.args(pol, code, cost, member)
 	q := r.q
@@ -61,14 +65,30 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 	p := &pending{op: op, code: code, keys: l.keys(rkey), args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
+	var expired <-chan time.Time
+	if l.timeout > 0 {
+		t := time.NewTimer(l.timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-p.done:
 		return p.out, p.err
 	case <-ctx.Done():
 		p.gone.Store(true)
 		return [5]int64{}, &core.StoreError{Op: op, Err: ctx.Err()}
+	case <-expired:
+		p.gone.Store(true)
+		return [5]int64{}, &core.StoreError{Op: op, Err: errQueueTimeout}
 	}
 }
+
+// errQueueTimeout is the cause of a queued call that had no answer within
+// the Limiter's timeout: the request waited as long as a round trip may
+// take, so it gets its failure mode now, whatever becomes of the round
+// trips ahead of it. Time queued says nothing about the server and is not
+// counted by the breaker; the pipelines' own round trips are.
+var errQueueTimeout = fmt.Errorf("redisstore: no answer within the timeout while queued behind other round trips: %w", context.DeadlineExceeded)
 
 // send makes one call's round trip alone, bounded by the Limiter's timeout
 // from now, and tells b (nil: no breaker) what it showed.

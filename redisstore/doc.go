@@ -254,8 +254,10 @@
 //
 // Each round trip is bounded by WithTimeout (DefaultTimeout, 500 ms) from
 // when it is sent (a batched call's from when its pipeline leaves), as well
-// as by the caller's context; time spent queued in the Limiter is bounded
-// by the caller's context alone. That bound needs a client that honours
+// as by the caller's context, and so is a call's whole wait: a call queued
+// behind other round trips gets its store error once it has waited
+// WithTimeout, so no request waits longer, queued or not. Time queued is
+// never counted by the breaker, only round trips are. That bound needs a client that honours
 // contexts on the socket: New refuses a go-redis client whose options
 // leave ContextTimeoutEnabled false (go-redis's default, under which a
 // hung or paused server holds every request for the client's ReadTimeout,

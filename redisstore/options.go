@@ -45,10 +45,10 @@ type options struct {
 const (
 	// DefaultPrefix starts every key the package writes.
 	DefaultPrefix = "floodgate:"
-	// DefaultTimeout bounds one round trip from when it is sent, the
-	// caller's own deadline permitting: a hung server costs a request this
-	// much at most, until the circuit breaker opens (see "When Redis
-	// fails"). A healthy server answers in well under a millisecond, but
+	// DefaultTimeout bounds one round trip from when it is sent, and how
+	// long a call waits in all, the caller's own deadline permitting: a
+	// hung server costs a request this much at most, queued or not (see
+	// "When Redis fails"). A healthy server answers in well under a millisecond, but
 	// the timeout also runs while this process writes the command and
 	// reads the reply, and a process short of CPU is slow at both. In
 	// TestSpike (8 Limiters × 64 goroutines, a busy goroutine on every P,

@@ -289,7 +289,8 @@ func TestNewRefusesClientIgnoringDeadlines(t *testing.T) {
 // TestHungServerREADMEClient: with the client the README shows (go-redis
 // defaults but ContextTimeoutEnabled, whose ReadTimeout is seconds) and
 // default options, a paused server costs a request the limiter's timeout,
-// not the client's, directly and behind fallback.
+// not the client's, directly and behind fallback, alone or queued behind
+// other callers.
 func TestHungServerREADMEClient(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr()}, ContextTimeoutEnabled: true})
@@ -325,4 +326,22 @@ func TestHungServerREADMEClient(t *testing.T) {
 	if took := time.Since(start); err != nil || !d.Allowed || took > bound {
 		t.Errorf("fallback on a paused server: %+v, %v after %v; want a local admission within %v", d, err, took, bound)
 	}
+	// Many callers at once, most of them queued behind the round trips in
+	// flight, with no breaker to turn them away and small batches, so that
+	// the queue alone would hold the last for seconds: none waits longer
+	// either.
+	queued := redisstore.MustNew(c, limit, redisstore.WithPrefix("c:"), redisstore.WithoutBreaker(), redisstore.WithBatching(1, 4))
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			d, err := queued.Allow(ctx, "c"+strconv.Itoa(i), 1)
+			if took := time.Since(start); !errors.Is(err, core.ErrStore) || took > bound {
+				t.Errorf("caller %d on a paused server: %+v, %v after %v; want a store error within %v", i, d, err, took, bound)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -144,7 +144,7 @@ func spike(t *testing.T, behind bool) {
 	var slow slowest
 	for i := range lims {
 		// The client the README builds.
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: 1})
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })
 		c.AddHook(&slow)
 		lims[i] = redisstore.MustNew(c, spikeLimit)
