@@ -60,7 +60,6 @@ const (
 type Breaker struct {
 	word  atomic.Int64
 	trips atomic.Int64 // failed probes in a row; doubles the open period
-	win   window
 
 	clock         core.Clock
 	minCalls      uint64
@@ -72,6 +71,11 @@ type Breaker struct {
 
 	failN atomic.Uint64
 	opens atomic.Uint64
+
+	// Every success writes the window: on cache lines of its own, so that
+	// counting does not evict the word every call reads from other cores.
+	_   [64]byte
+	win window
 }
 
 // New returns a Closed breaker configured by c, or an error if c is

@@ -34,7 +34,7 @@ type window struct {
 // bucket returns the number of the bucket that holds the instant now.
 func (w *window) bucket(now int64) int64 {
 	n := now / w.width
-	if now%w.width < 0 { // round down before the epoch too
+	if now < 0 && n*w.width != now { // round down before the epoch too
 		n--
 	}
 	return n + w.skip.Load()
