@@ -1,0 +1,222 @@
+package floodgate_test
+
+import (
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var updateAPI = flag.Bool("update-api", false, "rewrite the api/*.txt snapshots from the code")
+
+// apiPackages are the public packages whose exported surface api/ records,
+// by directory from the module root ("." is the root package).
+var apiPackages = []string{
+	".", "core", "core/coretest", "debugpage", "echomw", "fallback", "ginmw", "grpcmw",
+	"httpclient", "httpmw", "httpmw/httpmwtest", "keyfunc", "promobs", "redisstore", "rules",
+	"rules/grpcrules", "slogobs",
+}
+
+// TestAPI checks each public package's exported surface against its
+// snapshot in api/, as Go's own api/ files do: any change to the surface
+// shows in review, as a change to those files. After a change made on
+// purpose, run
+//
+//	go test -run TestAPI -update-api .
+//
+// and commit api/ with it. A line is one exported name: a constant, a
+// variable, a type, a field or method of an exported struct or interface,
+// a function, or a method of an exported type, with its type or signature.
+func TestAPI(t *testing.T) {
+	total, options := 0, 0
+	for _, dir := range apiPackages {
+		lines, err := apiOf(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		total += len(lines)
+		for _, l := range lines {
+			if strings.HasPrefix(l, "func With") || strings.Contains(l, ") With") && strings.HasPrefix(l, "method ") {
+				options++
+			}
+		}
+		file := filepath.Join("api", apiFileName(dir))
+		got := ""
+		if len(lines) > 0 {
+			got = strings.Join(lines, "\n") + "\n"
+		}
+		if *updateAPI {
+			if err := os.MkdirAll("api", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("%s: no snapshot (%v); run go test -run TestAPI -update-api . and commit api/", dir, err)
+			continue
+		}
+		var wantLines []string
+		if w := strings.TrimSuffix(string(want), "\n"); w != "" {
+			wantLines = strings.Split(w, "\n")
+		}
+		if added, removed := lineDiff(wantLines, lines); len(added)+len(removed) > 0 {
+			t.Errorf("%s: the exported surface changed from %s:\nadded:\n\t%s\nremoved:\n\t%s\nif on purpose, run go test -run TestAPI -update-api . and commit api/",
+				dir, file, strings.Join(added, "\n\t"), strings.Join(removed, "\n\t"))
+		}
+	}
+	t.Logf("%d exported names in %d public packages, %d of them With* functions or methods", total, len(apiPackages), options)
+}
+
+// apiFileName names dir's snapshot: the package path below the module,
+// with '/' as '_'; floodgate.txt for the root.
+func apiFileName(dir string) string {
+	if dir == "." {
+		return "floodgate.txt"
+	}
+	return strings.ReplaceAll(dir, "/", "_") + ".txt"
+}
+
+// lineDiff returns the lines of b missing from a (added) and those of a
+// missing from b (removed); both are sorted.
+func lineDiff(a, b []string) (added, removed []string) {
+	for _, l := range b {
+		if !slices.Contains(a, l) {
+			added = append(added, l)
+		}
+	}
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			removed = append(removed, l)
+		}
+	}
+	return added, removed
+}
+
+// apiOf returns the sorted surface of the package in dir, from its
+// non-test files.
+func apiOf(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var lines []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			lines = append(lines, declAPI(d)...)
+		}
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines), nil
+}
+
+// declAPI returns the surface lines of one declaration.
+func declAPI(d ast.Decl) []string {
+	var out []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if !d.Name.IsExported() {
+			return nil
+		}
+		sig := strings.TrimPrefix(types.ExprString(d.Type), "func")
+		if d.Recv == nil {
+			return []string{"func " + d.Name.Name + sig}
+		}
+		recv := types.ExprString(d.Recv.List[0].Type)
+		base := strings.TrimPrefix(recv, "*")
+		if i := strings.IndexByte(base, '['); i >= 0 {
+			base = base[:i]
+		}
+		if !ast.IsExported(base) {
+			return nil
+		}
+		return []string{"method (" + recv + ") " + d.Name.Name + sig}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.ValueSpec:
+				kind := "var "
+				if d.Tok == token.CONST {
+					kind = "const "
+				}
+				for _, n := range s.Names {
+					if !n.IsExported() {
+						continue
+					}
+					l := kind + n.Name
+					if s.Type != nil {
+						l += " " + types.ExprString(s.Type)
+					}
+					out = append(out, l)
+				}
+			case *ast.TypeSpec:
+				if !s.Name.IsExported() {
+					continue
+				}
+				out = append(out, typeAPI(s)...)
+			}
+		}
+	}
+	return out
+}
+
+// typeAPI returns the lines of an exported type: the type, and the
+// exported fields of a struct or the methods of an interface.
+func typeAPI(s *ast.TypeSpec) []string {
+	name := "type " + s.Name.Name
+	if s.Assign.IsValid() {
+		return []string{name + " = " + types.ExprString(s.Type)}
+	}
+	switch t := s.Type.(type) {
+	case *ast.StructType:
+		out := []string{name + " struct"}
+		for _, f := range t.Fields.List {
+			ft := types.ExprString(f.Type)
+			if len(f.Names) == 0 {
+				if ast.IsExported(strings.TrimPrefix(ft, "*")) || strings.Contains(ft, ".") {
+					out = append(out, name+", embedded "+ft)
+				}
+				continue
+			}
+			for _, n := range f.Names {
+				if n.IsExported() {
+					out = append(out, name+", "+n.Name+" "+ft)
+				}
+			}
+		}
+		return out
+	case *ast.InterfaceType:
+		out := []string{name + " interface"}
+		for _, m := range t.Methods.List {
+			if len(m.Names) == 0 {
+				out = append(out, name+", embedded "+types.ExprString(m.Type))
+				continue
+			}
+			for _, n := range m.Names {
+				if n.IsExported() {
+					out = append(out, name+", "+n.Name+strings.TrimPrefix(types.ExprString(m.Type), "func"))
+				}
+			}
+		}
+		return out
+	}
+	return []string{name + " " + types.ExprString(s.Type)}
+}
