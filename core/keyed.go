@@ -40,7 +40,6 @@ type Keyed struct {
 	table
 	ext *extTable // non-nil: the algorithm keeps its state there, not in table
 
-	opts  options    // what New was given, for SetLimit's algorithm
 	setMu sync.Mutex // serialises SetLimit
 	dyn   *Dynamic   // the Dynamic limiter k is one table of, or nil
 
@@ -63,25 +62,25 @@ type policy struct {
 	wl       *windowLog // the extended algorithms' (SlidingLog, sub-windows), or nil
 }
 
-func newPolicy(l Limit, o *options) (*policy, error) {
+func newPolicy(l Limit) (*policy, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	alg, err := newAlgo(o.algorithm, l, o)
-	if err != nil {
-		return nil, err
-	}
-	p := &policy{limit: l, alg: alg}
-	if extended(o.algorithm, o) {
-		if p.wl, err = newWindowLog(o.algorithm, l, o); err != nil {
+	p := &policy{limit: l}
+	var err error
+	if l.extended() {
+		if p.wl, err = newWindowLog(l); err != nil {
 			return nil, err
 		}
-		p.alg, p.maxCost = nil, p.wl.maxCost()
+		p.maxCost = p.wl.maxCost()
 	} else {
-		p.maxCost = alg.maxCost()
+		if p.alg, err = newAlgo(l); err != nil {
+			return nil, err
+		}
+		p.maxCost = p.alg.maxCost()
 	}
 	p.fastCost = p.maxCost
-	if o.algorithm == Concurrency {
+	if l.Algorithm == Concurrency {
 		p.fastCost = 0
 	}
 	return p, nil
@@ -114,19 +113,18 @@ func New(l Limit, opts ...Option) (*Keyed, error) {
 
 // newKeyed is New after the options are checked.
 func newKeyed(l Limit, o *options) (*Keyed, error) {
-	p, err := newPolicy(l, o)
+	p, err := newPolicy(l)
 	if err != nil {
 		return nil, err
 	}
 	// A concurrency limiter has no deny cache: its refusals end when a
 	// lease is released, at no instant the cache could hold.
-	leases := o.algorithm == Concurrency
+	leases := l.Algorithm == Concurrency
 	k := &Keyed{
 		clock:  o.clock,
 		seed:   maphash.MakeSeed(),
 		leases: leases,
 		cache:  o.denyCache && !leases,
-		opts:   *o,
 	}
 	if p.wl != nil {
 		k.cache = false
@@ -160,8 +158,8 @@ func (k *Keyed) Limit() Limit { return k.pol.Load().limit }
 
 // SetLimit makes k enforce l from now on, keeping every key's state: no key
 // gets a fresh quota, and none loses what it has spent. It fails, changing
-// nothing, if l is invalid or the algorithm's options (WithWarmUp,
-// WithMaxDelay...) do not fit it, exactly as [New] would.
+// nothing, if l is invalid, exactly as [New] would, or names another
+// algorithm.
 //
 // The change is atomic: a decision is made under the old limit or the new
 // one, never a mix, and once SetLimit returns every decision is made under
@@ -193,7 +191,8 @@ func (k *Keyed) Limit() Limit { return k.pol.Load().limit }
 //     leases give them back as before; a key holding more than the new
 //     Events is refused (Remaining 0) until enough are released.
 //
-// SlidingLog and SlidingWindow with [WithSubWindows] keep logs sized for
+// SetLimit cannot change the algorithm: the keys' state belongs to it.
+// SlidingLog and SlidingWindow with sub-windows keep logs sized for
 // their limit: SetLimit on such a limiter fails with [ErrSetLimitUnsupported],
 // changing nothing.
 //
@@ -203,9 +202,12 @@ func (k *Keyed) Limit() Limit { return k.pol.Load().limit }
 // instants under the new limit.
 func (k *Keyed) SetLimit(l Limit) error {
 	if k.ext != nil {
-		return fmt.Errorf("%w: %v keeps per-key logs sized for its limit; make a new limiter for %s", ErrSetLimitUnsupported, algorithmName(&k.opts), l)
+		return fmt.Errorf("%w: %v keeps per-key logs sized for its limit; make a new limiter for %s", ErrSetLimitUnsupported, algorithmName(k.Limit()), l)
 	}
-	p, err := newPolicy(l, &k.opts)
+	if old := k.Limit().Algorithm; l.Algorithm != old {
+		return fmt.Errorf("%w: the limiter's keys hold %v state, which %v cannot read; make a new limiter for %s", ErrSetLimitUnsupported, old, l.Algorithm, l)
+	}
+	p, err := newPolicy(l)
 	if err != nil {
 		return err
 	}
@@ -234,16 +236,16 @@ func (k *Keyed) SetLimit(l Limit) error {
 
 // ErrSetLimitUnsupported is wrapped by the error [Keyed.SetLimit] returns
 // for an algorithm whose per-key state cannot be read under another limit
-// (SlidingLog, SlidingWindow with WithSubWindows), and by the error
+// (SlidingLog, SlidingWindow with sub-windows), and by the error
 // [NewDynamic] returns for an algorithm it cannot move between limits.
 var ErrSetLimitUnsupported = errors.New("core: the limit cannot change under this algorithm")
 
-// algorithmName names o's algorithm in errors, with its sub-windows.
-func algorithmName(o *options) string {
-	if o.algorithm == SlidingWindow && o.subWindows != 0 {
-		return fmt.Sprintf("%v with WithSubWindows(%d)", o.algorithm, o.subWindows)
+// algorithmName names l's algorithm in errors, with its sub-windows.
+func algorithmName(l Limit) string {
+	if l.Algorithm == SlidingWindow && l.SubWindows != 0 {
+		return fmt.Sprintf("%v with %d sub-windows", l.Algorithm, l.SubWindows)
 	}
-	return o.algorithm.String()
+	return l.Algorithm.String()
 }
 
 // Len returns how many keys k tracks now (keys decided against the overflow

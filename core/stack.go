@@ -10,14 +10,6 @@ import (
 	"time"
 )
 
-// Layer is one limit of a [Stack] with options of its own, such as its
-// algorithm. Options that shape the table (WithClock, WithCapacity,
-// WithFullPolicy) belong to the whole stack: give them to [NewStack].
-type Layer struct {
-	Limit   Limit
-	Options []Option
-}
-
 // Stack enforces several limits on every key at once — 5/s and 100,000/h,
 // say — each with its own algorithm, all or nothing: a request is admitted
 // only if every limit admits it, and when one refuses, none is charged.
@@ -59,13 +51,14 @@ type Stack struct {
 var _ Limiter = (*Stack)(nil)
 var _ PolicyLister = (*Stack)(nil)
 
-// NewStack returns a Stack of layers, in order (at least one). opts apply
-// to every layer, before the layer's own options. A layer without a name
-// is named after its limit ("5-per-1s"), since RateLimit-Policy names each
-// policy; names must be distinct.
-func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
+// NewStack returns a Stack of limits, in order (at least one), each a
+// policy with its own algorithm; opts configure the store they share. A
+// limit without a name is named after its rate ("5-per-s", "1000-per-h",
+// "30-per-10s"), since RateLimit-Policy names each policy; names must be
+// distinct.
+func NewStack(layers []Limit, opts ...Option) (*Stack, error) {
 	if len(layers) == 0 {
-		return nil, errors.New("core: NewStack needs at least one layer")
+		return nil, errors.New("core: NewStack needs at least one limit")
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -84,27 +77,23 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 	}
 	s := &Stack{seed: seed, clock: o.clock, maxCost: 1 << 62, cache: o.denyCache}
 	names := map[string]int{}
-	for i, layer := range layers {
-		l := layer.Limit
+	lo := o
+	lo.shards, lo.seed = shards, &seed
+	for i, l := range layers {
 		if l.Name == "" {
-			l.Name = strconv.Itoa(l.Events) + "-per-" + l.Period.String()
+			l.Name = DefaultName(l)
 		}
 		if j, ok := names[l.Name]; ok {
-			return nil, fmt.Errorf("core: stack layers %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
+			return nil, fmt.Errorf("core: stack limits %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
 		}
 		names[l.Name] = i
-		all := append(append(append([]Option(nil), opts...), layer.Options...),
-			withShards(shards), withSeed(seed), withDenyCache(o.denyCache))
-		k, err := New(l, all...)
+		k, err := newKeyed(l, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
+			return nil, fmt.Errorf("core: stack limit %d (%v): %w", i, l, err)
 		}
 		s.leases = s.leases || k.leases
 		if k.ext == nil {
 			s.mask = k.mask
-		}
-		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
-			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
 		// A layer's limit never changes (no SetLimit reaches it), so its
 		// cost bound is read once here.
@@ -117,12 +106,27 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 	return s, nil
 }
 
-// layerClock is the clock a layer made from the stack's options holds.
-func (s *Stack) layerClock() Clock {
-	if s.clock == SystemClock {
-		return nil
+// DefaultName is the name a stack gives a limit that has none: its rate,
+// as "5-per-s", "1000-per-h" or "30-per-10s". Both stores name a stack's
+// limits alike.
+func DefaultName(l Limit) string {
+	return strconv.Itoa(l.Events) + "-per-" + periodWord(l.Period)
+}
+
+// periodWord writes a period as Limit.String does: s, min, h, d, or a Go
+// duration.
+func periodWord(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	case 24 * time.Hour:
+		return "d"
 	}
-	return s.clock
+	return d.String()
 }
 
 // Policies returns the stack's limits, in order, with the names they carry

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpclient"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestLimitedShadow: a LimitedTransport over an exhausted shadow limit
@@ -22,13 +22,13 @@ func TestLimitedShadow(t *testing.T) {
 		lim  func(clock *coretest.Clock) core.Limiter
 	}{
 		{"refusing", func(clock *coretest.Clock) core.Limiter {
-			return newLimiter(t, core.PerMinute(1), clock, core.WithAlgorithm(core.GCRA))
+			return newLimiter(t, core.PerMinute(1).WithAlgorithm(core.GCRA), clock)
 		}},
 		{"shaping", func(clock *coretest.Clock) core.Limiter {
-			return newLimiter(t, core.PerMinute(1), clock, core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour))
+			return newLimiter(t, core.PerMinute(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(time.Hour), clock)
 		}},
 		{"in flight", func(clock *coretest.Clock) core.Limiter {
-			return newLimiter(t, core.InFlight(1), clock, core.WithAlgorithm(core.Concurrency))
+			return newLimiter(t, core.InFlight(1).WithAlgorithm(core.Concurrency), clock)
 		}},
 		{"store down", func(*coretest.Clock) core.Limiter {
 			return coretest.StoreDown(&core.StoreError{Op: "allow", Err: context.DeadlineExceeded})
