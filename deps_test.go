@@ -7,8 +7,8 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw, fallback,
-// debugpage and slogobs must never pull a web framework, gRPC, a Redis
+// library, x/time/rate and golang-lru. core, keyfunc, httpmw, debugpage
+// and slogobs must never pull a web framework, gRPC, a Redis
 // client or the Prometheus client, directly or through another package.
 func TestLightPackagesStayLight(t *testing.T) {
 	forbidden := []string{
@@ -28,7 +28,7 @@ func TestLightPackagesStayLight(t *testing.T) {
 		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
-	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./fallback", "./debugpage", "./slogobs"} {
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./debugpage", "./slogobs"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
@@ -56,6 +56,25 @@ func TestLightPackagesStayLight(t *testing.T) {
 			if !ok {
 				t.Errorf("%s depends on %s, which is not on the list a net/http user may compile", pkg, dep)
 			}
+		}
+	}
+}
+
+// TestObserversStayOffStores: promobs and debugpage read a store's health
+// through core.HealthReporter and never import redisstore or a Redis
+// client.
+func TestObserversStayOffStores(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./promobs", "./debugpage").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed only %d packages: %q", len(deps), deps)
+	}
+	for _, dep := range deps {
+		if strings.HasPrefix(dep, "github.com/floodgate/floodgate/redisstore") || strings.HasPrefix(dep, "github.com/redis/") {
+			t.Errorf("promobs or debugpage depends on %s", dep)
 		}
 	}
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpclient"
@@ -78,15 +77,6 @@ var consumers = []consumer{
 		l := grpcmw.MustNew(lim, grpcmw.Constant("k"), shadowGRPCOpts(obs)...)
 		_, err := ratelimit.UnaryServerInterceptor(l)(grpcCtx(ctx), nil, &grpc.UnaryServerInfo{FullMethod: shadowMethod}, answered)
 		return used{passed: err == nil}
-	}},
-	{"fallback primary", false, func(t *testing.T, ctx context.Context, lim core.Limiter, _ core.Observer) used {
-		return allowed(ctx, fallback.MustNew(lim, core.MustNew(core.PerMinute(100))))
-	}},
-	{"fallback local", false, func(t *testing.T, ctx context.Context, lim core.Limiter, _ core.Observer) used {
-		down := coretest.StoreDown(&core.StoreError{Op: "allow", Err: io.ErrUnexpectedEOF})
-		// fallback returns the primary's error once the caller's context
-		// has ended: this one has not.
-		return allowed(context.WithoutCancel(ctx), fallback.MustNew(down, lim, fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 1})))
 	}},
 	{"httpclient", false, func(t *testing.T, ctx context.Context, lim core.Limiter, _ core.Observer) used {
 		waited := false

@@ -100,7 +100,7 @@ var redisImpls = []redisImpl{
 	// redisstore takes it unchanged.
 	{name: "ping-autopipe", kind: baseline, modes: par64, new: newPingAutopipe},
 	{name: "floodgate-autopipe", kind: decision, modes: both, new: newFloodgateAutopipe},
-	{name: "floodgate-unbatched", kind: decision, modes: both, new: newFloodgateRedis(core.TokenBucket, redisstore.WithoutBatching())},
+	{name: "floodgate-unbatched", kind: decision, modes: both, new: newFloodgateRedis(core.TokenBucket, redisstore.WithBatching(0, 0))},
 	{name: "floodgate-b1", kind: decision, modes: par64, new: newFloodgateRedis(core.TokenBucket, redisstore.WithBatching(1, 128))},
 	{name: "floodgate-b4", kind: decision, modes: par64, new: newFloodgateRedis(core.TokenBucket, redisstore.WithBatching(4, 128))},
 	// What redisstore's per-call context.WithTimeout costs.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/debugpage"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
@@ -53,12 +53,11 @@ func TestBrowser(t *testing.T) {
 	// Six clients, client i sending 15*(i+1) requests against 20 per
 	// minute each: the later ones are mostly refused.
 	primary := core.MustNew(core.PerMinute(20).WithName("per-client"))
-	local := core.MustNew(core.PerMinute(20).WithName("per-client"))
-	fb := fallback.MustNew(primary, local)
+	fb := &counted{Keyed: primary}
 	page, err := debugpage.New(
 		debugpage.WithWindow(time.Minute),
 		debugpage.WithLimiter("api", primary),
-		debugpage.WithHealth("primary store", fb.State, fb.Stats),
+		debugpage.WithHealth("primary store", fb),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -200,4 +199,23 @@ func TestBrowser(t *testing.T) {
 		}
 		t.Logf("wrote docs/debugpage.png (%d bytes)", len(png))
 	}
+}
+
+// counted is an in-memory limiter that reports its decisions as a store's
+// health.
+type counted struct {
+	*core.Keyed
+	n atomic.Uint64
+}
+
+func (c *counted) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	d, err := c.Keyed.Allow(ctx, key, cost)
+	if err == nil {
+		c.n.Add(1)
+	}
+	return d, err
+}
+
+func (c *counted) Health() core.Health {
+	return core.Health{Breaker: "closed", StoreDecisions: c.n.Load()}
 }

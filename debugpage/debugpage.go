@@ -221,11 +221,13 @@ type Health struct {
 	Name string `json:"name"`
 	// State is the breaker's state: "closed", "open" or "half-open".
 	State string `json:"state"`
-	// Stats is nil when no stats function was given.
+	// Stats are the store's counters.
 	Stats *Stats `json:"stats,omitempty"`
 }
 
-// Stats mirrors fallback.Stats.
+// Stats are a store's counters (core.Health): decisions the store made
+// (primary) and those made in memory while it failed (local), failed
+// calls, and times its breaker opened.
 type Stats struct {
 	PrimaryDecisions uint64 `json:"primary_decisions"`
 	LocalDecisions   uint64 `json:"local_decisions"`
@@ -304,12 +306,9 @@ func (p *Page) Snapshot() Snapshot {
 		snap.Policies = append(snap.Policies, ps)
 	}
 	for _, src := range p.health {
-		h := Health{Name: src.name, State: src.state().String()}
-		if src.stats != nil {
-			st := src.stats()
-			h.Stats = &Stats{st.PrimaryDecisions, st.LocalDecisions, st.PrimaryFailures, st.Opens}
-		}
-		snap.Health = append(snap.Health, h)
+		st := src.health.Health()
+		snap.Health = append(snap.Health, Health{Name: src.name, State: st.Breaker,
+			Stats: &Stats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens}})
 	}
 	return snap
 }

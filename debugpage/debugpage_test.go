@@ -15,7 +15,6 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/debugpage"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/coretest"
 )
 
@@ -60,7 +59,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := fallback.Closed
+	redis := &reporter{h: core.Health{Breaker: "closed", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1}}
 	p, err := debugpage.New(
 		debugpage.WithClock(clock),
 		debugpage.WithRawKeys(),
@@ -68,10 +67,8 @@ func TestJSON(t *testing.T) {
 		debugpage.WithTop(2),
 		debugpage.WithPolicies("static", func() []core.Limit { return []core.Limit{api} }),
 		debugpage.WithLimiter("stack", stack),
-		debugpage.WithHealth("redis", func() fallback.State { return state }, func() fallback.Stats {
-			return fallback.Stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1}
-		}),
-		debugpage.WithHealth("bare", func() fallback.State { return fallback.HalfOpen }, nil),
+		debugpage.WithHealth("redis", redis),
+		debugpage.WithHealth("bare", &reporter{h: core.Health{Breaker: "half-open"}}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +94,7 @@ func TestJSON(t *testing.T) {
 	clock.Advance(9 * time.Second)
 	p.Observe(ctx, event("b", core.OutcomeStoreError))
 	clock.Advance(500 * time.Millisecond)
-	state = fallback.Open
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1})
 
 	s, _ := getJSON(t, p)
 	wantTotals := map[string]uint64{"allowed": 5, "shaped": 0, "denied": 3, "bad_key": 1, "bad_cost": 0, "error": 0, "store_error": 1, "canceled": 0, "other": 0}
@@ -132,7 +129,7 @@ func TestJSON(t *testing.T) {
 		t.Errorf("policies %s", got)
 	}
 	if len(s.Health) != 2 || s.Health[0].State != "open" || *s.Health[0].Stats != (debugpage.Stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1}) ||
-		s.Health[1].State != "half-open" || s.Health[1].Stats != nil {
+		s.Health[1].State != "half-open" || *s.Health[1].Stats != (debugpage.Stats{}) {
 		t.Errorf("health %+v", s.Health)
 	}
 
@@ -193,7 +190,7 @@ func TestHTMLEscaping(t *testing.T) {
 	p := debugpage.MustNew(
 		debugpage.WithRawKeys(),
 		debugpage.WithPolicies(hostile, func() []core.Limit { return []core.Limit{core.PerSecond(1).WithName(hostile)} }),
-		debugpage.WithHealth(hostile, func() fallback.State { return fallback.Closed }, nil),
+		debugpage.WithHealth(hostile, &reporter{}),
 	)
 	p.Observe(context.Background(), event(hostile, core.OutcomeDenied))
 	res, html := get(t, p, "/debug/floodgate/")
@@ -268,8 +265,8 @@ func TestOptionErrors(t *testing.T) {
 		{[]debugpage.Option{debugpage.WithPolicies("a", nil)}, `WithPolicies("a", nil)`},
 		{[]debugpage.Option{debugpage.WithLimiter("", lim)}, `WithLimiter("", ...): the name must not be empty`},
 		{[]debugpage.Option{debugpage.WithLimiter("a", lim), debugpage.WithPolicies("a", func() []core.Limit { return nil })}, `WithPolicies("a", ...) names a section already`},
-		{[]debugpage.Option{debugpage.WithLimiter("f", fallback.MustNew(lim, lim))}, `WithLimiter("f", *fallback.Limiter): the limiter neither lists its policies`},
-		{[]debugpage.Option{debugpage.WithHealth("h", nil, nil)}, `WithHealth("h", nil, ...)`},
+		{[]debugpage.Option{debugpage.WithLimiter("f", &reporter{})}, `WithLimiter("f", *debugpage_test.reporter): the limiter neither lists its policies`},
+		{[]debugpage.Option{debugpage.WithHealth("h", nil)}, `WithHealth("h", nil)`},
 		{[]debugpage.Option{nil}, "debugpage: nil Option (argument 1)"},
 	} {
 		p, err := debugpage.New(c.opts...)
@@ -278,7 +275,7 @@ func TestOptionErrors(t *testing.T) {
 		}
 	}
 	// A health section and a policy section may share a name.
-	if _, err := debugpage.New(debugpage.WithLimiter("redis", lim), debugpage.WithHealth("redis", func() fallback.State { return fallback.Closed }, nil)); err != nil {
+	if _, err := debugpage.New(debugpage.WithLimiter("redis", lim), debugpage.WithHealth("redis", &reporter{})); err != nil {
 		t.Error(err)
 	}
 }
@@ -331,4 +328,24 @@ func TestConcurrent(t *testing.T) {
 	if k := s.HotKeys.Keys[0]; k.Count != goroutines*each/40 || k.Error != 0 {
 		t.Fatalf("hottest %+v, want %d exactly", k, goroutines*each/40)
 	}
+}
+
+// reporter is a core.HealthReporter, and a limiter of nothing, whose
+// health the test sets.
+type reporter struct {
+	core.Limiter
+	mu sync.Mutex
+	h  core.Health
+}
+
+func (r *reporter) Health() core.Health {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h
+}
+
+func (r *reporter) set(h core.Health) {
+	r.mu.Lock()
+	r.h = h
+	r.mu.Unlock()
 }

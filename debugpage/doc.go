@@ -6,8 +6,8 @@
 // operators, behind authentication.
 //
 //	page, err := debugpage.New(
-//		debugpage.WithLimiter("api", lim),             // the policies in force
-//		debugpage.WithHealth("redis", fb.State, fb.Stats), // a fallback.Limiter's breaker
+//		debugpage.WithLimiter("api", lim), // the policies in force
+//		debugpage.WithHealth("redis", lim), // its Redis store's breaker and counters
 //	)
 //	...
 //	mw, err := httpmw.Middleware(lim, byIP, httpmw.WithObserver(page))

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -40,9 +39,8 @@ type policySource struct {
 }
 
 type healthSource struct {
-	name  string
-	state func() fallback.State
-	stats func() fallback.Stats
+	name   string
+	health core.HealthReporter
 }
 
 // name records a section's name, which must be non-empty and unique among
@@ -93,18 +91,14 @@ func WithLimiter(name string, lim core.Limiter) Option {
 	}
 }
 
-// WithHealth shows the health of a store guarded by a circuit breaker
-// under the given name: the breaker's state and, when stats is not nil,
-// its counters. For a fallback.Limiter fb:
-//
-//	debugpage.WithHealth("redis", fb.State, fb.Stats)
-//
-// Both functions are called each time the page or its JSON is served and
-// must be safe for concurrent use.
-func WithHealth(name string, state func() fallback.State, stats func() fallback.Stats) Option {
+// WithHealth shows, under the given name, the health of a limiter's
+// shared store, read from r (a redisstore Limiter, Stack or Dynamic: see
+// core.HealthReporter): its circuit breaker's state and its counters.
+// r.Health is called each time the page or its JSON is served.
+func WithHealth(name string, r core.HealthReporter) Option {
 	return func(o *options) {
-		if o.name("WithHealth", "health", name) && o.errs.Require(state != nil, "WithHealth(%q, nil, ...): pass the breaker's State method", name) {
-			o.health = append(o.health, healthSource{name, state, stats})
+		if o.name("WithHealth", "health", name) && o.errs.Require(r != nil, "WithHealth(%q, nil): pass the limiter whose store to show, such as a redisstore.Limiter", name) {
+			o.health = append(o.health, healthSource{name, r})
 		}
 	}
 }

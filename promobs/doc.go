@@ -48,14 +48,15 @@
 //   - floodgate_denial_hold_seconds{limit, transport}: how long refusals
 //     were held before they were answered (the adapters' WithDenialHold);
 //     refusals answered at once are not observed.
-//   - floodgate_breaker_state{breaker, state}: with [WithBreaker] or
-//     [WithFallback], 1 for the state each circuit breaker is in (closed,
-//     open, half-open) and 0 for the others, read at each scrape.
+//   - floodgate_breaker_state{breaker, state}: with [WithHealth], 1 for
+//     the state each store's circuit breaker is in (closed, open,
+//     half-open) and 0 for the others, read at each scrape.
 //   - floodgate_fallback_decisions_total{breaker, side},
 //     floodgate_fallback_primary_failures_total{breaker} and
-//     floodgate_breaker_opens_total{breaker}: with [WithFallback], a
-//     fallback.Limiter's counters (primary or local decisions, primary
-//     failures, times the breaker opened), read at each scrape.
+//     floodgate_breaker_opens_total{breaker}: with [WithHealth], the
+//     store's counters (decisions the store made, side "primary", or made
+//     locally while it failed, "local"; failed calls; times the breaker
+//     opened), read at each scrape.
 //
 // # Keys are never labels
 //

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -19,7 +19,7 @@ const DefaultNamespace = "floodgate"
 
 // DefaultLatencyBuckets are the buckets of the decision-latency histogram,
 // in seconds: from 1 µs, where an in-memory decision falls, through the
-// 0.1-5 ms of a Redis round trip, to the 100 ms of fallback's default
+// 0.1-5 ms of a Redis round trip, to the 100 ms of a slow store's
 // timeout and beyond.
 var DefaultLatencyBuckets = []float64{1e-6, 5e-6, 25e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 250e-3, 1}
 
@@ -38,11 +38,11 @@ type options struct {
 	errs        option.Errors
 }
 
-// breakerSource is one circuit breaker the collector reads at scrape time.
+// breakerSource is one store's health, which the collector reads at
+// scrape time.
 type breakerSource struct {
-	name  string
-	state func() fallback.State
-	stats func() fallback.Stats // nil for a bare state function
+	name   string
+	health core.HealthReporter
 }
 
 // WithNamespace sets the prefix of every metric's name (default
@@ -92,29 +92,19 @@ func WithHoldBuckets(b []float64) Option {
 	}
 }
 
-// WithBreaker exports the state of a circuit breaker, read at each scrape
-// from state, as floodgate_breaker_state{breaker=name, state=...}: 1 for
-// the state it is in, 0 for the others. Pass a redisstore Limiter's or
-// Stack's BreakerState method, or a fallback.Limiter's State (or use
-// [WithFallback], which adds its counters). name tells
-// breakers apart and must be unique among them.
-func WithBreaker(name string, state func() fallback.State) Option {
+// WithHealth exports the health of a limiter's shared store, read from r
+// at each scrape (a redisstore Limiter, Stack or Dynamic: see
+// core.HealthReporter), as floodgate_breaker_state{breaker=name,
+// state=...}: 1 for the state its circuit breaker is in, 0 for the others;
+// floodgate_fallback_decisions_total{breaker=name, side="primary"|"local"}:
+// the decisions the store made and those made in memory while it failed;
+// floodgate_fallback_primary_failures_total{breaker=name}: the calls to the
+// store that failed; and floodgate_breaker_opens_total{breaker=name}. name
+// tells stores apart ("redis") and must be unique among them.
+func WithHealth(name string, r core.HealthReporter) Option {
 	return func(o *options) {
-		if o.errs.Require(state != nil, "WithBreaker(%q, nil): give the function that reads the state, such as a fallback.Limiter's State", name) {
-			o.addBreaker(breakerSource{name: name, state: state})
-		}
-	}
-}
-
-// WithFallback exports l's breaker state as [WithBreaker] does and its
-// counters (fallback.Limiter.Stats) as floodgate_fallback_decisions_total
-// {breaker=name, side="primary"|"local"},
-// floodgate_fallback_primary_failures_total and
-// floodgate_breaker_opens_total, read at each scrape.
-func WithFallback(name string, l *fallback.Limiter) Option {
-	return func(o *options) {
-		if o.errs.Require(l != nil, "WithFallback(%q, nil): give the fallback.Limiter to export", name) {
-			o.addBreaker(breakerSource{name: name, state: l.State, stats: l.Stats})
+		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to export, such as a redisstore.Limiter", name) {
+			o.addBreaker(breakerSource{name: name, health: r})
 		}
 	}
 }

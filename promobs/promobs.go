@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -233,9 +232,9 @@ func shadowLabel(b bool) string {
 	return "false"
 }
 
-// breakerStates are the states a breaker can be in, each exported as a
-// series of floodgate_breaker_state.
-var breakerStates = []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen}
+// breakerStates are the states a breaker can be in (core.Health.Breaker),
+// each exported as a series of floodgate_breaker_state.
+var breakerStates = []string{"closed", "open", "half-open"}
 
 // breakerCollector reads the breakers at scrape time.
 type breakerCollector struct {
@@ -251,10 +250,10 @@ func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []breakerS
 			"Circuit breaker state: 1 for the state the breaker is in (closed, open, half-open), 0 for the others.",
 			[]string{"breaker", "state"}, constLabels),
 		decisions: prometheus.NewDesc(prometheus.BuildFQName(ns, "fallback", "decisions_total"),
-			"Decisions of a fallback limiter, by the side that made them: the primary (shared store) or the local limiter.",
+			"Decisions of a limiter on a shared store, by the side that made them: the primary (the store) or the local limiter deciding while it fails.",
 			[]string{"breaker", "side"}, constLabels),
 		failures: prometheus.NewDesc(prometheus.BuildFQName(ns, "fallback", "primary_failures_total"),
-			"Calls to a fallback limiter's primary that failed with a store error or the timeout.",
+			"Calls to a limiter's shared store that failed.",
 			[]string{"breaker"}, constLabels),
 		opens: prometheus.NewDesc(prometheus.BuildFQName(ns, "breaker", "opens_total"),
 			"How often the circuit breaker opened, from closed or after a failed probe.",
@@ -266,34 +265,25 @@ func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []breakerS
 // Describe implements prometheus.Collector.
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.state
-	for _, b := range c.breakers {
-		if b.stats != nil {
-			ch <- c.decisions
-			ch <- c.failures
-			ch <- c.opens
-			return
-		}
-	}
+	ch <- c.decisions
+	ch <- c.failures
+	ch <- c.opens
 }
 
 // Collect implements prometheus.Collector.
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.breakers {
-		now := b.state()
+		h := b.health.Health()
 		for _, s := range breakerStates {
 			v := 0.0
-			if s == now {
+			if s == h.Breaker {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, b.name, s.String())
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, b.name, s)
 		}
-		if b.stats == nil {
-			continue
-		}
-		st := b.stats()
-		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(st.PrimaryDecisions), b.name, fallback.Primary.String())
-		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(st.LocalDecisions), b.name, fallback.Local.String())
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(st.PrimaryFailures), b.name)
-		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(st.Opens), b.name)
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.StoreDecisions), b.name, "primary")
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LocalDecisions), b.name, "local")
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), b.name)
+		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(h.Opens), b.name)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
@@ -170,8 +169,7 @@ func TestCounts(t *testing.T) {
 func TestKeyNeverALabel(t *testing.T) {
 	t.Parallel()
 	const key = "198.51.100.23-api-key-9f8e"
-	fb := fallback.MustNew(&failing{}, mustCore(t, core.PerSecond(1)))
-	obs, reg := newObserver(t, promobs.WithFallback("redis", fb), promobs.WithConstLabels(prometheus.Labels{"service": "shop"}))
+	obs, reg := newObserver(t, promobs.WithHealth("redis", &reporter{}), promobs.WithConstLabels(prometheus.Labels{"service": "shop"}))
 	for o := core.Outcome(0); o <= core.OutcomeCanceled+1; o++ {
 		for _, shadow := range []bool{false, true} {
 			obs.Observe(context.Background(), core.Event{
@@ -277,14 +275,6 @@ func counterOf(t *testing.T, reg prometheus.Gatherer, name, limit, outcome strin
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return v })
 }
 
-// failing is a primary that always fails with a store error.
-type failing struct{}
-
-func (failing) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{}, storeErr
-}
-func (failing) Refund(context.Context, string, int) error { return storeErr }
-
 func mustCore(t *testing.T, l core.Limit, opts ...core.Option) *core.Keyed {
 	t.Helper()
 	lim, err := core.New(l, opts...)
@@ -294,44 +284,49 @@ func mustCore(t *testing.T, l core.Limit, opts ...core.Option) *core.Keyed {
 	return lim
 }
 
-// TestBreakers: the breaker state and a fallback limiter's counters, read
-// at each scrape.
-func TestBreakers(t *testing.T) {
+// reporter is a core.HealthReporter whose health the test sets.
+type reporter struct {
+	mu sync.Mutex
+	h  core.Health
+}
+
+func (r *reporter) Health() core.Health {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h
+}
+
+func (r *reporter) set(h core.Health) {
+	r.mu.Lock()
+	r.h = h
+	r.mu.Unlock()
+}
+
+// TestHealth: each store's breaker state and counters, read at each
+// scrape.
+func TestHealth(t *testing.T) {
 	t.Parallel()
-	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
-	fb, err := fallback.New(failing{}, mustCore(t, core.PerSecond(100), core.WithClock(clock)),
-		fallback.WithClock(clock), fallback.WithBreaker(fallback.BreakerConfig{MinCalls: 2, OpenFor: time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := fallback.Closed
-	_, reg := newObserver(t, promobs.WithFallback("redis", fb), promobs.WithBreaker("payments", func() fallback.State { return other }))
+	redis, payments := &reporter{h: core.Health{Breaker: "closed"}}, &reporter{h: core.Health{Breaker: "closed"}}
+	_, reg := newObserver(t, promobs.WithHealth("redis", redis), promobs.WithHealth("payments", payments))
 	const st = "floodgate_breaker_state"
 	scrape := func() map[string]float64 { return samples(t, reg) }
-	want := func(redis, payments fallback.State, primary, local, failures, opens float64) map[string]float64 {
-		m := map[string]float64{
-			"floodgate_fallback_decisions_total{breaker=redis,side=primary}": primary,
-			"floodgate_fallback_decisions_total{breaker=redis,side=local}":   local,
-			"floodgate_fallback_primary_failures_total{breaker=redis}":       failures,
-			"floodgate_breaker_opens_total{breaker=redis}":                   opens,
-		}
-		for _, s := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
-			m[fmt.Sprintf("%s{breaker=redis,state=%s}", st, s)] = b2f(s == redis)
-			m[fmt.Sprintf("%s{breaker=payments,state=%s}", st, s)] = b2f(s == payments)
+	want := func(r, p core.Health) map[string]float64 {
+		m := map[string]float64{}
+		for name, h := range map[string]core.Health{"redis": r, "payments": p} {
+			m["floodgate_fallback_decisions_total{breaker="+name+",side=primary}"] = float64(h.StoreDecisions)
+			m["floodgate_fallback_decisions_total{breaker="+name+",side=local}"] = float64(h.LocalDecisions)
+			m["floodgate_fallback_primary_failures_total{breaker="+name+"}"] = float64(h.Failures)
+			m["floodgate_breaker_opens_total{breaker="+name+"}"] = float64(h.Opens)
+			for _, s := range []string{"closed", "open", "half-open"} {
+				m[fmt.Sprintf("%s{breaker=%s,state=%s}", st, name, s)] = b2f(s == h.Breaker)
+			}
 		}
 		return m
 	}
-	diff(t, scrape(), want(fallback.Closed, fallback.Closed, 0, 0, 0, 0))
-	ctx := context.Background()
-	for range 3 { // two failures open the breaker; the third is decided locally at once
-		if _, err := fb.Allow(ctx, "k", 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	other = fallback.HalfOpen
-	diff(t, scrape(), want(fallback.Open, fallback.HalfOpen, 0, 3, 2, 1))
-	clock.Advance(time.Second)
-	diff(t, scrape(), want(fallback.HalfOpen, fallback.HalfOpen, 0, 3, 2, 1))
+	diff(t, scrape(), want(redis.Health(), payments.Health()))
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1})
+	payments.set(core.Health{Breaker: "half-open", StoreDecisions: 1})
+	diff(t, scrape(), want(redis.Health(), payments.Health()))
 }
 
 func b2f(b bool) float64 {
@@ -413,12 +408,11 @@ func TestInvalid(t *testing.T) {
 		{"label clash", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"limit": "a"})}, "promobs: registering the metrics"},
 		{"buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithLatencyBuckets([]float64{0.1, 0.1})}, "promobs: WithLatencyBuckets([0.1 0.1]): the bounds must be"},
 		{"no buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithHoldBuckets(nil)}, "promobs: WithHoldBuckets([]): the bounds must be"},
-		{"nil state", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("redis", nil)}, `promobs: WithBreaker("redis", nil)`},
-		{"nil fallback", prometheus.NewRegistry(), []promobs.Option{promobs.WithFallback("redis", nil)}, `promobs: WithFallback("redis", nil)`},
-		{"no name", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("", func() fallback.State { return 0 })}, "promobs: breaker name is empty"},
+		{"nil health", prometheus.NewRegistry(), []promobs.Option{promobs.WithHealth("redis", nil)}, `promobs: WithHealth("redis", nil)`},
+		{"no name", prometheus.NewRegistry(), []promobs.Option{promobs.WithHealth("", &reporter{})}, "promobs: breaker name is empty"},
 		{"same name", prometheus.NewRegistry(), []promobs.Option{
-			promobs.WithBreaker("redis", func() fallback.State { return 0 }),
-			promobs.WithBreaker("redis", func() fallback.State { return 0 }),
+			promobs.WithHealth("redis", &reporter{}),
+			promobs.WithHealth("redis", &reporter{}),
 		}, `promobs: two breakers are named "redis"`},
 	}
 	for _, tc := range tests {
@@ -465,7 +459,7 @@ func (r *refusing) Unregister(c prometheus.Collector) bool {
 // leaves none registered, whichever it was.
 func TestRegisterFails(t *testing.T) {
 	t.Parallel()
-	withBreaker := promobs.WithBreaker("redis", func() fallback.State { return 0 })
+	withBreaker := promobs.WithHealth("redis", &reporter{})
 	for n := 1; n <= 6; n++ {
 		r := &refusing{n: n, live: map[prometheus.Collector]bool{}}
 		obs, err := promobs.New(r, withBreaker)

@@ -127,7 +127,7 @@ func (q *queue) next() []*pending {
 	return batch
 }
 
-// drain answers every waiting call at once with ErrCircuitOpen, unsent:
+// drain answers every waiting call at once with errCircuitOpen, unsent:
 // the breaker has just opened. Calls whose pipeline has left are answered
 // by their round trip.
 func (q *queue) drain() {
@@ -159,7 +159,7 @@ func (l *Limiter) flush(r *route, batch []*pending) {
 
 // pipeline sends batch in one round trip and answers each call, or, if b
 // (nil: no breaker) opened while they waited, answers them at once with
-// ErrCircuitOpen. The round trip is bounded by the Limiter's timeout from
+// errCircuitOpen. The round trip is bounded by the Limiter's timeout from
 // now, when it leaves, and by nothing else: the calls have their own
 // deadlines, which they wait on, and one caller giving up must not fail
 // the others. Scripts a server does not know (NOSCRIPT) are sent again

@@ -267,3 +267,33 @@ func TestBatchingServerDown(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchingOff: WithBatching(0, 0) sends every call in a round trip of
+// its own, however many are under way: calls made while one is held are
+// answered at once, and no pipeline is ever sent.
+func TestBatchingOff(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	h := newHolder()
+	c.AddHook(h)
+	r := &batchRig{srv: srv, c: c, h: h, lim: redisstore.MustNew(c, core.PerHour(1000), redisstore.WithBatching(0, 0),
+		redisstore.WithDenyCache(0), redisstore.WithTimeout(10*time.Second))}
+	// The script loaded, so that the held call is the only EVALSHA held.
+	if _, err := r.lim.Allow(context.Background(), "warm", 1); err != nil {
+		t.Fatal(err)
+	}
+	held := r.hold(t, "held")
+	for i := range 5 {
+		if d, err := r.lim.Allow(context.Background(), "k", 1); err != nil || !d.Allowed {
+			t.Fatalf("call %d while one is held: %+v, %v", i, d, err)
+		}
+	}
+	close(r.h.cmd.release)
+	if res := collect(t, held, 1)[0]; res.err != nil || !res.d.Allowed {
+		t.Fatalf("the held call: %+v, %v", res.d, res.err)
+	}
+	if p := r.h.seen(); len(p) != 0 {
+		t.Fatalf("pipelines sent %v, want none", p)
+	}
+}

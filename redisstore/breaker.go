@@ -1,35 +1,102 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
-
-	"github.com/redis/go-redis/v9"
+	"math"
+	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
-// ErrCircuitOpen is the cause of the *core.StoreError that Allow and Refund
-// return at once, with no round trip, while the circuit breaker of the
-// server that holds the key is open: that server failed too often, and
-// only one probe at a time goes to it until it answers again (see "When
-// Redis fails" in the package documentation). Calls waiting for a round
-// trip when the breaker opens get it too. errors.Is(err, core.ErrStore)
-// holds as for any other store failure, so the adapters' failure mode
-// applies unchanged.
-var ErrCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not called; it failed too often and is probed until it answers")
+// BreakerConfig says when the circuit breaker that keeps calls off a
+// failing Redis opens and how long it stays open ([WithBreaker]). A zero
+// field takes its default, but the zero BreakerConfig turns the breaker
+// off.
+//
+// A closed breaker counts round trips (a pipeline is one) over a sliding
+// Window of the clock, cut into ten buckets that leave it one at a time.
+// Only evidence that the server is failing is a failure (see "When Redis
+// fails" in the package documentation); a caller that gave up, or a
+// request refused for a reason of its own, is counted nowhere. At each
+// failure it opens if either holds:
+//
+//   - the window holds at least MinCalls round trips and at least
+//     FailureRate percent of them failed (the server fails often);
+//   - the previous bucket and the current one (a tenth of the window each)
+//     hold failures and no success, at least three of them (the server
+//     fails every call).
+//
+// The first rule is resilience4j's time-based window with
+// minimumNumberOfCalls and failureRateThreshold. The second exists because
+// the first is slow on the outage a breaker is for: a server that is down
+// or hangs fails every call, but the window's earlier successes keep the
+// rate below the threshold for up to a whole window, and a hung server is
+// asked only a few times a second, each call waiting out the timeout. The
+// second rule opens within one to two buckets (1–2 s by default) of such
+// an outage, plus the timeout. Neither rule opens on a pause of the process
+// (a GC pause, a starved scheduler, a spike of load) shorter than a
+// bucket: the calls it makes fail together, at its end, after the
+// successes of the bucket before and followed by calls that succeed.
+//
+// While open, no call goes to Redis for OpenFor; then one call probes it.
+// A probe that succeeds closes the breaker and starts the window afresh;
+// one that fails opens it again for twice as long, up to four times
+// OpenFor: 1 s, 2 s, 4 s, 4 s... by default.
+type BreakerConfig struct {
+	// Window is the span of time over which round trips are counted
+	// (default 10 s, in buckets of 1 s; at least 10 ms). 10 s holds enough
+	// calls at any real traffic for a rate to mean something, and makes a
+	// pause of the process (tens to hundreds of milliseconds) a small part
+	// of it; it bounds how long an old failure still counts.
+	Window time.Duration
+	// MinCalls is how many round trips the window must hold before their
+	// failure rate opens the breaker (default 20; from 1 to 2³⁰): a handful
+	// is no rate. A pipeline is one round trip however many calls it
+	// carries, and with batching a limiter has at most two round trips in
+	// flight to a server: a pause of the process fails at most two at once,
+	// never the 20 that make a rate.
+	MinCalls int
+	// FailureRate is the share of failed round trips, in percent, that
+	// opens the breaker (default 50; from 1 to 100). A server that fails
+	// half its round trips is not one to wait on, while a healthy server on
+	// a busy machine fails very few: none in this package's spike test (8
+	// limiters × 64 goroutines on a process whose every core is busy).
+	FailureRate int
+	// OpenFor is how long the breaker first stays open (default 1 s): a
+	// dead server is asked once a second, and after a blip (a failover, a
+	// restart) Redis decides again a second later. Failed probes double it,
+	// up to four times OpenFor: a long outage costs one probe every 4 s by
+	// default, and Redis decides again at most 4 s after it is back.
+	OpenFor time.Duration
+}
+
+// breakerRule is the breaker's rule under o, the defaults filled in.
+func (o *options) breakerRule() breaker.Rule {
+	c := o.breaker
+	maxOpen := 4 * c.OpenFor
+	if c.OpenFor > math.MaxInt64/4 {
+		maxOpen = c.OpenFor
+	}
+	return breaker.Rule{Window: c.Window, MinCalls: c.MinCalls, FailureRate: c.FailureRate,
+		OpenFor: c.OpenFor, MaxOpenFor: maxOpen}.Or(breaker.Defaults)
+}
+
+// errCircuitOpen is the cause of the *core.StoreError that Allow and
+// Refund return at once, with no round trip, while the circuit breaker of
+// the server that holds the key is open. Calls waiting for a round trip
+// when the breaker opens get it too. errors.Is(err, core.ErrStore) holds
+// as for any other store failure, so the adapters' failure mode applies
+// unchanged, and WithFallback decides locally.
+var errCircuitOpen = errors.New("redisstore: circuit breaker open, Redis not called; it failed too often and is probed until it answers")
 
 // The errors of a breaker that turns a call away, made once so that
 // failing fast allocates nothing. Callers must not modify them.
 var (
-	errOpenAllow   = &core.StoreError{Op: "allow", Err: ErrCircuitOpen}
-	errOpenRefund  = &core.StoreError{Op: "refund", Err: ErrCircuitOpen}
-	errOpenRelease = &core.StoreError{Op: "release", Err: ErrCircuitOpen}
-	errOpenRenew   = &core.StoreError{Op: "renew", Err: ErrCircuitOpen}
+	errOpenAllow   = &core.StoreError{Op: "allow", Err: errCircuitOpen}
+	errOpenRefund  = &core.StoreError{Op: "refund", Err: errCircuitOpen}
+	errOpenRelease = &core.StoreError{Op: "release", Err: errCircuitOpen}
+	errOpenRenew   = &core.StoreError{Op: "renew", Err: errCircuitOpen}
 )
 
 // errOpen is the error of a call that the open breaker turns away.
@@ -45,47 +112,6 @@ func errOpen(code byte) error {
 	return errOpenAllow
 }
 
-// call makes one round trip for key through the route of the server that
-// holds it: while that server's breaker is open, only its probe goes to
-// Redis and every other call gets ErrCircuitOpen at once. member is a
-// concurrency lease's member, empty for the other algorithms.
-func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key string, cost int, member string) ([5]int64, error) {
-	var rkey string // made at most once; not at all to fail fast, but on a Cluster
-	r := l.one
-	if l.masters != nil {
-		rkey = l.Key(key)
-		r = l.masters.forKey(ctx, rkey)
-	}
-	if b := r.b; b != nil && !b.Closed() {
-		if !b.TryProbe() {
-			return [5]int64{}, errOpen(code)
-		}
-		if rkey == "" {
-			rkey = l.Key(key)
-		}
-		return l.probe(ctx, p, r, op, code, rkey, cost, member)
-	}
-	if rkey == "" {
-		rkey = l.Key(key)
-	}
-	return l.run(ctx, p, r, false, op, code, rkey, cost, member)
-}
-
-// probe is call for the caller that owns the probe of r's breaker.
-func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
-	// A client that panics must not keep the probe, or Redis would never
-	// be called again.
-	done := false
-	defer func() {
-		if !done {
-			r.b.Inconclusive(true)
-		}
-	}()
-	v, err := l.run(ctx, p, r, true, op, code, rkey, cost, member)
-	done = true
-	return v, err
-}
-
 // settle tells b what a round trip showed about the server (see classify);
 // err is the round trip's error when it failed.
 func settle(b *breaker.Breaker, v verdict, err error, probe bool) {
@@ -99,125 +125,12 @@ func settle(b *breaker.Breaker, v verdict, err error, probe bool) {
 	}
 }
 
-// route is what the calls to one server share: its circuit breaker and its
-// batching queue, each nil when turned off. Calls to one server wait only
-// on that server: a dead Cluster master holds up none of the others' keys.
-type route struct {
-	b *breaker.Breaker
-	q *queue
-}
-
-// routes makes routes as the options say.
-type routes struct {
-	breaker        *breaker.Config // nil: WithoutBreaker
-	batching       bool
-	inFlight, size int
-}
-
-func (rs routes) make() (*route, error) {
-	r := &route{}
-	if rs.batching {
-		r.q = &queue{limit: rs.inFlight, size: rs.size}
-	}
-	if rs.breaker != nil {
-		c := *rs.breaker
-		if r.q != nil {
-			// The calls waiting for a round trip when the breaker opens
-			// are answered at once, as the calls that come after them.
-			c.OnStateChange = func(_, to breaker.State) {
-				if to == breaker.Open {
-					r.q.drain()
-				}
-			}
-		}
-		b, err := breaker.New(c)
-		if err != nil {
-			return nil, err
-		}
-		r.b = b
-	}
-	return r, nil
-}
-
-// masters keeps a route per Cluster master, so that a dead master turns
-// away only the keys it holds while the others go on deciding. Masters are
-// told apart by address, which a restarted node keeps.
-type masters struct {
-	client *redis.ClusterClient
-	routes routes
-	// unknown takes the calls whose master the client cannot name: it has
-	// no cluster state yet, and loading it failed.
-	unknown *route
-
-	byAddr atomic.Pointer[map[string]*route] // copied on write
-	mu     sync.Mutex                        // serializes writes
-}
-
-func newMasters(c *redis.ClusterClient, rs routes) (*masters, error) {
-	unknown, err := rs.make()
-	if err != nil {
-		return nil, err
-	}
-	m := &masters{client: c, routes: rs, unknown: unknown}
-	m.byAddr.Store(&map[string]*route{})
-	return m, nil
-}
-
-// forKey returns the route of the master that holds the Redis key rkey.
-// With the cluster state loaded, finding the master takes no round trip.
-func (m *masters) forKey(ctx context.Context, rkey string) *route {
-	if b := m.unknown.b; b != nil && !b.Closed() {
-		// The state could not be loaded: calls wait on unknown's probe
-		// rather than try again, each, to load it.
-		return m.unknown
-	}
-	node, err := m.client.MasterForKey(ctx, rkey)
-	if err != nil {
-		return m.unknown
-	}
-	addr := node.Options().Addr
-	if r := (*m.byAddr.Load())[addr]; r != nil {
-		return r
-	}
-	return m.add(addr)
-}
-
-// add returns addr's route, made if no other caller made it first.
-func (m *masters) add(addr string) *route {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.byAddr.Load()
-	if r := old[addr]; r != nil {
-		return r
-	}
-	r, _ := m.routes.make() // the same routes made unknown, so they are valid
-	next := make(map[string]*route, len(old)+1)
-	for a, x := range old {
-		next[a] = x
-	}
-	next[addr] = r
-	m.byAddr.Store(&next)
-	return r
-}
-
-// BreakerState reports the circuit breaker's state (see WithBreaker):
-// Closed while calls go through, Open while they fail at once, HalfOpen
-// when the next call will probe. On a Cluster, with a breaker per master,
-// it is the worst of them (Open before HalfOpen before Closed). Without a
-// breaker (WithoutBreaker) it is always Closed. Metrics read it at each
-// scrape (promobs.WithBreaker(name, lim.BreakerState)); it is cheap and
-// safe for concurrent use.
-func (l *Limiter) BreakerState() fallback.State {
-	worst := fallback.Closed
+// breakers calls f with each of l's breakers: its server's, or a Cluster's
+// one per master.
+func (l *Limiter) breakers(f func(*breaker.Breaker)) {
 	see := func(r *route) {
-		if r == nil || r.b == nil {
-			return
-		}
-		switch s := r.b.State(); {
-		case s == fallback.Open:
-			worst = s
-		case s == fallback.HalfOpen && worst == fallback.Closed:
-			worst = s
+		if r != nil && r.b != nil {
+			f(r.b)
 		}
 	}
 	see(l.one)
@@ -227,9 +140,19 @@ func (l *Limiter) BreakerState() fallback.State {
 			see(r)
 		}
 	}
-	return worst
 }
 
-// BreakerState reports the breaker state of the stack's calls, as
-// Limiter.BreakerState does.
-func (s *Stack) BreakerState() fallback.State { return s.l.BreakerState() }
+// breakerState is the worst state of l's breakers (Open before HalfOpen
+// before Closed); Closed without a breaker.
+func (l *Limiter) breakerState() breaker.State {
+	worst := breaker.Closed
+	l.breakers(func(b *breaker.Breaker) {
+		switch s := b.State(); {
+		case s == breaker.Open:
+			worst = s
+		case s == breaker.HalfOpen && worst == breaker.Closed:
+			worst = s
+		}
+	})
+	return worst
+}

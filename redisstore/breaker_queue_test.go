@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
@@ -141,7 +140,7 @@ func TestQueueWaitNotCounted(t *testing.T) {
 			t.Fatalf("a queued call: %+v, %v; want a store error caused by the timeout", r.d, r.err)
 		}
 	}
-	if s := lim.BreakerState(); s != fallback.Closed {
+	if s := lim.Health().Breaker; s != "closed" {
 		t.Errorf("breaker %v, want closed: the queued calls' waits are not counted", s)
 	}
 	// Once the pause has ended, Redis decides again.
@@ -165,7 +164,7 @@ func TestBreakerOpenAnswersQueue(t *testing.T) {
 	c := stallClient(t, srv, st)
 	clk := coretest.NewClock(coretest.T0)
 	lim := redisstore.MustNew(c, core.PerHour(1000), redisstore.WithClock(clk), redisstore.WithBatching(2, 128),
-		redisstore.WithDenyCache(0), redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 1}))
+		redisstore.WithDenyCache(0), redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1}))
 	srv.Kill()
 	first, second := st.hold(t, lim, "a"), st.hold(t, lim, "b")
 	const n = 10
@@ -177,7 +176,7 @@ func TestBreakerOpenAnswersQueue(t *testing.T) {
 			t.Fatalf("a queued call when the breaker opened: %+v, %v; want ErrCircuitOpen", r.d, r.err)
 		}
 	}
-	if s := lim.BreakerState(); s != fallback.Open {
+	if s := lim.Health().Breaker; s != "open" {
 		t.Fatalf("breaker %v, want open", s)
 	}
 	if n := st.pipes.Load(); n != 0 {
@@ -203,7 +202,7 @@ func TestBreakerRequestErrors(t *testing.T) {
 	defer c.Close()
 	clk := coretest.NewClock(coretest.T0)
 	lim := redisstore.MustNew(c, core.PerHour(1000).WithAlgorithm(core.FixedWindow), redisstore.WithClock(clk),
-		redisstore.WithDenyCache(0), redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 1, FailureRate: 1}))
+		redisstore.WithDenyCache(0), redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1, FailureRate: 1}))
 	ctx := context.Background()
 	if err := c.RPush(ctx, lim.Key("list"), "x").Err(); err != nil {
 		t.Fatal(err)
@@ -219,7 +218,7 @@ func TestBreakerRequestErrors(t *testing.T) {
 			}
 		}
 	}
-	if s := lim.BreakerState(); s != fallback.Closed {
+	if s := lim.Health().Breaker; s != "closed" {
 		t.Fatalf("after 100 error replies the requests caused: breaker %v, want closed", s)
 	}
 	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
@@ -243,7 +242,7 @@ func TestBreakerRequestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(redisstore.DefaultBreakerOpenFor)
-	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed || lim.BreakerState() != fallback.Closed {
-		t.Fatalf("the probe, a master again: %+v, %v, breaker %v", d, err, lim.BreakerState())
+	if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed || lim.Health().Breaker != "closed" {
+		t.Fatalf("the probe, a master again: %+v, %v, breaker %v", d, err, lim.Health().Breaker)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
@@ -68,12 +67,12 @@ func (r *breakerRig) roundTrip(t *testing.T, ctx context.Context, what string, o
 func (r *breakerRig) failUntilOpen(t *testing.T, ctx context.Context, n int) {
 	t.Helper()
 	for i := 1; i <= n; i++ {
-		if s := r.lim.BreakerState(); s != fallback.Closed {
+		if s := r.lim.Health().Breaker; s != "closed" {
 			t.Fatalf("before failure %d of %d: breaker %v, want closed", i, n, s)
 		}
 		r.roundTrip(t, ctx, fmt.Sprintf("failure %d", i), false)
 	}
-	if s := r.lim.BreakerState(); s != fallback.Open {
+	if s := r.lim.Health().Breaker; s != "open" {
 		t.Fatalf("after %d failures: breaker %v, want open", n, s)
 	}
 }
@@ -106,25 +105,25 @@ func (r *breakerRig) failFast(t *testing.T, what string, n int) {
 func TestBreakerOutage(t *testing.T) {
 	r := newBreakerRig(t)
 	ctx := context.Background()
-	state := func(want fallback.State) {
+	state := func(want string) {
 		t.Helper()
-		if got := r.lim.BreakerState(); got != want {
-			t.Fatalf("BreakerState() = %v, want %v", got, want)
+		if got := r.lim.Health().Breaker; got != want {
+			t.Fatalf("Health().Breaker = %v, want %v", got, want)
 		}
 	}
 	r.roundTrip(t, ctx, "before the outage", true)
-	state(fallback.Closed)
+	state("closed")
 	r.srv.Kill()
 	// One success and 19 failures: 20 round trips, 95 % failed. (All
 	// within one bucket of the frozen clock: the rule of the failure rate.)
 	r.failUntilOpen(t, ctx, redisstore.DefaultBreakerMinCalls-1)
-	state(fallback.Open)
+	state("open")
 	r.failFast(t, "open", 50)
 	r.clk.Advance(redisstore.DefaultBreakerOpenFor - time.Nanosecond)
 	r.failFast(t, "1 ns before the end of the open period", 5)
 
 	r.clk.Advance(time.Nanosecond)
-	state(fallback.HalfOpen)
+	state("half-open")
 	before := r.sent.n.Load()
 	r.roundTrip(t, ctx, "first probe", false)
 	if n := r.sent.n.Load() - before; n != 1 {
@@ -141,7 +140,7 @@ func TestBreakerOutage(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		r.roundTrip(t, ctx, fmt.Sprintf("closed again, call %d", i), true)
 	}
-	state(fallback.Closed)
+	state("closed")
 }
 
 // gate is a client hook that, once armed, holds the next command until
@@ -185,7 +184,7 @@ func TestBreakerOneProbe(t *testing.T) {
 	c.AddHook(g)
 	clk := coretest.NewClock(coretest.T0)
 	lim := redisstore.MustNew(c, core.PerMinute(1000), redisstore.WithClock(clk),
-		redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 2, OpenFor: time.Second, MaxOpenFor: 4 * time.Second}))
+		redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 2, OpenFor: time.Second}))
 	srv.Kill()
 	for i := 0; i < 2; i++ {
 		if _, err := lim.Allow(context.Background(), "k", 1); errors.Is(err, redisstore.ErrCircuitOpen) || err == nil {
@@ -267,7 +266,7 @@ func TestBreakerHungServer(t *testing.T) {
 	c.AddHook(&sent)
 	lim := redisstore.MustNew(c, core.PerMinute(10), redisstore.WithTimeout(timeout), redisstore.WithClock(coretest.NewClock(coretest.T0)))
 	for i := 0; i < redisstore.DefaultBreakerMinCalls; i++ {
-		if s := lim.BreakerState(); s != fallback.Closed {
+		if s := lim.Health().Breaker; s != "closed" {
 			t.Fatalf("before call %d: breaker %v, want closed", i, s)
 		}
 		start := time.Now()
@@ -331,7 +330,7 @@ func TestBreakerCallerGaveUp(t *testing.T) {
 // TestBreakerInvalidCost: invalid costs are refused before the breaker,
 // never count, and are refused as such while it is open.
 func TestBreakerInvalidCost(t *testing.T) {
-	r := newBreakerRig(t, redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 1, OpenFor: time.Second, MaxOpenFor: time.Second}))
+	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1, OpenFor: time.Second}))
 	r.srv.Kill()
 	bad := func(what string) {
 		t.Helper()
@@ -386,10 +385,10 @@ func TestBreakerDenyCache(t *testing.T) {
 	}
 }
 
-// TestWithoutBreaker: every call goes to the dead server (and, as go-redis
+// TestBreakerOff: with the zero BreakerConfig, every call goes to the dead server (and, as go-redis
 // dials again and again within the call, waits out the timeout).
-func TestWithoutBreaker(t *testing.T) {
-	r := newBreakerRig(t, redisstore.WithoutBreaker())
+func TestBreakerOff(t *testing.T) {
+	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{}))
 	r.srv.Kill()
 	for i := 0; i < 10; i++ {
 		r.roundTrip(t, context.Background(), fmt.Sprintf("call %d", i), false)
@@ -401,7 +400,7 @@ func TestWithoutBreaker(t *testing.T) {
 func TestBreakerOptions(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
-	type bc = fallback.BreakerConfig
+	type bc = redisstore.BreakerConfig
 	for _, tc := range []struct {
 		opts []redisstore.Option
 		want []string
@@ -411,9 +410,7 @@ func TestBreakerOptions(t *testing.T) {
 		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: 1<<30 + 1})}, []string{"MinCalls must be from 1"}},
 		{[]redisstore.Option{redisstore.WithBreaker(bc{FailureRate: 101})}, []string{"WithBreaker: FailureRate must be from 1 to 100 (percent), got 101"}},
 		{[]redisstore.Option{redisstore.WithBreaker(bc{OpenFor: -time.Second})}, []string{"WithBreaker: OpenFor must be > 0, got -1s"}},
-		{[]redisstore.Option{redisstore.WithBreaker(bc{OpenFor: time.Minute, MaxOpenFor: time.Second})}, []string{"WithBreaker: MaxOpenFor 1s is shorter than OpenFor 1m0s; raise it"}},
 		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: -1, FailureRate: -1})}, []string{"MinCalls must be", "FailureRate must be"}},
-		{[]redisstore.Option{redisstore.WithBreaker(bc{MinCalls: -1}), redisstore.WithoutBreaker()}, []string{"MinCalls"}},
 	} {
 		_, err := redisstore.New(c, core.PerMinute(1), tc.opts...)
 		for _, w := range tc.want {
@@ -423,12 +420,13 @@ func TestBreakerOptions(t *testing.T) {
 		}
 	}
 	for _, opts := range [][]redisstore.Option{
-		{redisstore.WithBreaker(bc{})},
-		{redisstore.WithBreaker(bc{MinCalls: 1, FailureRate: 100, OpenFor: time.Second, MaxOpenFor: time.Second})},
-		{redisstore.WithBreaker(bc{Window: 10 * time.Millisecond, MinCalls: 1 << 30, OpenFor: time.Nanosecond, MaxOpenFor: time.Hour})},
-		{redisstore.WithBreaker(bc{OpenFor: time.Minute})}, // raises the longest period
-		{redisstore.WithoutBreaker()},
-		{redisstore.WithoutBreaker(), redisstore.WithBreaker(bc{MinCalls: 5})},
+		{redisstore.WithBreaker(bc{})}, // off
+		{redisstore.WithBreaker(bc{MinCalls: 1, FailureRate: 100, OpenFor: time.Second})},
+		{redisstore.WithBreaker(bc{Window: 10 * time.Millisecond, MinCalls: 1 << 30, OpenFor: time.Nanosecond})},
+		{redisstore.WithBreaker(bc{OpenFor: time.Minute})},                       // the longest period 4m
+		{redisstore.WithBreaker(bc{OpenFor: 1 << 62})},                           // the longest period OpenFor
+		{redisstore.WithBreaker(bc{MinCalls: -1}), redisstore.WithBreaker(bc{})}, // the last one counts
+		{redisstore.WithBreaker(bc{}), redisstore.WithBreaker(bc{MinCalls: 5})},
 	} {
 		if _, err := redisstore.New(c, core.PerMinute(1), opts...); err != nil {
 			t.Errorf("valid breaker options: %v", err)
@@ -461,7 +459,7 @@ func sameAllocs(t *testing.T, c redis.UniversalClient) {
 			}
 		})
 	}
-	without, with := allocs(redisstore.WithoutBreaker()), allocs()
+	without, with := allocs(redisstore.WithBreaker(redisstore.BreakerConfig{})), allocs()
 	if with != without {
 		t.Errorf("a decision allocates %v times with the breaker, %v without", with, without)
 	}

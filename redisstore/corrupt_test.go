@@ -188,7 +188,7 @@ func TestCorruptStates(t *testing.T) {
 				clk := coretest.NewClock(coretest.T0)
 				var r renewals
 				lim, err := redisstore.New(c, tab.limit, append(tab.opts, redisstore.WithPrefix(fmt.Sprintf("corrupt%d:", i)),
-					redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithoutBreaker(), redisstore.WithDenyCache(0),
+					redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithBreaker(redisstore.BreakerConfig{}), redisstore.WithDenyCache(0),
 					redisstore.WithTTLMargin(margin), redisstore.WithTimeout(5*time.Second), redisstore.WithAfterFunc(r.after))...)
 				if err != nil {
 					t.Fatal(err)
@@ -253,7 +253,7 @@ func TestCorruptStateInStack(t *testing.T) {
 		core.PerSecond(10).WithBurst(3).WithName("gcra").WithAlgorithm(core.GCRA),
 		core.PerMinute(100).WithName("tb"),
 	}, redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithPrefix("corruptstack:"),
-		redisstore.WithDenyCache(0), redisstore.WithoutBreaker(), redisstore.WithTimeout(5*time.Second))
+		redisstore.WithDenyCache(0), redisstore.WithBreaker(redisstore.BreakerConfig{}), redisstore.WithTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

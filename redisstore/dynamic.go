@@ -10,14 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/internal/option"
 )
 
-// MaxCachedLimits is how many distinct limits a Dynamic keeps the script
+// maxCachedLimits is how many distinct limits a Dynamic keeps the script
 // arguments of. A limit beyond them is still enforced, its arguments
 // formatted on each call (a few small allocations per decision); Redis
 // holds nothing per limit, so there is no other bound.
-const MaxCachedLimits = 1024
+const maxCachedLimits = 1024
 
 // Dynamic is a Redis limiter whose limit is chosen per key, on every
 // request, by a function of the key (tiers of API keys, limits from a
@@ -27,6 +26,13 @@ const MaxCachedLimits = 1024
 // core.Keyed.SetLimit documents for each algorithm (the same decisions as
 // core's Dynamic on the same clock). Decision.Limit is the key's limit.
 //
+// The first limit a Dynamic sees fixes the algorithm and its settings,
+// which every later limit must share: a key's Redis key names them, so
+// that the key keeps its state when its limit changes. A limit of another
+// algorithm or other settings, and one under core.SlidingLog, sub-windows
+// or core.Concurrency (whose per-key state is sized for one limit), fails
+// its request with an error wrapping core.ErrSetLimitUnsupported.
+//
 // Keys of a Dynamic and of a Limiter never share state: a Limiter's keys
 // name the limit's parameters, a Dynamic's do not (see Keys in the package
 // documentation). Two Dynamic limiters with the same prefix and algorithm
@@ -34,13 +40,15 @@ const MaxCachedLimits = 1024
 //
 // Everything else is a Limiter's: batching, the breaker, the deny cache
 // (whose entries hold the limit they were refused under, so a key whose
-// limit changed asks the server again), the options. A Dynamic is safe for
-// concurrent use; the limit function is called once per Allow and Refund
-// and should be fast.
+// limit changed asks the server again), the options; WithFallback decides
+// locally with a core.Dynamic of the same limit function. A Dynamic is
+// safe for concurrent use; the limit function is called once per Allow
+// and Refund and should be fast.
 type Dynamic struct {
 	client  redis.UniversalClient
 	opts    options
 	limitOf func(key string) core.Limit
+	local   core.Limiter // WithFallback's core.Dynamic; nil without it
 
 	l    atomic.Pointer[Limiter] // made for the first limit seen
 	base core.Limit              // that limit without its rate: what all share
@@ -62,18 +70,18 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 	if limitOf == nil {
 		return nil, errors.New("redisstore: NewDynamic: nil limit function; pass func(key string) core.Limit")
 	}
-	o := defaultOptions()
-	errs := option.Errors{Prefix: "redisstore: "}
-	if err := option.Apply(&o, &errs, opts); err != nil {
-		return nil, err
-	}
-	if err := o.validate(&errs); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err
 	}
-	d := &Dynamic{client: client, opts: o, limitOf: limitOf}
+	local, err := localLimiter(&o, func(opts ...core.Option) (*core.Dynamic, error) { return core.NewDynamic(limitOf, opts...) })
+	if err != nil {
+		return nil, err
+	}
+	d := &Dynamic{client: client, opts: o, limitOf: limitOf, local: local}
 	d.cache.Store(&map[core.Limit]*policy{})
 	return d, nil
 }
@@ -111,12 +119,13 @@ func (d *Dynamic) limiter(lim core.Limit) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.local = d.local
 	d.base = rateless(lim)
 	d.l.Store(l)
 	return l, nil
 }
 
-// policy returns lim's script arguments, cached up to MaxCachedLimits.
+// policy returns lim's script arguments, cached up to maxCachedLimits.
 func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
 	if p := (*d.cache.Load())[lim]; p != nil {
 		return p, nil
@@ -142,7 +151,7 @@ func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
 	if q := old[lim]; q != nil {
 		return q, nil
 	}
-	if len(old) >= MaxCachedLimits {
+	if len(old) >= maxCachedLimits {
 		return p, nil
 	}
 	next := make(map[core.Limit]*policy, len(old)+1)
@@ -161,7 +170,7 @@ func (d *Dynamic) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return d.l.Load().allow(ctx, p, key, cost)
+	return d.l.Load().decide(ctx, p, key, cost)
 }
 
 // Refund gives back cost units charged to key, under limitOf(key), never
@@ -171,16 +180,5 @@ func (d *Dynamic) Refund(ctx context.Context, key string, cost int) error {
 	if err != nil {
 		return err
 	}
-	return d.l.Load().refund(ctx, p, key, cost)
-}
-
-// Key returns the Redis key that holds key's state, whatever its limit:
-// <prefix>{<tag>}:<algorithm>[:<settings>], the tag made from key as
-// Limiter.Key makes it; "" when key's limit is invalid or cannot join
-// the limiter's (see NewDynamic).
-func (d *Dynamic) Key(key string) string {
-	if _, err := d.policy(d.limitOf(key)); err != nil {
-		return ""
-	}
-	return d.l.Load().Key(key)
+	return d.l.Load().giveBack(ctx, p, key, cost)
 }

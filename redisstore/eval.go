@@ -87,7 +87,7 @@ func noScript(err error) bool {
 // go-redis client ignores a context's deadline unless its options set
 // ContextTimeoutEnabled, and then waits up to its ReadTimeout (5 s by
 // default, each way) on a hung server: a paused or overloaded Redis would
-// hold every request that long, behind fallback too, whatever this
+// hold every request that long, WithFallback too, whatever this
 // package's timeout says. A client of another type is taken as it is.
 func checkClient(c redis.UniversalClient, timeout time.Duration) error {
 	if timeout <= 0 {

@@ -1,6 +1,13 @@
 package redisstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
+)
 
 // Waiting returns how many of l's calls wait for a round trip to its
 // server (not a Cluster's).
@@ -31,4 +38,50 @@ func Idle(l *Limiter) bool {
 // leases, so that tests fire renewals when they choose.
 func WithAfterFunc(after func(d time.Duration, f func()) (stop func() bool)) Option {
 	return func(o *options) { o.after = after }
+}
+
+// MustNew is New, panicking on error.
+func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limiter {
+	lim, err := New(client, l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return lim
+}
+
+// Test hooks and the package's unexported values, for tests.
+var (
+	WithClock       = withClock
+	WithScriptClock = withScriptClock
+	WithTTLMargin   = withTTLMargin
+	ErrCircuitOpen  = errCircuitOpen
+)
+
+const (
+	DefaultTTLMargin     = defaultTTLMargin
+	DefaultDenyCacheSize = defaultDenyCacheSize
+	DefaultTimeout       = defaultTimeout
+	DefaultPrefix        = defaultPrefix
+)
+
+// The breaker's defaults.
+const (
+	DefaultBreakerWindow   = breaker.DefaultWindow
+	DefaultBreakerMinCalls = breaker.DefaultMinCalls
+	DefaultBreakerOpenFor  = breaker.DefaultOpenFor
+)
+
+// Key returns the Redis key that holds key's state.
+func (l *Limiter) Key(key string) string { return l.key(key) }
+
+// Keys returns the Redis keys that hold key's state, one per layer.
+func (s *Stack) Keys(key string) []string { return s.l.keys(s.l.key(key)) }
+
+// Key returns the Redis key that holds key's state, whatever its limit;
+// "" when key's limit is invalid or cannot join the limiter's.
+func (d *Dynamic) Key(key string) string {
+	if _, err := d.policy(d.limitOf(key)); err != nil {
+		return ""
+	}
+	return d.l.Load().key(key)
 }

@@ -14,42 +14,48 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 
-// counting is a core.Limiter that counts the Allow calls reaching the
-// limiter it wraps.
-type counting struct {
-	core.Limiter
-	calls atomic.Int64
+// tries counts the commands a client tries to send, alone or in
+// pipelines.
+type tries struct{ n atomic.Int64 }
+
+func (c *tries) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *tries) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *tries) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
-func (c *counting) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	c.calls.Add(1)
-	return c.Limiter.Allow(ctx, key, cost)
-}
-
-// TestFaultFailLocal: fallback over redisstore behind httpmw, under load,
-// Redis killed and restarted: no 5xx and no store error ever reaches the
-// middleware; while Redis is down a fresh key gets exactly the local
-// burst, the breaker opens and Redis is called no more than its rule
-// allows (the failures that open it, the requests in flight, one probe per
-// open period); within 5 s of the restart the breaker is closed and Redis
-// decides again.
+// TestFaultFailLocal: a Limiter made WithFallback behind httpmw, under
+// load, Redis killed and restarted: no 5xx and no store error ever reaches
+// the middleware; while Redis is down a fresh key gets exactly the local
+// burst, the breaker opens and Redis is sent no more round trips than its
+// rule allows (the failures that open it, the requests in flight, one
+// probe per open period); within 5 s of the restart the breaker is closed
+// and Redis decides again. Health tells it all.
 func TestFaultFailLocal(t *testing.T) {
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
-	primary := &counting{Limiter: redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))}
+	var sent tries
+	c.AddHook(&sent)
 	// A window of 1 s, in buckets of 100 ms, for an outage of 1 s: the
 	// breaker opens within two buckets of failures, and the run of
 	// failures that opens it is short.
 	const openFor, window = 200 * time.Millisecond, time.Second
-	fb := fallback.MustNew(primary, core.MustNew(faultLimit),
-		fallback.WithTimeout(faultTimeout), fallback.WithBreaker(fallback.BreakerConfig{Window: window, OpenFor: openFor, MaxOpenFor: 2 * openFor}))
-	// FailClosed: a store error that got past fallback would be refused,
-	// and seen.
+	fb := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout), redisstore.WithFallback(),
+		redisstore.WithBreaker(redisstore.BreakerConfig{Window: window, OpenFor: openFor}))
+	// FailClosed: a store error that got past the fallback would be
+	// refused, and seen.
 	r := serve(t, fb, core.FailClosed)
 	burst := faultLimit.EffectiveBurst()
 	var (
@@ -58,27 +64,27 @@ func TestFaultFailLocal(t *testing.T) {
 		upDecisions  uint64
 		calls        int64
 		downFor      time.Duration
-		atRestart    fallback.Stats
+		atRestart    core.Health
 		closedAgain  bool
 		primaryAgain uint64
 	)
 	samples := outage(t, r, srv, func() {
-		start, before := time.Now(), primary.calls.Load()
-		upDecisions = fb.Stats().PrimaryDecisions
+		start, before := time.Now(), sent.n.Load()
+		upDecisions = fb.Health().StoreDecisions
 		for range 2 * burst {
 			fresh = append(fresh, r.get("outage-fresh"))
 		}
 		for time.Since(start) < 900*time.Millisecond {
-			if fb.State() == fallback.Open {
+			if fb.Health().Breaker == "open" {
 				sawOpen = true
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		calls, downFor = primary.calls.Load()-before, time.Since(start)
-		atRestart = fb.Stats()
+		calls, downFor = sent.n.Load()-before, time.Since(start)
+		atRestart = fb.Health()
 	}, func() bool {
-		st := fb.Stats()
-		closedAgain, primaryAgain = fb.State() == fallback.Closed, st.PrimaryDecisions-atRestart.PrimaryDecisions
+		h := fb.Health()
+		closedAgain, primaryAgain = h.Breaker == "closed", h.StoreDecisions-atRestart.StoreDecisions
 		return closedAgain && primaryAgain > 0
 	})
 
@@ -90,7 +96,7 @@ func TestFaultFailLocal(t *testing.T) {
 		}
 	}
 	if n := r.obs.n[core.OutcomeStoreError].Load(); n != 0 {
-		t.Errorf("%d store errors reached the middleware; fallback answers them locally", n)
+		t.Errorf("%d store errors reached the middleware; the fallback answers them locally", n)
 	}
 	checkLatency(t, "while down", during(samples, phaseDown))
 
@@ -113,18 +119,18 @@ func TestFaultFailLocal(t *testing.T) {
 		t.Errorf("fresh key while Redis is down: %d of %d admitted, want the local burst %d", admitted, len(fresh), burst)
 	}
 
-	st := fb.Stats()
-	t.Logf("fallback: %+v; %d calls to Redis in the %v it was down", st, calls, downFor.Round(time.Millisecond))
-	if !sawOpen || st.Opens == 0 || atRestart.LocalDecisions == 0 {
-		t.Errorf("while Redis was down: breaker seen open %v, stats %+v; want it open and local decisions", sawOpen, atRestart)
+	h := fb.Health()
+	t.Logf("health: %+v; %d commands tried on Redis in the %v it was down", h, calls, downFor.Round(time.Millisecond))
+	if !sawOpen || h.Opens == 0 || atRestart.LocalDecisions == 0 || atRestart.Failures == 0 {
+		t.Errorf("while Redis was down: breaker seen open %v, health %+v; want it open, failures and local decisions", sawOpen, atRestart)
 	}
 	// Redis is called by the requests that open the breaker, then by one
 	// probe each time an open period ends. Its window holds at most the
-	// decisions Redis made before the outage, and failures open it once
-	// they are as many, at least DefaultMinCalls, or sooner (two buckets of
-	// nothing but failures); the requests in flight (the workers and this
-	// goroutine) may call it too.
-	opening := max(int64(upDecisions), fallback.DefaultMinCalls)
+	// round trips made before the outage, and failures open it once they
+	// are as many, at least DefaultBreakerMinCalls, or sooner (two buckets
+	// of nothing but failures); the requests in flight (the workers and
+	// this goroutine) may call it too.
+	opening := max(int64(upDecisions), int64(redisstore.DefaultBreakerMinCalls))
 	if bound := opening + faultWorkers + 1 + int64(downFor/openFor) + 1; calls > bound {
 		t.Errorf("%d calls to Redis while it was down for %v, want at most %d: the breaker did not stop them", calls, downFor, bound)
 	}
@@ -137,7 +143,7 @@ func TestFaultFailLocal(t *testing.T) {
 // TestFaultConcurrentAllow: goroutines calling Allow and Refund while
 // Redis is killed and restarted twice never panic; redisstore never
 // returns a decision together with an error, and its only errors are
-// store errors; fallback over it never returns an error at all.
+// store errors; made WithFallback, it never returns an error at all.
 func TestFaultConcurrentAllow(t *testing.T) {
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
@@ -149,8 +155,8 @@ func TestFaultConcurrentAllow(t *testing.T) {
 	}{
 		{"redis", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout)), false},
 		{"redis-no-deny-cache", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithDenyCache(0), redisstore.WithPrefix("nc:")), false},
-		{"fallback", fallback.MustNew(redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithPrefix("fb:")), core.MustNew(l),
-			fallback.WithTimeout(faultTimeout), fallback.WithBreaker(fallback.BreakerConfig{OpenFor: 100 * time.Millisecond})), true},
+		{"fallback", redisstore.MustNew(c, l, redisstore.WithTimeout(faultTimeout), redisstore.WithPrefix("fb:"), redisstore.WithFallback(),
+			redisstore.WithBreaker(redisstore.BreakerConfig{OpenFor: 100 * time.Millisecond})), true},
 	}
 	var allowed, denied, storeErrs atomic.Int64
 	stop := make(chan struct{})
@@ -184,7 +190,7 @@ func TestFaultConcurrentAllow(t *testing.T) {
 				d, err := lim.lim.Allow(ctx, key, 1)
 				switch {
 				case err != nil && lim.fallback:
-					t.Errorf("%s: %v; fallback answers store errors locally", lim.name, err)
+					t.Errorf("%s: %v; the fallback answers store errors locally", lim.name, err)
 					return
 				case err != nil && (d != core.Decision{} || !errors.Is(err, core.ErrStore)):
 					t.Errorf("%s: decision %+v with error %v; want no decision, and a store error", lim.name, d, err)
@@ -247,14 +253,13 @@ const hungBound = 4 * faultTimeout
 
 // TestFaultHungServer: a server that accepts a command and does not answer
 // costs a decision the redisstore timeout when the client lets the
-// context's deadline reach the socket (ContextTimeoutEnabled), and
-// fallback decides locally within its own timeout.
+// context's deadline reach the socket (ContextTimeoutEnabled), and a
+// Limiter made WithFallback decides locally within the same timeout.
 func TestFaultHungServer(t *testing.T) {
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))
-	fb := fallback.MustNew(redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(time.Second)), core.MustNew(faultLimit),
-		fallback.WithTimeout(faultTimeout))
+	fb := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout), redisstore.WithPrefix("fb:"), redisstore.WithFallback())
 	took, ds, errs := hungCalls(t, srv, lim, fb)
 	if !errors.Is(errs[0], core.ErrStore) || took[0] > hungBound {
 		t.Errorf("redisstore on a hung server: %+v %v after %v; want a store error within %v", ds[0], errs[0], took[0], hungBound)

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
@@ -70,7 +69,7 @@ func hostileServers(t *testing.T, play func(t *testing.T, c redis.UniversalClien
 type hostileLimiter struct {
 	name    string
 	lim     core.Limiter
-	breaker func() fallback.State
+	breaker func() core.Health
 	refund  bool // Refund gives a unit back (not to a concurrency Limiter)
 }
 
@@ -109,11 +108,11 @@ func hostileLimiters(t *testing.T, c redis.UniversalClient, clk *coretest.Clock,
 	dyn := must(redisstore.NewDynamic(c, func(string) core.Limit { return l }, opts("dyn:")...))
 	cc := must(redisstore.New(c, core.InFlight(5), opts("cc:")...))
 	return []hostileLimiter{
-		{"limiter", lim, lim.BreakerState, true},
-		{"stack", stack, stack.BreakerState, true},
-		{"stack-concurrency", leased, leased.BreakerState, true},
-		{"dynamic", dyn, nil, true},
-		{"concurrency", cc, cc.BreakerState, false},
+		{"limiter", lim, lim.Health, true},
+		{"stack", stack, stack.Health, true},
+		{"stack-concurrency", leased, leased.Health, true},
+		{"dynamic", dyn, dyn.Health, true},
+		{"concurrency", cc, cc.Health, false},
 	}
 }
 
@@ -142,7 +141,7 @@ func TestHostileKeys(t *testing.T) {
 					}
 				}
 			}
-			if s := stack.breaker(); s != fallback.Closed {
+			if s := stack.breaker().Breaker; s != "closed" {
 				t.Errorf("breaker %v, want closed", s)
 			}
 			if d, err := stack.lim.Allow(ctx, "another-client", 1); err != nil || !d.Allowed {
@@ -191,7 +190,7 @@ func TestHostileKeys(t *testing.T) {
 		})
 		for _, hl := range lims {
 			if hl.breaker != nil {
-				if s := hl.breaker(); s != fallback.Closed {
+				if s := hl.breaker().Breaker; s != "closed" {
 					t.Errorf("%s: breaker %v after the hostile keys, want closed", hl.name, s)
 				}
 			}

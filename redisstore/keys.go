@@ -44,7 +44,7 @@ func escapes(key string) int {
 	return n
 }
 
-// Key returns the Redis key that holds key's state:
+// key returns the Redis key that holds key's state:
 //
 //	<prefix>{<tag>}:<algorithm>:<events>/<period ns>:<burst>[:<settings>]
 //
@@ -53,7 +53,7 @@ func escapes(key string) int {
 // lone '%' (floodgate:{%7Dx}:tb:... for "}x"). So every key a client can
 // send keeps all its state in one Cluster slot, under a name no other key
 // shares. See Keys in the package documentation.
-func (l *Limiter) Key(key string) string {
+func (l *Limiter) key(key string) string {
 	if ordinary(key) {
 		return l.prefix + key + l.suffix // as it always was: one allocation
 	}

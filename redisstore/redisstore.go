@@ -39,6 +39,9 @@ type Limiter struct {
 	leased []bool // whether each layer is a concurrency limit; nil if none is
 
 	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
+
+	local core.Limiter // WithFallback's in-memory limiter; nil without it
+	count counters     // for Health
 }
 
 // policy is one limit's part of a call: the limit, the largest cost it
@@ -52,10 +55,10 @@ type policy struct {
 
 var errNilClient = errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
 
-// New returns a Limiter enforcing l with client, which may be a single
-// node, a Sentinel-backed failover client or a Cluster client. It checks
-// the limit and the options; it does not contact the server (the first
-// decision loads the script).
+// New returns a Limiter enforcing the policy l with client, which may be
+// a single node, a Sentinel-backed failover client or a Cluster client. It
+// checks the limit and the options; it does not contact the server (the
+// first decision loads the script).
 func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, error) {
 	if client == nil {
 		return nil, errNilClient
@@ -63,12 +66,8 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	o := defaultOptions()
-	errs := option.Errors{Prefix: "redisstore: "}
-	if err := option.Apply(&o, &errs, opts); err != nil {
-		return nil, err
-	}
-	if err := o.validate(&errs); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	o.setPolicy(l)
@@ -81,7 +80,20 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		return nil, err
 	}
 	lim.pol = lim.newPolicy(l, maxCost, p)
+	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Keyed, error) { return core.New(l, opts...) }); err != nil {
+		return nil, err
+	}
 	return lim, nil
+}
+
+// newOptions returns the options opts set, checked.
+func newOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	errs := option.Errors{Prefix: "redisstore: "}
+	if err := option.Apply(&o, &errs, opts); err != nil {
+		return o, err
+	}
+	return o, o.validate(&errs)
 }
 
 // newPolicy returns l's policy on lim, whose script takes params for it.
@@ -91,51 +103,6 @@ func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *polic
 		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
 	}
 	return &policy{limit: l, maxCost: maxCost, fixed: fixed}
-}
-
-// compile returns the script that decides under o's algorithm and
-// settings, the algorithm's tag in keys, the script's parameters for l
-// (ARGV[6...]) and the largest cost l can ever admit, or an error saying
-// what to change.
-func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
-	p, maxCost, err := params(o.algorithm, l, o)
-	if err != nil {
-		return nil, "", nil, 0, err
-	}
-	if o.algorithm == core.SlidingLog || o.subWindows != 0 {
-		extra, err := logParams(o, l)
-		if err != nil {
-			return nil, "", nil, 0, err
-		}
-		p = append(p, extra...)
-	}
-	script, tag := scriptOf(o)
-	return script, tag, p, maxCost, nil
-}
-
-// scriptOf returns the script that decides under o's algorithm and
-// settings, and the algorithm's tag in keys.
-func scriptOf(o *options) (*script, string) {
-	if o.subWindows != 0 {
-		// Its own encoding: never the two-window counter's key.
-		return subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
-	}
-	return scripts[o.algorithm], algTag(o.algorithm)
-}
-
-// sourceOf returns the files of lua/ whose script decides under o's
-// algorithm and settings.
-func sourceOf(o *options) []string {
-	if o.subWindows != 0 {
-		return subWindowsSource
-	}
-	return sources[o.algorithm]
-}
-
-// keyTag names an algorithm (its tag) and a limit in keys: the tag, then
-// the limit's parameters.
-func keyTag(tag string, l core.Limit) string {
-	return fmt.Sprintf("%s:%d/%d:%d", tag, l.Events, int64(l.Period), l.EffectiveBurst())
 }
 
 // newLimiter returns a Limiter running script with o's settings, whose
@@ -165,8 +132,8 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 	if o.denyCache > 0 {
 		lim.deny = newDenyCache(o.denyCache)
 	}
-	rs := routes{batching: o.batching, inFlight: o.inFlight, size: o.batchSize}
-	if o.breaker {
+	rs := routes{batching: o.batching(), inFlight: o.inFlight, size: o.batchSize}
+	if o.breaker != (BreakerConfig{}) {
 		rs.breaker = &breaker.Config{Rule: o.breakerRule(), Clock: o.clock}
 	}
 	var err error
@@ -181,37 +148,19 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 	return lim, nil
 }
 
-// fixedArgs returns the script arguments that never change: ARGV[5...].
-func fixedArgs(margin time.Duration, params []string) []any {
-	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
-	for _, p := range params {
-		a = append(a, p)
-	}
-	return a
-}
-
-// MustNew is New, panicking on error; for limits and options fixed in code.
-func MustNew(client redis.UniversalClient, l core.Limit, opts ...Option) *Limiter {
-	lim, err := New(client, l, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return lim
-}
-
 // Limit returns the limit the Limiter enforces.
 func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 
 // Allow decides whether key may spend cost units now and, if so, charges
 // them, in one round trip (none when the deny cache answers). Under
 // core.LeakyBucket an admission carries the Delay the request must wait for
-// its turn. A server that
-// cannot be reached or answers with an error gives a *core.StoreError
-// (errors.Is(err, core.ErrStore)) and no decision: the caller's failure mode
-// decides, never this package. While the circuit breaker is open, that
-// error comes at once, with cause ErrCircuitOpen.
+// its turn. A server that cannot be reached or answers with an error gives
+// a *core.StoreError (errors.Is(err, core.ErrStore)) and no decision: the
+// caller's failure mode decides, never this package; while the circuit
+// breaker is open, that error comes at once. A limiter made WithFallback
+// decides such a call locally instead.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	return l.allow(ctx, l.pol, key, cost)
+	return l.decide(ctx, l.pol, key, cost)
 }
 
 // allow is Allow under p.
@@ -293,11 +242,11 @@ func (l *Limiter) keys(rkey string) []string {
 // Refund gives back cost units charged to key, never beyond a whole quota,
 // in one round trip: under core.LeakyBucket, a cancelled wait's turn (the
 // line drains cost intervals sooner, never before now). It fails as Allow
-// does, ErrCircuitOpen included. Under core.Concurrency it lowers the
+// does, and falls back as Allow does. Under core.Concurrency it lowers the
 // units key holds, never below none, and leaves every lease as it is (see
 // the package documentation).
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
-	return l.refund(ctx, l.pol, key, cost)
+	return l.giveBack(ctx, l.pol, key, cost)
 }
 
 // refund is Refund under p.
@@ -320,66 +269,4 @@ func (p *policy) checkCost(cost int) error {
 		return fmt.Errorf("%w: cost %d, at most %d under %s", core.ErrCostTooLarge, cost, p.maxCost, p.limit)
 	}
 	return nil
-}
-
-// Script arguments boxed once: converting a string to any allocates.
-var (
-	argAllow, argRefund, argNoClock any = "a", "r", ""
-	argRelease, argRenew            any = "l", "n"
-	smallCosts                          = func() (c [65]any) {
-		for i := range c {
-			c[i] = strconv.Itoa(i)
-		}
-		return c
-	}()
-)
-
-// args returns the script's arguments for one call: ARGV[1...]; member,
-// a concurrency lease's, goes last.
-func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
-	extra := 0
-	if l.leases != nil {
-		extra = 1
-	}
-	args := make([]any, 4, 4+len(p.fixed)+extra)
-	switch code {
-	case 'a':
-		args[0] = argAllow
-	case 'r':
-		args[0] = argRefund
-	case 'l':
-		args[0] = argRelease
-	case 'n':
-		args[0] = argRenew
-	}
-	if cost < len(smallCosts) {
-		args[1] = smallCosts[cost]
-	} else {
-		args[1] = strconv.Itoa(cost)
-	}
-	args[2], args[3] = argNoClock, argNoClock
-	if l.testNow != nil {
-		t := l.testNow.Now()
-		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
-	}
-	args = append(args, p.fixed...)
-	if l.leases != nil {
-		args = append(args, member)
-	}
-	return args
-}
-
-// reply reads the script's numbers from cmd: four, and a stack's fifth,
-// the layer its decision names.
-func reply(op string, cmd *redis.Cmd) ([5]int64, error) {
-	var out [5]int64
-	res, err := cmd.Int64Slice()
-	if err != nil {
-		return out, &core.StoreError{Op: op, Err: err}
-	}
-	if len(res) != 4 && len(res) != 5 {
-		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4 or 5", len(res))}
-	}
-	copy(out[:], res)
-	return out, nil
 }

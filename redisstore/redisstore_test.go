@@ -414,7 +414,7 @@ func TestConstruction(t *testing.T) {
 		{"small margin", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTTLMargin(0)}, "margin"},
 		{"negative cache", c, core.PerMinute(1), []redisstore.Option{redisstore.WithDenyCache(-1)}, "deny cache"},
 		{"no round trips", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(0, 128)}, "WithBatching(0, 128)"},
-		{"empty batches", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(2, 0), redisstore.WithoutBatching()}, "both numbers must be >= 1"},
+		{"empty batches", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(2, 0)}, "both numbers must be >= 1, or both 0"},
 		{"nil option", c, core.PerMinute(1), []redisstore.Option{nil}, "nil Option"},
 		{"nil clock", c, core.PerMinute(1), []redisstore.Option{redisstore.WithClock(nil)}, "nil clock"},
 		{"unknown algorithm", c, core.PerMinute(1).WithAlgorithm(core.Algorithm(9)), nil, "unknown algorithm"},
@@ -527,7 +527,7 @@ func TestMalformedStates(t *testing.T) {
 		{warm, "1e999 1700000000 0"},
 	}
 	for i, tc := range cases {
-		lim := redisstore.MustNew(c, tc.l, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithoutBreaker())
+		lim := redisstore.MustNew(c, tc.l, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithBreaker(redisstore.BreakerConfig{}))
 		if err := c.Set(ctx, lim.Key("k"), tc.state, 0).Err(); err != nil {
 			t.Fatal(err)
 		}

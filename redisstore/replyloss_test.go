@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -289,7 +288,7 @@ func TestNewRefusesClientIgnoringDeadlines(t *testing.T) {
 // TestHungServerREADMEClient: with the client the README shows (go-redis
 // defaults but ContextTimeoutEnabled, whose ReadTimeout is seconds) and
 // default options, a paused server costs a request the limiter's timeout,
-// not the client's, directly and behind fallback, alone or queued behind
+// not the client's, directly and made WithFallback, alone or queued behind
 // other callers.
 func TestHungServerREADMEClient(t *testing.T) {
 	srv := redistest.Start(t)
@@ -299,7 +298,7 @@ func TestHungServerREADMEClient(t *testing.T) {
 	t.Cleanup(func() { admin.Close() })
 	limit := core.PerHour(20)
 	lim := redisstore.MustNew(c, limit, redisstore.WithPrefix("a:"))
-	fb := fallback.MustNew(redisstore.MustNew(c, limit, redisstore.WithPrefix("b:")), core.MustNew(limit))
+	fb := redisstore.MustNew(c, limit, redisstore.WithPrefix("b:"), redisstore.WithFallback())
 	ctx := context.Background()
 	for _, l := range []core.Limiter{lim, fb} {
 		if d, err := l.Allow(ctx, "warm-up", 1); err != nil || !d.Allowed {
@@ -330,7 +329,7 @@ func TestHungServerREADMEClient(t *testing.T) {
 	// flight, with no breaker to turn them away and small batches, so that
 	// the queue alone would hold the last for seconds: none waits longer
 	// either.
-	queued := redisstore.MustNew(c, limit, redisstore.WithPrefix("c:"), redisstore.WithoutBreaker(), redisstore.WithBatching(1, 4))
+	queued := redisstore.MustNew(c, limit, redisstore.WithPrefix("c:"), redisstore.WithBreaker(redisstore.BreakerConfig{}), redisstore.WithBatching(1, 4))
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Add(1)

@@ -175,3 +175,48 @@ func algTag(alg core.Algorithm) string {
 	}
 	return "sw"
 }
+
+// compile returns the script that decides under o's algorithm and
+// settings, the algorithm's tag in keys, the script's parameters for l
+// (ARGV[6...]) and the largest cost l can ever admit, or an error saying
+// what to change.
+func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
+	p, maxCost, err := params(o.algorithm, l, o)
+	if err != nil {
+		return nil, "", nil, 0, err
+	}
+	if o.algorithm == core.SlidingLog || o.subWindows != 0 {
+		extra, err := logParams(o, l)
+		if err != nil {
+			return nil, "", nil, 0, err
+		}
+		p = append(p, extra...)
+	}
+	script, tag := scriptOf(o)
+	return script, tag, p, maxCost, nil
+}
+
+// scriptOf returns the script that decides under o's algorithm and
+// settings, and the algorithm's tag in keys.
+func scriptOf(o *options) (*script, string) {
+	if o.subWindows != 0 {
+		// Its own encoding: never the two-window counter's key.
+		return subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
+	}
+	return scripts[o.algorithm], algTag(o.algorithm)
+}
+
+// sourceOf returns the files of lua/ whose script decides under o's
+// algorithm and settings.
+func sourceOf(o *options) []string {
+	if o.subWindows != 0 {
+		return subWindowsSource
+	}
+	return sources[o.algorithm]
+}
+
+// keyTag names an algorithm (its tag) and a limit in keys: the tag, then
+// the limit's parameters.
+func keyTag(tag string, l core.Limit) string {
+	return fmt.Sprintf("%s:%d/%d:%d", tag, l.Events, int64(l.Period), l.EffectiveBurst())
+}

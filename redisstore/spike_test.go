@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -123,8 +122,8 @@ func (e *spikeErrors) String() string {
 // no store error and opens no breaker, with the default options: time
 // queued in the process is not counted against Redis. Admission is exact:
 // the shared key admits exactly its burst, each goroutine's own key every
-// call. Behind package fallback (default options too), the local limiter
-// decides nothing.
+// call. Made WithFallback (default options too), the local limiter decides
+// nothing.
 func TestSpike(t *testing.T) {
 	for _, behind := range []bool{false, true} {
 		name := "redisstore"
@@ -135,25 +134,23 @@ func TestSpike(t *testing.T) {
 	}
 }
 
-// spike runs the spike on Limiters behind fallback or not.
+// spike runs the spike on Limiters made WithFallback or not.
 func spike(t *testing.T, behind bool) {
 	srv := redistest.Start(t)
 	lims := make([]*redisstore.Limiter, spikeLimiters)
 	deciders := make([]core.Limiter, spikeLimiters)
-	fbs := make([]*fallback.Limiter, 0, spikeLimiters)
 	var slow slowest
 	for i := range lims {
 		// The client the README builds.
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })
 		c.AddHook(&slow)
-		lims[i] = redisstore.MustNew(c, spikeLimit)
-		deciders[i] = lims[i]
+		var opts []redisstore.Option
 		if behind {
-			fb := fallback.MustNew(lims[i], core.MustNew(spikeLimit))
-			fbs = append(fbs, fb)
-			deciders[i] = fb
+			opts = append(opts, redisstore.WithFallback())
 		}
+		lims[i] = redisstore.MustNew(c, spikeLimit, opts...)
+		deciders[i] = lims[i]
 	}
 	var shared, own atomic.Int64
 	var errs spikeErrors
@@ -205,13 +202,8 @@ func spike(t *testing.T, behind bool) {
 		t.Errorf("%d store errors on a healthy server, want 0: %v", n, &errs)
 	}
 	for i, lim := range lims {
-		if s := lim.BreakerState(); s != fallback.Closed {
-			t.Errorf("limiter %d: breaker %v after the spike, want closed", i, s)
-		}
-	}
-	for i, fb := range fbs {
-		if st := fb.Stats(); st.LocalDecisions != 0 || st.PrimaryFailures != 0 || fb.State() != fallback.Closed {
-			t.Errorf("fallback %d: %+v, breaker %v; want every decision from Redis, no failure, closed", i, st, fb.State())
+		if h := lim.Health(); h.Breaker != "closed" || h.LocalDecisions != 0 || h.Failures != 0 || h.Opens != 0 {
+			t.Errorf("limiter %d: %+v after the spike; want every decision from Redis, no failure, closed", i, h)
 		}
 	}
 	if got := shared.Load(); got != spikeShared {

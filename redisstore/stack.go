@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/internal/option"
 )
 
 // Stack enforces several limits on every key at once, each with its own
@@ -53,12 +52,8 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 	if len(layers) == 0 {
 		return nil, errors.New("redisstore: NewStack needs at least one limit")
 	}
-	o := defaultOptions()
-	errs := option.Errors{Prefix: "redisstore: "}
-	if err := option.Apply(&o, &errs, opts); err != nil {
-		return nil, err
-	}
-	if err := o.validate(&errs); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	var (
@@ -120,31 +115,29 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 	if leased != nil {
 		lim.leases = newLeases(o, renew)
 	}
+	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Stack, error) { return core.NewStack(limits, opts...) }); err != nil {
+		return nil, err
+	}
 	return &Stack{l: lim}, nil
 }
 
 // Allow decides whether key may spend cost units now under every limit of
 // the stack and, if so, charges them to every limit, in one round trip
-// (none when the deny cache answers). It fails as Limiter.Allow does.
+// (none when the deny cache answers). It fails, or falls back, as
+// Limiter.Allow does.
 func (s *Stack) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	return s.l.Allow(ctx, key, cost)
+	return s.l.decide(ctx, s.l.pol, key, cost)
 }
 
 // Refund gives cost units back to key under every limit of the stack,
 // never beyond a whole quota, in one round trip.
 func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
-	return s.l.Refund(ctx, key, cost)
+	return s.l.giveBack(ctx, s.l.pol, key, cost)
 }
 
 // Policies returns the stack's limits, in order, with the names they carry
 // in decisions. The slice is shared and must not be modified.
 func (s *Stack) Policies() []core.Limit { return s.l.limits }
-
-// Keys returns the Redis keys that hold key's state, one per layer, each
-// the key a Limiter of that layer's limit and algorithm would use
-// (Limiter.Key): all under one hash tag, so in one Cluster slot, whatever
-// key is.
-func (s *Stack) Keys(key string) []string { return s.l.keys(s.l.Key(key)) }
 
 // stackScripts holds the script of each sequence of layers a stack has
 // been made with.

@@ -253,8 +253,12 @@ func demo(ctx context.Context, out io.Writer, servers []*server) (report, error)
 	default:
 		fmt.Fprintf(out, "the fleet admitted %d of %d, MORE than its limit of %d\n", total, requests, policy.Events)
 	}
-	if ttl, err := servers[0].client.PTTL(ctx, servers[0].lim.Key(key)).Result(); err == nil {
-		fmt.Fprintf(out, "the fleet's state for the key: one Redis key, %s, expiring in %v\n", servers[0].lim.Key(key), ttl.Round(time.Second))
+	// The key's state, where the package documentation says it is:
+	// <prefix>{<key>}:<algorithm>:<limit>.
+	if keys, err := servers[0].client.Keys(ctx, "floodgate:{"+key+"}:*").Result(); err == nil && len(keys) == 1 {
+		if ttl, err := servers[0].client.PTTL(ctx, keys[0]).Result(); err == nil {
+			fmt.Fprintf(out, "the fleet's state for the key: one Redis key, %s, expiring in %v\n", keys[0], ttl.Round(time.Second))
+		}
 	}
 	if rep.storeFailed > 0 {
 		return rep, fmt.Errorf("%d requests were refused because Redis failed (the default, fail closed), not by the limit", rep.storeFailed)

@@ -14,7 +14,7 @@ import (
 // State is a breaker's state.
 type State uint8
 
-// The states, in the order package fallback numbers its own State.
+// The states.
 const (
 	// Closed: calls go through; their failures are counted.
 	Closed State = iota

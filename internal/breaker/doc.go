@@ -1,6 +1,5 @@
-// Package breaker is the circuit breaker that package fallback and package
-// redisstore share: it only counts, the caller makes the call and tells it
-// how the call went.
+// Package breaker is redisstore's circuit breaker: it only counts, the
+// caller makes the call and tells it how the call went.
 //
 // A Breaker is Closed while the dependency answers. It counts the outcomes
 // reported over a sliding window of the clock (Window, cut into [Buckets]

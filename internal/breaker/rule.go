@@ -7,9 +7,9 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// Rule says when a breaker opens and for how long; package fallback's
-// BreakerConfig has the same fields, documented for users, and converts
-// to it. The owning package fills in its defaults ([Rule.Or]) and
+// Rule says when a breaker opens and for how long; redisstore's
+// BreakerConfig documents the fields for users and converts to it. The
+// owning package fills in the defaults ([Rule.Or] with [Defaults]) and
 // validates it first ([Rule.Problems]), with messages that name its own
 // options.
 type Rule struct {
@@ -26,6 +26,26 @@ type Rule struct {
 	OpenFor time.Duration
 	// MaxOpenFor caps the doubled period, >= OpenFor.
 	MaxOpenFor time.Duration
+}
+
+// The defaults of a Rule; redisstore's BreakerConfig gives the reasons for
+// each.
+const (
+	DefaultWindow      = 10 * time.Second
+	DefaultMinCalls    = 20
+	DefaultFailureRate = 50
+	DefaultOpenFor     = time.Second
+	DefaultMaxOpenFor  = 4 * time.Second
+)
+
+// Defaults is the rule of a breaker configured with nothing but the
+// defaults.
+var Defaults = Rule{
+	Window:      DefaultWindow,
+	MinCalls:    DefaultMinCalls,
+	FailureRate: DefaultFailureRate,
+	OpenFor:     DefaultOpenFor,
+	MaxOpenFor:  DefaultMaxOpenFor,
 }
 
 // Limits of a Rule.

@@ -1,0 +1,82 @@
+package redisstore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// fixedArgs returns the script arguments that never change: ARGV[5...].
+func fixedArgs(margin time.Duration, params []string) []any {
+	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
+	for _, p := range params {
+		a = append(a, p)
+	}
+	return a
+}
+
+// Script arguments boxed once: converting a string to any allocates.
+var (
+	argAllow, argRefund, argNoClock any = "a", "r", ""
+	argRelease, argRenew            any = "l", "n"
+	smallCosts                          = func() (c [65]any) {
+		for i := range c {
+			c[i] = strconv.Itoa(i)
+		}
+		return c
+	}()
+)
+
+// args returns the script's arguments for one call: ARGV[1...]; member,
+// a concurrency lease's, goes last.
+func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
+	extra := 0
+	if l.leases != nil {
+		extra = 1
+	}
+	args := make([]any, 4, 4+len(p.fixed)+extra)
+	switch code {
+	case 'a':
+		args[0] = argAllow
+	case 'r':
+		args[0] = argRefund
+	case 'l':
+		args[0] = argRelease
+	case 'n':
+		args[0] = argRenew
+	}
+	if cost < len(smallCosts) {
+		args[1] = smallCosts[cost]
+	} else {
+		args[1] = strconv.Itoa(cost)
+	}
+	args[2], args[3] = argNoClock, argNoClock
+	if l.testNow != nil {
+		t := l.testNow.Now()
+		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
+	}
+	args = append(args, p.fixed...)
+	if l.leases != nil {
+		args = append(args, member)
+	}
+	return args
+}
+
+// reply reads the script's numbers from cmd: four, and a stack's fifth,
+// the layer its decision names.
+func reply(op string, cmd *redis.Cmd) ([5]int64, error) {
+	var out [5]int64
+	res, err := cmd.Int64Slice()
+	if err != nil {
+		return out, &core.StoreError{Op: op, Err: err}
+	}
+	if len(res) != 4 && len(res) != 5 {
+		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4 or 5", len(res))}
+	}
+	copy(out[:], res)
+	return out, nil
+}
