@@ -74,7 +74,7 @@ func WithPolicies(name string, policies func() []core.Limit) Option {
 // redisstore stack), or the one limit of a limiter with a
 // Limit() core.Limit method (core.Keyed, core.Adaptive, redisstore's
 // Limiter). Other limiters are refused at construction; use
-// [WithPolicies] for them (a fallback.Limiter: name its primary).
+// [WithPolicies] for them.
 func WithLimiter(name string, lim core.Limiter) Option {
 	return func(o *options) {
 		if !o.name("WithLimiter", "policies", name) {
