@@ -40,6 +40,23 @@ func ExampleParseLimit() {
 	// core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 }
 
+// A policy is one comparable value: the same one built fluently or parsed
+// from configuration, given to any store.
+func ExampleLimit() {
+	api := core.PerMinute(100).WithBurst(20).WithName("api").WithAlgorithm(core.GCRA)
+	parsed := core.MustParseLimit("100/min burst=20 name=api algorithm=gcra")
+	fmt.Println(api == parsed, api)
+	smooth := core.PerSecond(10).WithMaxDelay(2 * time.Second)
+	fmt.Println(smooth.Algorithm, smooth)
+	bad := core.PerSecond(10).WithAlgorithm(core.GCRA)
+	bad.MaxDelay = time.Second
+	fmt.Println(bad.Validate())
+	// Output:
+	// true 100/min burst=20 name=api algorithm=gcra
+	// leaky-bucket 10/s algorithm=leaky-bucket max-delay=2s
+	// core: MaxDelay applies to LeakyBucket only, not gcra
+}
+
 // The token bucket follows x/time/rate's float arithmetic, which admits a
 // request once its wait truncates to zero nanoseconds; its waits can be a
 // nanosecond short of the ideal, and are exact all the same: a request at
