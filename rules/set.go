@@ -333,7 +333,14 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 			if err != nil {
 				return nil, fail(".key", err)
 			}
-			opts := append([]httpmw.Option(nil), s.o.http...)
+			var opts []httpmw.Option
+			if r.Shadow && r.ShadowHeaders {
+				opts = append(opts, httpmw.WithHeaders(core.HeadersBoth))
+			}
+			opts = append(opts, s.o.http...)
+			if r.Shadow {
+				opts = append(opts, httpmw.WithShadow())
+			}
 			switch {
 			case r.CostUnit > 0:
 				opts = append(opts, httpmw.WithCost(httpmw.CostByContentLength(r.CostUnit, r.CostUnknown)))
@@ -341,7 +348,7 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				n := r.Cost
 				opts = append(opts, httpmw.WithCost(func(*http.Request) (int, error) { return n, nil }))
 			}
-			h, err := httpmw.New(c.Limiter, key, opts...)
+			h, err := httpmw.New(c.base, key, opts...)
 			if err != nil {
 				return nil, fail("", err)
 			}
