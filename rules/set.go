@@ -49,14 +49,15 @@ type Compiled struct {
 	// Rule is the rule as parsed.
 	Rule Rule
 	// Limiter enforces the rule: a *core.Keyed for one limit, a
-	// *core.Stack for several, inside a *core.Shadow when the rule is in
-	// shadow mode, which never refuses, whoever asks it.
+	// *core.Stack for several. A rule in shadow mode is shadowed by the
+	// middleware the Set builds for it (httpmw.WithShadow, and
+	// grpcmw.WithShadow in grpcrules); code that asks Limiter itself
+	// enforces it.
 	Limiter core.Limiter
 	// Kept reports that Limiter's state (its keys' counts) was carried
 	// over from the rules before the reload that made this Table.
 	Kept bool
 
-	base core.Limiter    // Limiter without the Shadow: what reloads keep
 	http *httpmw.Limiter // nil for a rule without paths
 }
 
@@ -310,10 +311,10 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 		pol := r.policy()
 		if old != nil {
 			if lim, ok := old.byPolicy[pol]; ok {
-				c.base, c.Kept = lim, true
+				c.Limiter, c.Kept = lim, true
 			}
 		}
-		if c.base == nil {
+		if c.Limiter == nil {
 			lim, err := s.limiter(r)
 			if err != nil {
 				if len(r.Limits) > 1 {
@@ -321,13 +322,9 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				}
 				return nil, fail(".limit", err)
 			}
-			c.base = lim
+			c.Limiter = lim
 		}
-		t.byPolicy[pol] = c.base
-		c.Limiter = c.base
-		if r.Shadow {
-			c.Limiter = &core.Shadow{Limiter: c.base, Headers: r.ShadowHeaders}
-		}
+		t.byPolicy[pol] = c.Limiter
 		if r.Paths != nil {
 			key, err := s.httpKey(r)
 			if err != nil {
@@ -348,7 +345,7 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				n := r.Cost
 				opts = append(opts, httpmw.WithCost(func(*http.Request) (int, error) { return n, nil }))
 			}
-			h, err := httpmw.New(c.base, key, opts...)
+			h, err := httpmw.New(c.Limiter, key, opts...)
 			if err != nil {
 				return nil, fail("", err)
 			}

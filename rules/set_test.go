@@ -199,7 +199,7 @@ func TestReloadKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa := s.Table().Rules()[2]
-	if _, isShadow := sa.Limiter.(*core.Shadow); !isShadow || !sa.Kept || sa.base != a.Limiter {
+	if !sa.Rule.Shadow || !sa.Kept || sa.Limiter != a.Limiter {
 		t.Errorf("shadow rule a: %T, Kept %v", sa.Limiter, sa.Kept)
 	}
 	if got := codes(h, "GET", "/a", 2); got != rep(OK, 2) {
