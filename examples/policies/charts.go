@@ -20,11 +20,18 @@ import (
 // policy's rate.
 const bin = 200 * time.Millisecond
 
-// Chart geometry.
+// Chart geometry and type sizes. The charts are shown scaled down (the
+// README's column is about 60 % of their width), so text is set large
+// enough to stay legible there.
 const (
 	panelWidth  = 7 * vg.Inch
 	panelHeight = 2.2 * vg.Inch
+	legendWidth = 2.4 * vg.Inch // the comparison chart's legend column
 	dpi         = 96
+
+	titleSize = 13 // points
+	labelSize = 13
+	tickSize  = 12
 )
 
 var (
@@ -51,11 +58,12 @@ func writeCharts(dir string, results []result) error {
 				rows = append(rows, r)
 			}
 		}
-		if err := save(filepath.Join(dir, policies[i].name+".png"), policyChart(rows), panelHeight); err != nil {
+		if err := save(filepath.Join(dir, policies[i].name+".png"), policyChart(rows), panelHeight, nil); err != nil {
 			return err
 		}
 	}
-	return save(filepath.Join(dir, "comparison.png"), comparisonChart(results, "boundary", "cold-start"), 1.8*panelHeight)
+	grid, legend := comparisonChart(results, "boundary", "cold-start")
+	return save(filepath.Join(dir, "comparison.png"), grid, 1.8*panelHeight, legend)
 }
 
 // policyChart is one row per shape: admitted and refused requests per bin
@@ -126,10 +134,17 @@ func delayPanel(r *result) *plot.Plot {
 // admitted requests per bin, on the right the cost it admitted within the
 // last period at each instant (the sliding count the summary's maximum is
 // taken over), one line each. Lines are drawn widest first, so that
-// policies that decide alike still show one above the other.
-func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
+// policies that decide alike still show one above the other. The legend,
+// one for every panel since a policy keeps its colour throughout, goes in
+// a column of its own beside them, where it hides no line.
+func comparisonChart(results []result, shapeNames ...string) ([][]*plot.Plot, *plot.Legend) {
 	var grid [][]*plot.Plot
-	for _, name := range shapeNames {
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(labelSize)
+	legend.ThumbnailWidth = vg.Points(28)
+	legend.Padding = vg.Points(3)
+	for row, name := range shapeNames {
 		var perBin, sliding *plot.Plot
 		var n int
 		for i := range results {
@@ -142,11 +157,11 @@ func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
 				perBin.Y.Label.Text = "admitted / " + bin.String()
 				sliding = newPanel(fmt.Sprintf("%s: cost admitted in the last %v", name, limit.Period), r.shape.length)
 				sliding.Y.Label.Text = "admitted / " + limit.Period.String()
-				// Room on the right for the legend.
-				sliding.X.Max = r.shape.length.Seconds() * 1.35
 				limitLine := horizontal(r.shape.length, float64(limit.Events))
 				sliding.Add(limitLine)
-				sliding.Legend.Add(fmt.Sprintf("%d per %v", limit.Events, limit.Period), limitLine)
+				if row == 0 {
+					legend.Add(fmt.Sprintf("limit: %d per %v", limit.Events, limit.Period), limitLine)
+				}
 			}
 			admitted, _ := r.bins(bin)
 			a, b := stepLine(admitted), &plotter.Line{XYs: r.slidingCost(10 * time.Millisecond)}
@@ -159,20 +174,30 @@ func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
 			}
 			perBin.Add(a)
 			sliding.Add(b)
-			sliding.Legend.Add(r.policy.name, b)
+			if row == 0 {
+				legend.Add(r.policy.name, b)
+			}
 			n++
 		}
 		if perBin != nil {
+			perBin.Y.Tick.Marker = countTicks{}
+			sliding.Y.Tick.Marker = countTicks{}
 			grid = append(grid, []*plot.Plot{perBin, sliding})
 		}
 	}
-	return grid
+	return grid, &legend
 }
 
 // newPanel is a plot over the traffic's length in seconds.
 func newPanel(title string, length time.Duration) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
+	p.X.Label.TextStyle.Font.Size = vg.Points(labelSize)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(labelSize)
+	p.X.Tick.Label.Font.Size = vg.Points(tickSize)
+	p.Y.Tick.Label.Font.Size = vg.Points(tickSize)
+	p.Legend.TextStyle.Font.Size = vg.Points(labelSize)
 	p.X.Label.Text = "time (s)"
 	p.X.Min, p.X.Max = 0, length.Seconds()
 	p.X.Tick.Marker = secondTicks{}
@@ -190,6 +215,25 @@ func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	for s := math.Ceil(lo); s <= hi; s++ {
 		ts = append(ts, plot.Tick{Value: s, Label: fmt.Sprintf("%g", s)})
+	}
+	return ts
+}
+
+// countTicks labels whole counts at a step of 1, 2 or 5 times a power of
+// ten, the smallest that needs at most 7 labels, so that a panel whose
+// counts stay small (a cold start's 0 to 6 per bin) still gets a label on
+// every level the lines take.
+type countTicks struct{}
+
+// Ticks returns labelled ticks at multiples of the step in [lo, hi].
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 1.0
+	for i := 0; (hi-lo)/step > 6; i++ {
+		step *= []float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, ...
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
 	}
 	return ts
 }
@@ -232,20 +276,33 @@ func horizontal(length time.Duration, y float64) *plotter.Line {
 	return l
 }
 
-// save draws a grid of panels, each height high, into a PNG file.
-func save(path string, grid [][]*plot.Plot, height vg.Length) error {
+// save draws a grid of panels, each height high, into a PNG file, with
+// legend, when there is one, in a column of its own on the right.
+func save(path string, grid [][]*plot.Plot, height vg.Length, legend *plot.Legend) error {
 	cols := 0
 	for _, row := range grid {
 		cols = max(cols, len(row))
 	}
-	img := vgimg.NewWith(vgimg.UseWH(panelWidth*vg.Length(cols), height*vg.Length(len(grid))), vgimg.UseDPI(dpi))
+	width := panelWidth * vg.Length(cols)
+	if legend != nil {
+		width += legendWidth
+	}
+	img := vgimg.NewWith(vgimg.UseWH(width, height*vg.Length(len(grid))), vgimg.UseDPI(dpi))
+	canvas := draw.New(img)
+	if legend != nil {
+		// The legend's column starts level with the panels' tops, below
+		// the first title.
+		col := draw.Crop(canvas, width-legendWidth+vg.Millimeter*2, 0, 0, -vg.Millimeter*10)
+		legend.Draw(col)
+		canvas = draw.Crop(canvas, 0, -legendWidth, 0, 0)
+	}
 	tiles := draw.Tiles{
 		Rows: len(grid), Cols: cols,
 		PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
 		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4,
 	}
-	canvases := plot.Align(grid, tiles, draw.New(img))
+	canvases := plot.Align(grid, tiles, canvas)
 	for i, row := range grid {
 		for j, p := range row {
 			p.Draw(canvases[i][j])
