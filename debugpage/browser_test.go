@@ -188,6 +188,21 @@ func TestBrowser(t *testing.T) {
 	}
 	t.Logf("page showed the final numbers %v after %v", shown, time.Since(start).Round(time.Millisecond))
 
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(t.TempDir(), "debugpage.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("FLOODGATE_UPDATE_SCREENSHOT") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "debugpage.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote docs/debugpage.png (%d bytes)", len(png))
+	}
+
 	// The lists' footers: six clients fit the sketches, so both say every
 	// key is counted exactly. Then 4000 more clients, one request each,
 	// overflow the hottest keys' sketch (512 keys): its footer bounds the
@@ -239,18 +254,21 @@ func TestBrowser(t *testing.T) {
 		t.Error("a footer says at most 0")
 	}
 
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	// The chart's time axis: its ends are labelled under the chart's
+	// left and right edges.
+	const axis = `(() => {
+		const c = document.getElementById("chart").getBoundingClientRect();
+		const a = document.getElementById("axis-start"), b = document.getElementById("axis-end");
+		const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+		return {start: a.innerText, end: b.innerText,
+			left: String(Math.abs(ra.left - c.left) <= 2), right: String(Math.abs(rb.right - c.right) <= 2),
+			below: String(ra.top >= c.bottom && rb.top >= c.bottom)};
+	})()`
+	gotAxis, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](axis))
 	if err != nil {
-		t.Fatalf("screenshot: %v", err)
+		t.Fatalf("reading the axis: %v", err)
 	}
-	shot := filepath.Join(t.TempDir(), "debugpage.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv("FLOODGATE_UPDATE_SCREENSHOT") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "docs", "debugpage.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote docs/debugpage.png (%d bytes)", len(png))
+	if want := map[string]string{"start": "60 s ago", "end": "now", "left": "true", "right": "true", "below": "true"}; fmt.Sprint(gotAxis) != fmt.Sprint(want) {
+		t.Errorf("chart axis %v, want %v", gotAxis, want)
 	}
 }

@@ -23,7 +23,8 @@ table { border-collapse: collapse; background: #fff; }
 th, td { border: 1px solid #ddd; padding: .2em .6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: anywhere; }
-#chart { width: 100%; height: 120px; background: #fff; border: 1px solid #ddd; }
+#chart { width: 100%; height: 120px; background: #fff; border: 1px solid #ddd; display: block; }
+.axis { display: flex; justify-content: space-between; }
 .legend span { margin-right: 1em; } .sw { display: inline-block; width: .8em; height: .8em; margin-right: .3em; }
 .g { background: #2da44e; } .r { background: #cf222e; } .o { background: #bf8700; }
 .state-closed { color: #1a7f37; } .state-open { color: #cf222e; font-weight: bold; } .state-half-open { color: #9a6700; }
@@ -42,6 +43,7 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
 
 <h2>Decisions per second, last {{.Snap.Window.Seconds}} s</h2>
 <svg id="chart" viewBox="0 0 {{.Snap.Window.Seconds}} 100" preserveAspectRatio="none" role="img" aria-label="decisions per second"></svg>
+<div class="axis meta"><span id="axis-start">{{.Snap.Window.Seconds}} s ago</span><span id="axis-end">now</span></div>
 <div class="legend meta"><span><i class="sw g"></i>admitted</span><span><i class="sw r"></i>denied</span><span><i class="sw o"></i>errors</span><span>peak <b id="chart-peak">0</b>/s</span></div>
 
 <div class="cols">
