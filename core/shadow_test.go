@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestShadowNeverRefuses: a Shadow's own Allow admits every request, with
@@ -40,7 +40,7 @@ func TestShadowNeverRefuses(t *testing.T) {
 				mustAdmit(t, lim, "k")
 			}},
 		{name: "shaped", lim: func(clk *coretest.Clock) core.Limiter {
-			return core.MustNew(core.PerSecond(1), core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Minute), core.WithClock(clk))
+			return core.MustNew(core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(time.Minute), core.WithClock(clk))
 		}, spend: 1, cost: 1, would: core.OutcomeShaped, wait: time.Second,
 			then: func(t *testing.T, lim core.Limiter, _ *coretest.Clock) {
 				// The shaped request's turn stays reserved: the next one
@@ -50,7 +50,7 @@ func TestShadowNeverRefuses(t *testing.T) {
 				}
 			}},
 		{name: "in flight", lim: func(clk *coretest.Clock) core.Limiter {
-			return core.MustNew(core.InFlight(1), core.WithAlgorithm(core.Concurrency), core.WithClock(clk))
+			return core.MustNew(core.InFlight(1).WithAlgorithm(core.Concurrency), core.WithClock(clk))
 		}, cost: 1, would: core.OutcomeAllowed, lease: true,
 			then: func(t *testing.T, lim core.Limiter, _ *coretest.Clock) {
 				mustRefuse(t, lim, "k") // the shadow admission holds the slot
@@ -95,7 +95,7 @@ func TestShadowReserve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := coretest.NewClock(t0)
-	inner := core.MustNew(core.PerMinute(2), core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+	inner := core.MustNew(core.PerMinute(2).WithAlgorithm(core.GCRA), core.WithClock(clk))
 	s := &core.Shadow{Limiter: inner}
 
 	charged, d, err := core.Reserve(ctx, s, "k", 1)
@@ -120,7 +120,7 @@ func TestShadowReserve(t *testing.T) {
 
 func gcraPerMinute(n int) func(clk *coretest.Clock) core.Limiter {
 	return func(clk *coretest.Clock) core.Limiter {
-		return core.MustNew(core.PerMinute(n), core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+		return core.MustNew(core.PerMinute(n).WithAlgorithm(core.GCRA), core.WithClock(clk))
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
@@ -56,9 +56,9 @@ func TestJSON(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	api := core.PerSecond(5).WithName("api")
-	stack, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(10).WithName("burst")},
-		{Limit: core.PerMinute(100).WithName("sustained")},
+	stack, err := core.NewStack([]core.Limit{
+		core.PerSecond(10).WithName("burst"),
+		core.PerMinute(100).WithName("sustained"),
 	})
 	if err != nil {
 		t.Fatal(err)

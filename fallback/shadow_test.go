@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestShadowNeverRefuses: a Limiter whose primary or local limiter is an
@@ -19,12 +19,12 @@ import (
 func TestShadowNeverRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	refusing := []core.Option{core.WithAlgorithm(core.GCRA)}
-	shaping := []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}
+	refusing := func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }
+	shaping := func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }
 	for _, tc := range []struct {
 		name    string
-		opts    []core.Option // the shadow limit's; nil: its store is down
-		primary bool          // the shadow limit is the primary (else the local, the primary down)
+		set     func(core.Limit) core.Limit // the shadow limit's policy; nil: its store is down
+		primary bool                        // the shadow limit is the primary (else the local, the primary down)
 		would   core.Outcome
 		wait    time.Duration
 		side    fallback.Side
@@ -39,8 +39,8 @@ func TestShadowNeverRefuses(t *testing.T) {
 			t.Parallel()
 			clock := coretest.NewClock(t0)
 			var inner core.Limiter = coretest.StoreDown(&core.StoreError{Op: "allow", Err: errDown})
-			if tc.opts != nil {
-				k, err := core.New(core.PerMinute(1), append([]core.Option{core.WithClock(clock)}, tc.opts...)...)
+			if tc.set != nil {
+				k, err := core.New(tc.set(core.PerMinute(1)), core.WithClock(clock))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -18,9 +18,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/promobs"
 )

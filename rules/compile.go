@@ -45,7 +45,14 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 			if err != nil {
 				return nil, fail(".key", err)
 			}
-			opts := append([]httpmw.Option(nil), s.o.http...)
+			var opts []httpmw.Option
+			if r.Shadow && r.ShadowHeaders {
+				opts = append(opts, httpmw.WithHeaders(core.HeadersBoth))
+			}
+			opts = append(opts, s.o.http...)
+			if r.Shadow {
+				opts = append(opts, httpmw.WithShadow())
+			}
 			switch {
 			case r.CostUnit > 0:
 				opts = append(opts, httpmw.WithCost(httpmw.CostByContentLength(r.CostUnit, r.CostUnknown)))
@@ -53,7 +60,7 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				n := r.Cost
 				opts = append(opts, httpmw.WithCost(func(*http.Request) (int, error) { return n, nil }))
 			}
-			h, err := httpmw.New(c.Limiter, key, opts...)
+			h, err := httpmw.New(c.base, key, opts...)
 			if err != nil {
 				return nil, fail("", err)
 			}
@@ -64,28 +71,29 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 	return t, nil
 }
 
-// algorithmOptions returns the core options that r's algorithm fields
-// stand for.
-func (r *Rule) algorithmOptions() []core.Option {
-	opts := []core.Option{core.WithAlgorithm(r.Algorithm)}
-	if r.WarmUp > 0 {
-		opts = append(opts, core.WithWarmUp(r.WarmUp, r.ColdFactor))
+// Policies compiles r into the policies its limiter enforces: each of its
+// limits with the rule's algorithm and that algorithm's settings.
+func (r *Rule) Policies() []core.Limit {
+	out := make([]core.Limit, len(r.Limits))
+	for i, l := range r.Limits {
+		l.Algorithm = r.Algorithm
+		if r.Algorithm == core.WarmUp {
+			l.WarmUp, l.ColdFactor = r.WarmUp, r.ColdFactor
+		}
+		if r.Algorithm == core.LeakyBucket {
+			l.MaxDelay = r.MaxDelay
+		}
+		out[i] = l
 	}
-	if r.MaxDelay > 0 {
-		opts = append(opts, core.WithMaxDelay(r.MaxDelay))
-	}
-	return opts
+	return out
 }
 
 func (s *Set) limiter(r *Rule) (core.Limiter, error) {
-	if len(r.Limits) == 1 {
-		return core.New(r.Limits[0], append(r.algorithmOptions(), s.o.core...)...)
+	policies := r.Policies()
+	if len(policies) == 1 {
+		return core.New(policies[0], s.o.core...)
 	}
-	layers := make([]core.Layer, len(r.Limits))
-	for i, l := range r.Limits {
-		layers[i] = core.Layer{Limit: l, Options: r.algorithmOptions()}
-	}
-	return core.NewStack(layers, s.o.core...)
+	return core.NewStack(policies, s.o.core...)
 }
 
 func (s *Set) httpKey(r *Rule) (keyfunc.Func, error) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // quietly keeps reloads out of the test's log.

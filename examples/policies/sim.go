@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // limit is the one policy every algorithm enforces: 20 requests a second,
@@ -29,7 +29,8 @@ var start = time.Unix(1_700_000_000, 0)
 // policy is one algorithm with its settings.
 type policy struct {
 	name string // also the chart's file name
-	opts []core.Option
+	// set turns the shared limit into this algorithm's policy.
+	set func(core.Limit) core.Limit
 	// bound, if the algorithm promises one, is the most cost it ever
 	// admits in any period-long window, for traffic whose largest request
 	// costs maxCost. The test checks it on every run.
@@ -44,7 +45,7 @@ func (p policy) limit() core.Limit {
 	if p.own.Events != 0 {
 		return p.own
 	}
-	return limit
+	return p.set(limit)
 }
 
 // policies is every algorithm the program compares, in chart order.
@@ -52,38 +53,38 @@ func (p policy) limit() core.Limit {
 // the summary, its line in the comparison chart and, with a bound, the
 // test's check of that bound all follow from it.
 var policies = []policy{
-	{name: "token-bucket", opts: []core.Option{core.WithAlgorithm(core.TokenBucket)},
+	{name: "token-bucket", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.TokenBucket) },
 		// A full bucket, plus what refills during the period.
 		bound: func(l core.Limit, _ int) int { return l.EffectiveBurst() + l.Events }},
-	{name: "token-bucket-overdraft", opts: []core.Option{core.WithAlgorithm(core.TokenBucket), core.WithOverdraft()},
+	{name: "token-bucket-overdraft", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.TokenBucket).WithOverdraft() },
 		// As the plain bucket, plus the one request that may go into debt.
 		bound: func(l core.Limit, maxCost int) int { return l.EffectiveBurst() + l.Events + maxCost }},
-	{name: "gcra", opts: []core.Option{core.WithAlgorithm(core.GCRA)},
+	{name: "gcra", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) },
 		bound: func(l core.Limit, _ int) int { return l.EffectiveBurst() + l.Events }},
-	{name: "fixed-window", opts: []core.Option{core.WithAlgorithm(core.FixedWindow)},
+	{name: "fixed-window", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.FixedWindow) },
 		// A sliding period overlaps two windows, each admitting Events.
 		bound: func(l core.Limit, _ int) int { return 2 * l.Events }},
 	// The sliding-window counter assumes the previous window's requests
 	// were spread evenly, so it promises no exact bound.
-	{name: "sliding-window", opts: []core.Option{core.WithAlgorithm(core.SlidingWindow)}},
-	{name: "leaky-bucket", opts: []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(shaperMaxDelay)},
+	{name: "sliding-window", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingWindow) }},
+	{name: "leaky-bucket", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.LeakyBucket).WithMaxDelay(shaperMaxDelay) },
 		// Requests proceed one interval per unit of cost apart: all but the
 		// last one in the period take less than the period.
 		bound: func(l core.Limit, maxCost int) int { return l.Events - 1 + maxCost }},
-	{name: "warm-up", opts: []core.Option{core.WithAlgorithm(core.WarmUp), core.WithWarmUp(2*time.Second, 3)},
+	{name: "warm-up", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.WarmUp).WithWarmUp(2*time.Second, 3) },
 		// Each admission moves the next free instant at least one stable
 		// interval per unit of cost on.
 		bound: func(l core.Limit, maxCost int) int { return l.Events - 1 + maxCost }},
-	{name: "sliding-log", opts: []core.Option{core.WithAlgorithm(core.SlidingLog)},
+	{name: "sliding-log", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingLog) },
 		// The exact window: never more than Events in any period.
 		bound: func(l core.Limit, _ int) int { return l.Events }},
 	// Ten sub-windows of 100 ms: Events plus at most one sub-window's
 	// admissions, which promises nothing tighter than two periods' worth.
-	{name: "sub-windows-10", opts: []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10)},
+	{name: "sub-windows-10", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingWindow).WithSubWindows(10) },
 		bound: func(l core.Limit, _ int) int { return 2 * l.Events }},
 	// At most 6 units in flight, each running 20–120 ms: a cap on
 	// concurrency, not on rate.
-	{name: "concurrency", opts: []core.Option{core.WithAlgorithm(core.Concurrency)}, own: core.InFlight(6).WithName("in-flight")},
+	{name: "concurrency", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.Concurrency) }, own: core.InFlight(6).WithName("in-flight")},
 }
 
 // request is one request of synthetic traffic.
@@ -217,7 +218,7 @@ func simulate(seed uint64) ([]result, error) {
 func drive(p *policy, reqs []request) ([]outcome, error) {
 	ctx := context.Background()
 	clock := coretest.NewClock(start)
-	lim, err := core.New(p.limit(), append(slices.Clip(p.opts), core.WithClock(clock))...)
+	lim, err := core.New(p.limit(), core.WithClock(clock))
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/rules"
 	"github.com/floodgate/floodgate/rules/grpcrules"
 )

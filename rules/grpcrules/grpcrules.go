@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/rules"
@@ -109,7 +110,14 @@ func (ic *Interceptors) build(t *rules.Table) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grpcrules: rules[%d] (%s, line %d): %w", i, c.Rule.Name, c.Rule.Line, err)
 		}
-		opts := append([]grpcmw.Option(nil), ic.o.grpc...)
+		var opts []grpcmw.Option
+		if c.Rule.Shadow && c.Rule.ShadowHeaders {
+			opts = append(opts, grpcmw.WithHeaders(core.HeadersBoth))
+		}
+		opts = append(opts, ic.o.grpc...)
+		if c.Rule.Shadow {
+			opts = append(opts, grpcmw.WithShadow())
+		}
 		if n := c.Rule.Cost; n > 1 {
 			opts = append(opts, grpcmw.WithCost(func(context.Context, string) (int, error) { return n, nil }))
 		}

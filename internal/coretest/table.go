@@ -36,39 +36,26 @@ type Table struct {
 	Algorithm core.Algorithm
 	Limit     core.Limit
 
-	// The algorithm's settings; zero values are the defaults. A Factory
-	// passes them on as its store's options ([Table.CoreOptions] for the
-	// in-memory limiter).
-	Overdraft  bool          // core.WithOverdraft
-	MaxDelay   time.Duration // core.WithMaxDelay
-	WarmUp     time.Duration // core.WithWarmUp's period
-	ColdFactor float64       // core.WithWarmUp's cold factor
-	SubWindows int           // core.WithSubWindows
-	MaxEntries int           // core.WithMaxEntries
+	// The algorithm's settings, as the core.Limit fields of those names;
+	// zero values are the defaults. [Table.Policy] puts them together.
+	Overdraft  bool
+	MaxDelay   time.Duration
+	WarmUp     time.Duration
+	ColdFactor float64
+	SubWindows int
+	MaxEntries int
 
 	Steps []Step
 }
 
-// CoreOptions returns the in-memory limiter's options for tab's algorithm
-// and settings.
-func (tab Table) CoreOptions() []core.Option {
-	opts := []core.Option{core.WithAlgorithm(tab.Algorithm)}
-	if tab.Overdraft {
-		opts = append(opts, core.WithOverdraft())
-	}
-	if tab.MaxDelay != 0 {
-		opts = append(opts, core.WithMaxDelay(tab.MaxDelay))
-	}
-	if tab.WarmUp != 0 || tab.ColdFactor != 0 {
-		opts = append(opts, core.WithWarmUp(tab.WarmUp, tab.ColdFactor))
-	}
-	if tab.SubWindows != 0 {
-		opts = append(opts, core.WithSubWindows(tab.SubWindows))
-	}
-	if tab.MaxEntries != 0 {
-		opts = append(opts, core.WithMaxEntries(tab.MaxEntries))
-	}
-	return opts
+// Policy returns tab's limit with its algorithm and settings: the policy
+// every store is given.
+func (tab Table) Policy() core.Limit {
+	l := tab.Limit
+	l.Algorithm, l.Overdraft, l.MaxDelay = tab.Algorithm, tab.Overdraft, tab.MaxDelay
+	l.WarmUp, l.ColdFactor = tab.WarmUp, tab.ColdFactor
+	l.SubWindows, l.MaxEntries = tab.SubWindows, tab.MaxEntries
+	return l
 }
 
 // Factory returns a limiter for tab's algorithm, limit and settings that
@@ -525,8 +512,8 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 			t.Errorf("%s step %d at %v cost %d:\n got allowed=%v remaining=%d retry=%v reset=%v delay=%v\nwant allowed=%v remaining=%d retry=%v reset=%v delay=%v",
 				tab.Name, i, s.At, s.Cost, d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay, s.Allowed, s.Remaining, s.Retry, s.Reset, s.Delay)
 		}
-		if d.Limit != tab.Limit {
-			t.Errorf("%s step %d: decision limit %v, want %v", tab.Name, i, d.Limit, tab.Limit)
+		if d.Limit != tab.Policy() {
+			t.Errorf("%s step %d: decision limit %v, want %v", tab.Name, i, d.Limit, tab.Policy())
 		}
 	}
 }
