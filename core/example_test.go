@@ -260,18 +260,3 @@ func ExampleJoinObservers() {
 	// grpc allowed
 	// refused: 1 none joined: true
 }
-
-// A Shadow admits every request, whoever asks it, and says what enforcing
-// would have done: here a client of 2 requests a second, asked directly.
-func ExampleShadow() {
-	clock := coretest.NewClock(time.Unix(0, 0))
-	trial := &core.Shadow{Limiter: core.MustNew(core.PerSecond(2), core.WithClock(clock))}
-	for range 3 {
-		d, _ := trial.Allow(context.Background(), "203.0.113.7", 1)
-		fmt.Printf("allowed=%v would=%v wait=%v\n", d.Allowed, d.Would, d.WouldWait)
-	}
-	// Output:
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=denied wait=500ms
-}

@@ -22,10 +22,10 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 		pol := r.policy()
 		if old != nil {
 			if lim, ok := old.byPolicy[pol]; ok {
-				c.base, c.kept = lim, true
+				c.Limiter, c.kept = lim, true
 			}
 		}
-		if c.base == nil {
+		if c.Limiter == nil {
 			lim, err := s.limiter(r)
 			if err != nil {
 				if len(r.Limits) > 1 {
@@ -33,13 +33,9 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				}
 				return nil, fail(".limit", err)
 			}
-			c.base = lim
+			c.Limiter = lim
 		}
-		t.byPolicy[pol] = c.base
-		c.Limiter = c.base
-		if r.Shadow {
-			c.Limiter = &core.Shadow{Limiter: c.base, Headers: r.ShadowHeaders}
-		}
+		t.byPolicy[pol] = c.Limiter
 		if r.Paths != nil {
 			key, err := s.httpKey(r)
 			if err != nil {
@@ -60,7 +56,7 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 				n := r.Cost
 				opts = append(opts, httpmw.WithCost(func(*http.Request) (int, error) { return n, nil }))
 			}
-			h, err := httpmw.New(c.base, key, opts...)
+			h, err := httpmw.New(c.Limiter, key, opts...)
 			if err != nil {
 				return nil, fail("", err)
 			}

@@ -29,7 +29,7 @@
 //	    max-delay: 500ms                 # leaky-bucket only, default 1s
 //	    key: ip+header:X-Api-Key         # default ip
 //	    cost: 2                          # or {content-length: 1KiB, unknown: refuse}
-//	    shadow: true                     # measure, never enforce (core.Shadow)
+//	    shadow: true                     # measure, never enforce (the middleware's WithShadow)
 //	    shadow-headers: true             # shadow rules send their rate-limit fields
 //
 // paths, methods, grpc and limits take a list or a single value. A path

@@ -42,8 +42,8 @@ type Rule struct {
 	Cost        int
 	CostUnit    int64
 	CostUnknown int
-	// Shadow runs the rule in shadow mode (core.Shadow); ShadowHeaders
-	// sends its rate-limit fields.
+	// Shadow runs the rule's middleware in shadow mode (httpmw.WithShadow,
+	// grpcmw.WithShadow); ShadowHeaders sends its rate-limit fields.
 	Shadow        bool
 	ShadowHeaders bool
 }

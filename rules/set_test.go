@@ -186,7 +186,7 @@ func TestReloadKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa := s.Table().Rules()[2]
-	if _, isShadow := sa.Limiter.(*core.Shadow); !isShadow || !sa.kept || sa.base != a.Limiter {
+	if !sa.Rule.Shadow || !sa.kept || sa.Limiter != a.Limiter {
 		t.Errorf("shadow rule a: %T, kept %v", sa.Limiter, sa.kept)
 	}
 	if got := codes(h, "GET", "/a", 2); got != rep(OK, 2) {

@@ -20,12 +20,13 @@ type Compiled struct {
 	// Rule is the rule as parsed.
 	Rule Rule
 	// Limiter enforces the rule: a *core.Keyed for one limit, a
-	// *core.Stack for several, inside a *core.Shadow when the rule is in
-	// shadow mode, which never refuses, whoever asks it.
+	// *core.Stack for several. A rule in shadow mode is shadowed by the
+	// middleware the Set builds for it (httpmw.WithShadow, and
+	// grpcmw.WithShadow in grpcrules); code that asks Limiter itself
+	// enforces it.
 	Limiter core.Limiter
 
 	kept bool            // Limiter's state was carried over from the rules before the reload
-	base core.Limiter    // Limiter without the Shadow: what reloads keep
 	http *httpmw.Limiter // nil for a rule without paths
 }
 
