@@ -36,7 +36,7 @@ func TestShadowRuleNeverRefuses(t *testing.T) {
     limit: 1/min
     algorithm: `+tc.algorithm+`
     shadow: true
-`), WithCoreOptions(core.WithClock(clock)), WithHTTPOptions(httpmw.WithObserver(obs)), WithLogger(quiet))
+`), WithCoreOptions(core.WithClock(clock)), WithHTTPOptions(httpmw.WithObserver(obs)), quietly)
 			if err != nil {
 				t.Fatal(err)
 			}
