@@ -67,29 +67,11 @@ func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
 	return t, nil
 }
 
-// Policies compiles r into the policies its limiter enforces: each of its
-// limits with the rule's algorithm and that algorithm's settings.
-func (r *Rule) Policies() []core.Limit {
-	out := make([]core.Limit, len(r.Limits))
-	for i, l := range r.Limits {
-		l.Algorithm = r.Algorithm
-		if r.Algorithm == core.WarmUp {
-			l.WarmUp, l.ColdFactor = r.WarmUp, r.ColdFactor
-		}
-		if r.Algorithm == core.LeakyBucket {
-			l.MaxDelay = r.MaxDelay
-		}
-		out[i] = l
-	}
-	return out
-}
-
 func (s *Set) limiter(r *Rule) (core.Limiter, error) {
-	policies := r.Policies()
-	if len(policies) == 1 {
-		return core.New(policies[0], s.o.core...)
+	if len(r.Limits) == 1 {
+		return core.New(r.Limits[0], s.o.core...)
 	}
-	return core.NewStack(policies, s.o.core...)
+	return core.NewStack(r.Limits, s.o.core...)
 }
 
 func (s *Set) httpKey(r *Rule) (keyfunc.Func, error) {

@@ -41,7 +41,12 @@
 // algorithm is one of core's algorithms by the name its String method
 // gives: token-bucket, gcra, fixed-window, sliding-window, sliding-log,
 // leaky-bucket, warm-up, concurrency. It applies to every limit of the
-// rule.
+// rule, with warm-up, cold-factor and max-delay. A limit is a policy in
+// core.ParseLimit's syntax and may name its own algorithm and settings
+// instead ("10/s algorithm=gcra", "1000/h algorithm=fixed-window",
+// "5/s max-delay=2s"), so that the layers of one rule run different
+// algorithms; a rule gives the algorithm in one place or the other, not
+// both. Rule.Limits are the compiled policies.
 //
 // A limit without name= is named after its rule ("login"), and each of
 // several limits after the rule and its period ("api-1s", "api-1h"; with

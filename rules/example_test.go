@@ -30,7 +30,7 @@ func Example() {
 		return
 	}
 	for _, c := range set.Table().Rules() {
-		fmt.Println(c.Rule.Name, c.Rule.Paths, c.Rule.Limits, c.Rule.Algorithm, c.Rule.Key)
+		fmt.Println(c.Rule.Name, c.Rule.Paths, c.Rule.Limits, c.Rule.Key)
 	}
 	h := set.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	send := func(method, path string) {
@@ -64,8 +64,8 @@ func Example() {
 	fmt.Println(set.Apply([]byte("rules:\n  - name: login\n    match: {paths: [/login]}\n    limit: 2/min\n    algorithm: fast\n")))
 	send("POST", "/login")
 	// Output:
-	// login [/login] [2/min name=login] token-bucket [ip]
-	// api [/api/*] [1/s name=api-1s 100/h name=api-1h] token-bucket [ip]
+	// login [/login] [2/min name=login] [ip]
+	// api [/api/*] [1/s name=api-1s 100/h name=api-1h] [ip]
 	// POST /login 200 "login";r=1;t=30
 	// GET /api/items 200 "api-1s";r=0;t=1
 	// GET /api/items 429 "api-1s";r=0;t=1

@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
@@ -57,50 +56,68 @@ func (p *parser) limits(n *yaml.Node, f map[string]*yaml.Node, field string, r *
 	return nil
 }
 
+// algorithm reads the rule's algorithm and its settings and compiles them
+// into every limit of r, which hold the rule's policies from then on. A
+// limit string that names an algorithm of its own (algorithm=gcra) keeps
+// it, and may not be given one by the rule as well.
 func (p *parser) algorithm(f map[string]*yaml.Node, field string, r *Rule) error {
-	r.Algorithm = core.TokenBucket
-	if a, ok := f["algorithm"]; ok {
+	var set core.Limit // the rule's algorithm and settings
+	a, hasAlg := f["algorithm"]
+	if hasAlg {
 		s, err := p.str(a, field+".algorithm")
 		if err != nil {
 			return err
 		}
-		alg, ok := algorithms[strings.ToLower(s)]
-		if !ok {
+		alg, err := core.ParseAlgorithm(s)
+		if err != nil {
 			return p.errf(a, field+".algorithm", "unknown algorithm %q; use token-bucket, gcra, fixed-window, sliding-window, sliding-log, leaky-bucket, warm-up or concurrency", s)
 		}
-		r.Algorithm = alg
+		set.Algorithm = alg
 	}
 	if v, ok := f["warm-up"]; ok {
-		if r.Algorithm != core.WarmUp {
+		if set.Algorithm != core.WarmUp {
 			return p.errf(v, field+".warm-up", "only the warm-up algorithm has a warm-up period")
 		}
 		d, err := p.duration(v, field+".warm-up")
 		if err != nil {
 			return err
 		}
-		r.WarmUp = d
-	} else if r.Algorithm == core.WarmUp {
-		return p.errf(f["algorithm"], field+".warm-up", "the warm-up algorithm needs warm-up: the time a cold key takes to reach the full rate, like 30s")
+		set.WarmUp = d
+	} else if set.Algorithm == core.WarmUp {
+		return p.errf(a, field+".warm-up", "the warm-up algorithm needs warm-up: the time a cold key takes to reach the full rate, like 30s")
 	}
 	if v, ok := f["cold-factor"]; ok {
-		if r.Algorithm != core.WarmUp {
+		if set.Algorithm != core.WarmUp {
 			return p.errf(v, field+".cold-factor", "only the warm-up algorithm has a cold factor")
 		}
 		var x float64
 		if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") || v.Decode(&x) != nil || !(x >= 1 && x <= 1000) {
 			return p.errf(v, field+".cold-factor", "want a number from 1 to 1000, got %s", kindName(v))
 		}
-		r.ColdFactor = x
+		set.ColdFactor = x
 	}
 	if v, ok := f["max-delay"]; ok {
-		if r.Algorithm != core.LeakyBucket {
+		if set.Algorithm != core.LeakyBucket {
 			return p.errf(v, field+".max-delay", "only the leaky-bucket algorithm has a max delay")
 		}
 		d, err := p.duration(v, field+".max-delay")
 		if err != nil {
 			return err
 		}
-		r.MaxDelay = d
+		set.MaxDelay = d
+	}
+	if set == (core.Limit{}) {
+		return nil // each limit keeps what its string says
+	}
+	for i, l := range r.Limits {
+		if l.Algorithm != core.TokenBucket || l.Overdraft || l.SubWindows != 0 || l.MaxEntries != 0 {
+			return p.errf(a, field+".algorithm", "limit %d names its algorithm (%s); give the algorithm in the rule or in its limits, not both", i, l)
+		}
+		l.Algorithm, l.WarmUp, l.ColdFactor, l.MaxDelay = set.Algorithm, set.WarmUp, set.ColdFactor, set.MaxDelay
+		if err := l.Validate(); err != nil {
+			return p.errf(a, field+".algorithm", "%w", err)
+		}
+		r.Limits[i] = l
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestParseSample(t *testing.T) {
 	}
 	want := []Rule{
 		{Name: "login", Line: 3, Paths: []string{"/login"}, Methods: []string{"POST"},
-			Limits: []core.Limit{{Events: 5, Period: time.Minute, Burst: 5, Name: "login"}}, Algorithm: core.GCRA, Key: []string{"ip"}},
+			Limits: []core.Limit{{Events: 5, Period: time.Minute, Burst: 5, Name: "login", Algorithm: core.GCRA}}, Key: []string{"ip"}},
 		{Name: "upload", Line: 9, Paths: []string{"/upload"}, Methods: []string{"PUT", "POST"},
 			Limits: []core.Limit{{Events: 1000, Period: time.Minute, Burst: 1000, Name: "upload"}},
 			Key:    []string{"header:X-Api-Key"}, CostUnit: 1024, CostUnknown: -1},
@@ -33,11 +33,11 @@ func TestParseSample(t *testing.T) {
 			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "api-1s"}, {Events: 10000, Period: time.Hour, Burst: 10000, Name: "api-hourly"}},
 			Key:    []string{"ip", "header:X-Api-Key"}, Shadow: true, ShadowHeaders: true},
 		{Name: "search", Line: 22, GRPC: []string{"/pkg.Search/Query", "/pkg.Index/*"},
-			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "search"}}, Algorithm: core.SlidingWindow, Key: []string{"ip"}, Cost: 2},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "search", Algorithm: core.SlidingWindow}}, Key: []string{"ip"}, Cost: 2},
 		{Name: "reports", Line: 28, Paths: []string{"/reports/*"},
-			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "reports"}}, Algorithm: core.LeakyBucket, MaxDelay: 500 * time.Millisecond, Key: []string{"global"}},
+			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "reports", Algorithm: core.LeakyBucket, MaxDelay: 500 * time.Millisecond}}, Key: []string{"global"}},
 		{Name: "cold-start", Line: 35, Paths: []string{"/warm/*"},
-			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "cold-start"}}, Algorithm: core.WarmUp, WarmUp: 30 * time.Second, ColdFactor: 3, Key: []string{"ip"}},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "cold-start", Algorithm: core.WarmUp, WarmUp: 30 * time.Second, ColdFactor: 3}}, Key: []string{"ip"}},
 	}
 	if len(rs) != len(want) {
 		t.Fatalf("got %d rules, want %d", len(rs), len(want))
@@ -97,6 +97,7 @@ func TestParseErrors(t *testing.T) {
 		{"warm-up missing", ok + "    algorithm: warm-up\n", `r.yaml:5: rules[0].warm-up: the warm-up algorithm needs warm-up`},
 		{"bad max-delay", ok + "    algorithm: leaky-bucket\n    max-delay: soon\n", `r.yaml:6: rules[0].max-delay: "soon": want a positive duration`},
 		{"bad cold factor", ok + "    algorithm: warm-up\n    warm-up: 1s\n    cold-factor: 0.5\n", `r.yaml:7: rules[0].cold-factor: want a number from 1 to 1000, got "0.5"`},
+		{"algorithm twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s algorithm=gcra\n    algorithm: fixed-window\n", `r.yaml:5: rules[0].algorithm: limit 0 names its algorithm (1/s name=a algorithm=gcra); give the algorithm in the rule or in its limits, not both`},
 		{"unknown key", ok + "    key: ip+cookie:x\n", `r.yaml:5: rules[0].key: "cookie:x": use ip, header:NAME, path, method, global`},
 		{"bad header", ok + "    key: header:X Api\n", `r.yaml:5: rules[0].key: "X Api": a header name is letters, digits, - and _`},
 		{"key twice", ok + "    key: ip+ip\n", `r.yaml:5: rules[0].key: "ip" is given twice`},
@@ -132,7 +133,8 @@ func TestParseErrors(t *testing.T) {
 // at the rule's line, and a rejected file changes nothing.
 func TestCompileErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
-		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:2: rules[0].limit: core: `},
+		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:5: rules[0].algorithm: core: SlidingLog: 100000 events`},
+		{"log too long in the limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s algorithm=sliding-log\n", `r.yaml:4: rules[0].limit: core: SlidingLog: 100000 events`},
 		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: rules: no key named "tenant"; register it with rules.WithKey`},
 	}
 	for _, tt := range tests {
@@ -142,6 +144,46 @@ func TestCompileErrors(t *testing.T) {
 				t.Errorf("error %v, want prefix %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLimitsCarryTheirPolicy: a limit string may name its own algorithm
+// and settings, so that the layers of one rule run different algorithms;
+// the rule's algorithm fields give every limit theirs.
+func TestLimitsCarryTheirPolicy(t *testing.T) {
+	rs, err := parse("r.yaml", []byte(`rules:
+  - name: api
+    match: {paths: [/api/*]}
+    limits: ["10/s algorithm=gcra", "1000/h algorithm=fixed-window", "5/s max-delay=2s"]
+  - name: warm
+    match: {paths: [/warm]}
+    limits: [100/s, 1000/min]
+    algorithm: warm-up
+    warm-up: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]core.Limit{{
+		core.PerSecond(10).WithName("api-10-per-1s").WithAlgorithm(core.GCRA),
+		core.PerHour(1000).WithName("api-1h").WithAlgorithm(core.FixedWindow),
+		core.PerSecond(5).WithName("api-5-per-1s").WithMaxDelay(2 * time.Second),
+	}, {
+		core.PerSecond(100).WithName("warm-1s").WithWarmUp(30*time.Second, 0),
+		core.PerMinute(1000).WithName("warm-1min").WithWarmUp(30*time.Second, 0),
+	}}
+	for i, r := range rs {
+		if !reflect.DeepEqual(r.Limits, want[i]) {
+			t.Errorf("rule %s: limits\n %v\nwant\n %v", r.Name, r.Limits, want[i])
+		}
+	}
+	s, err := New("r.yaml", []byte("rules:\n  - name: api\n    match: {paths: [/api/*]}\n    limits: [\"10/s algorithm=gcra\", \"1000/h algorithm=fixed-window\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := s.Table().Rules()[0].Limiter.(*core.Stack)
+	if !ok || st.Policies()[0].Algorithm != core.GCRA || st.Policies()[1].Algorithm != core.FixedWindow {
+		t.Fatalf("limiter %T, want a stack of a GCRA and a fixed window", s.Table().Rules()[0].Limiter)
 	}
 }
 

@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
 )
@@ -23,16 +22,11 @@ type Rule struct {
 	// GRPC are full gRPC methods ("/pkg.Service/Method"), whole services
 	// ("/pkg.Service/*") or "*" for every method.
 	GRPC []string
-	// Limits are the rule's limits: one, or several enforced all or
-	// nothing (a core.Stack).
+	// Limits are the rule's policies: one, or several enforced all or
+	// nothing (a core.Stack). Each holds its algorithm and settings: the
+	// rule's algorithm, warm-up, cold-factor and max-delay fields, or
+	// those its limit string names (algorithm=gcra and the like).
 	Limits []core.Limit
-	// Algorithm applies to every limit (default core.TokenBucket).
-	Algorithm core.Algorithm
-	// WarmUp and ColdFactor configure core.WarmUp; MaxDelay configures
-	// core.LeakyBucket (0: core's default).
-	WarmUp     time.Duration
-	ColdFactor float64
-	MaxDelay   time.Duration
 	// Key is what the rule counts by: parts joined by "+" (see the package
 	// documentation), "ip" by default.
 	Key []string
@@ -53,21 +47,11 @@ type Rule struct {
 // the limiter of a rule whose policy did not change.
 func (r *Rule) policy() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q %v %v %v %v", r.Name, r.Algorithm, r.WarmUp, r.ColdFactor, r.MaxDelay)
+	fmt.Fprintf(&b, "%q", r.Name)
 	for _, l := range r.Limits {
-		fmt.Fprintf(&b, " [%d %d %d %q]", l.Events, l.Period, l.EffectiveBurst(), l.Name)
+		l.Burst = l.EffectiveBurst()
+		fmt.Fprintf(&b, " [%s]", l)
 	}
 	fmt.Fprintf(&b, " key=%q", r.Key)
 	return b.String()
-}
-
-// algorithms maps the names the file accepts to core's algorithms: the
-// names core's Algorithm.String gives them.
-var algorithms = map[string]core.Algorithm{}
-
-func init() {
-	for _, a := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow,
-		core.LeakyBucket, core.WarmUp, core.SlidingLog, core.Concurrency} {
-		algorithms[a.String()] = a
-	}
 }

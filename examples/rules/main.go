@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}()
 	for _, c := range set.Table().Rules() {
-		cfg.log.Info("rule", "name", c.Rule.Name, "paths", c.Rule.Paths, "limits", c.Rule.Limits, "algorithm", c.Rule.Algorithm, "shadow", c.Rule.Shadow)
+		cfg.log.Info("rule", "name", c.Rule.Name, "paths", c.Rule.Paths, "limits", c.Rule.Limits, "shadow", c.Rule.Shadow)
 	}
 
 	mux := http.NewServeMux()
