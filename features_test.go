@@ -253,17 +253,16 @@ var features = []feature{
 	}},
 	{"shadow mode: decided and observed, never enforced", func(clock *coretest.Clock) app {
 		a := fresh(clock)
-		a.global = &core.Shadow{Limiter: a.global}
-		a.login = &core.Shadow{Limiter: a.login, Headers: true}
+		a.shadow = true
 		a.hold = 40 * time.Millisecond // a shadow denial is never held
 		return a
 	}, []fstep{
-		// No fields without Headers: clients see no sign of the policy.
+		// No fields without WithHeaders: clients see no sign of the policy.
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
-		// With Headers: what enforcing would send, less Retry-After.
+		// With WithHeaders: what enforcing would send, less Retry-After.
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"denied+admitted+shadow"}},
 		// A request with no key goes through too, and is reported.

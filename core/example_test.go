@@ -40,6 +40,23 @@ func ExampleParseLimit() {
 	// core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 }
 
+// A policy is one comparable value: the same one built fluently or parsed
+// from configuration, given to any store.
+func ExampleLimit() {
+	api := core.PerMinute(100).WithBurst(20).WithName("api").WithAlgorithm(core.GCRA)
+	parsed := core.MustParseLimit("100/min burst=20 name=api algorithm=gcra")
+	fmt.Println(api == parsed, api)
+	smooth := core.PerSecond(10).WithMaxDelay(2 * time.Second)
+	fmt.Println(smooth.Algorithm, smooth)
+	bad := core.PerSecond(10).WithAlgorithm(core.GCRA)
+	bad.MaxDelay = time.Second
+	fmt.Println(bad.Validate())
+	// Output:
+	// true 100/min burst=20 name=api algorithm=gcra
+	// leaky-bucket 10/s algorithm=leaky-bucket max-delay=2s
+	// core: MaxDelay applies to LeakyBucket only, not gcra
+}
+
 // The token bucket follows x/time/rate's float arithmetic, which admits a
 // request once its wait truncates to zero nanoseconds; its waits can be a
 // nanosecond short of the ideal, and are exact all the same: a request at
@@ -242,19 +259,4 @@ func ExampleJoinObservers() {
 	// http denied
 	// grpc allowed
 	// refused: 1 none joined: true
-}
-
-// A Shadow admits every request, whoever asks it, and says what enforcing
-// would have done: here a client of 2 requests a second, asked directly.
-func ExampleShadow() {
-	clock := coretest.NewClock(time.Unix(0, 0))
-	trial := &core.Shadow{Limiter: core.MustNew(core.PerSecond(2), core.WithClock(clock))}
-	for range 3 {
-		d, _ := trial.Allow(context.Background(), "203.0.113.7", 1)
-		fmt.Printf("allowed=%v would=%v wait=%v\n", d.Allowed, d.Would, d.WouldWait)
-	}
-	// Output:
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=denied wait=500ms
 }

@@ -11,10 +11,11 @@ type Health struct {
 	// has ended and the next call probes the store. A limiter without a
 	// breaker reports "closed".
 	Breaker string
-	// StoreDecisions counts the decisions the store made, the refusals a
-	// limiter remembers from it included; LocalDecisions counts those made
-	// in memory, under the same policy, while the store failed (a
-	// redisstore limiter made WithFallback).
+	// StoreDecisions counts the decisions the store made, one per call
+	// that reached it (refusals a limiter answers from memory, as
+	// redisstore's deny cache does, are not counted); LocalDecisions counts
+	// those made in memory, under the same policy, while the store failed
+	// (a redisstore limiter made WithFallback).
 	StoreDecisions, LocalDecisions uint64
 	// Failures counts the calls to the store (Allow and Refund) that
 	// failed, not those an open breaker kept from it.

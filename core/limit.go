@@ -223,3 +223,26 @@ func (l Limit) String() string {
 	}
 	return b.String()
 }
+
+// DefaultName is the name a stack gives a limit that has none: its rate,
+// as "5-per-s", "1000-per-h" or "30-per-10s". Both stores name a stack's
+// limits alike.
+func DefaultName(l Limit) string {
+	return strconv.Itoa(l.Events) + "-per-" + periodWord(l.Period)
+}
+
+// periodWord writes a period as Limit.String does: s, min, h, d, or a Go
+// duration.
+func periodWord(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	case 24 * time.Hour:
+		return "d"
+	}
+	return d.String()
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"strconv"
-	"sync"
 	"time"
 )
 
@@ -104,29 +102,6 @@ func NewStack(layers []Limit, opts ...Option) (*Stack, error) {
 		s.limits = append(s.limits, l)
 	}
 	return s, nil
-}
-
-// DefaultName is the name a stack gives a limit that has none: its rate,
-// as "5-per-s", "1000-per-h" or "30-per-10s". Both stores name a stack's
-// limits alike.
-func DefaultName(l Limit) string {
-	return strconv.Itoa(l.Events) + "-per-" + periodWord(l.Period)
-}
-
-// periodWord writes a period as Limit.String does: s, min, h, d, or a Go
-// duration.
-func periodWord(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "s"
-	case time.Minute:
-		return "min"
-	case time.Hour:
-		return "h"
-	case 24 * time.Hour:
-		return "d"
-	}
-	return d.String()
 }
 
 // Policies returns the stack's limits, in order, with the names they carry
@@ -265,73 +240,6 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	return d, nil
 }
 
-// lease returns the Lease of an admission: the units the stack's
-// concurrency layers gave it, each layer's given back once, as a Keyed's
-// lease gives them back (to the state of the generation it charged, or to
-// the overflow state).
-func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
-	var one *Lease
-	var all []*Lease
-	for j, k := range s.layers {
-		if !k.leases {
-			continue
-		}
-		l := &Lease{keyed: k, h: h, gen: ls[j].ns.b, units: cost, overflow: ls[j].overflow}
-		if one == nil {
-			one = l
-		}
-		all = append(all, l)
-	}
-	if len(all) == 1 {
-		return one
-	}
-	return NewLease(func(ctx context.Context) error {
-		var errs []error
-		for _, l := range all {
-			if err := l.Release(ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	})
-}
-
-// decision combines the layers' verdicts (see [Stack]) and returns the
-// index of the layer it names. A layer that would have admitted a request
-// the stack denies is not charged, and its verdict (which describes the
-// charge) is not used.
-func (s *Stack) decision(ls []layerState, allowed bool) (Decision, int) {
-	pick := 0
-	d := Decision{Allowed: allowed}
-	for j := range ls {
-		v, best := ls[j].v, ls[pick].v
-		if allowed {
-			if v.remaining < best.remaining {
-				pick = j
-			}
-			d.Delay = max(d.Delay, time.Duration(v.retryAfter))
-		} else if !v.allowed && (best.allowed || v.retryAfter > best.retryAfter) {
-			pick = j
-		}
-		d.Overflow = d.Overflow || ls[j].overflow
-	}
-	v := ls[pick].v
-	d.Limit = s.limits[pick]
-	d.Remaining = int(v.remaining)
-	d.ResetAfter = time.Duration(v.resetAfter)
-	if !allowed {
-		d.RetryAfter = time.Duration(v.retryAfter)
-		// A layer that admits has at least the cost left, more than any
-		// layer that denies: the least left is a denying layer's.
-		for j := range ls {
-			if !ls[j].v.allowed {
-				d.Remaining = min(d.Remaining, int(ls[j].v.remaining))
-			}
-		}
-	}
-	return d, pick
-}
-
 func (s *Stack) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
@@ -352,56 +260,4 @@ func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lockFor is the lock a stack holds on k for key hash h, whose shard in
-// k's main table is i: the shard's, or the extended table's for a log.
-func (k *Keyed) lockFor(h, i uint64) *sync.Mutex {
-	if k.ext != nil {
-		return &k.ext.shards[h&k.ext.mask].mu
-	}
-	return &k.shards[i].mu
-}
-
-// check decides cost for key hash h at now without charging it, called
-// with h's shard locked: the key's log, a new one if the shard has room for
-// it (reserved until settle), else the overflow log, locked until settle.
-func (t *extTable) check(h uint64, now, cost int64) layerState {
-	var l layerState
-	sh := &t.shards[h&t.mask]
-	l.x, l.found = sh.lru.Peek(h)
-	if !l.found {
-		if t.makeRoom(sh, now) {
-			l.x = &xlog{h: h}
-		} else {
-			l.overflow = true
-			t.overflowMu.Lock()
-			l.x = &t.overflow
-		}
-	}
-	l.t, l.v = t.alg.check(l.x, now, cost)
-	return l
-}
-
-// settle charges what check decided when the whole stack admits, and
-// otherwise gives back the room it reserved; h's shard is still locked.
-func (t *extTable) settle(h uint64, l *layerState, cost int64, allowed bool) {
-	sh := &t.shards[h&t.mask]
-	if allowed {
-		t.alg.push(l.x, l.t, cost)
-	}
-	switch {
-	case l.overflow:
-		t.overflowMu.Unlock()
-	case l.found:
-		if allowed {
-			sh.lru.Get(h) // recency: admissions count, denials do not
-		}
-	case allowed:
-		sh.lru.Add(h, l.x)
-		l.x.due = t.alg.idleAt(l.x)
-		sh.push(l.x)
-	default:
-		t.held.Add(-1) // the room made for the key goes back
-	}
 }

@@ -16,14 +16,14 @@ import (
 // is served, and the observer counts the ones the limit would refuse.
 func Example_shadow() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
-	trial := &core.Shadow{Limiter: core.MustNew(core.PerMinute(2).WithName("trial"), core.WithClock(clock))}
+	trial := core.MustNew(core.PerMinute(2).WithName("trial"), core.WithClock(clock))
 	wouldRefuse := 0
 	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
 		if e.Shadow && e.Outcome == core.OutcomeDenied {
 			wouldRefuse++
 		}
 	})
-	mw, err := httpmw.Middleware(trial, apiKey, httpmw.WithObserver(obs))
+	mw, err := httpmw.Middleware(trial, apiKey, httpmw.WithShadow(), httpmw.WithObserver(obs))
 	if err != nil {
 		panic(err)
 	}

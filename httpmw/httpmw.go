@@ -65,6 +65,7 @@ func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
 		Observer:  l.o.observer,
 		Select:    l.o.pick,
 		Hold:      l.o.hold,
+		Shadow:    l.o.shadow,
 	})
 	l.list = l.lists.Of(lim)
 	problem := l.o.problem
@@ -250,9 +251,9 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 		a.admitted = true
 		return a, nil
 	case res.Shadow:
-		a.admitted, a.Decision = true, res.Decision
-		if res.ShadowHeaders && res.Err == nil {
-			l.writeHeaders(h, res.ShadowDecision(), l.listOf(&res))
+		a.admitted, a.Decision = true, res.ShadowDecision()
+		if l.o.headersSet && res.Err == nil {
+			l.writeHeaders(h, a.Decision, l.listOf(&res))
 		}
 		if l.o.refundInner {
 			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))

@@ -11,15 +11,12 @@ import (
 	"github.com/floodgate/floodgate/httpmw"
 )
 
-// hidden hides the limiter it holds from a type assertion, as fallback or
-// a user's instrumentation does.
-type hidden struct{ core.Limiter }
-
-// TestShadowExhausted: an exhausted shadow limit, a refusing one or a
-// shaping one with a queue, given to the middleware, chosen per request or
-// inside another limiter, never refuses and never waits (the request's
-// context has ended: a wait would fail it), whatever the failure mode and
-// the denial hold; the observer hears what enforcing would have done.
+// TestShadowExhausted: an exhausted limit, a refusing one or a shaping one
+// with a queue, given to a WithShadow middleware or chosen per request by
+// one, never refuses and never waits (the request's context has ended: a
+// wait would fail it), whatever the failure mode and the denial hold; the
+// observer hears what enforcing would have done, and the response carries
+// the rate-limit fields only when WithHeaders is given.
 func TestShadowExhausted(t *testing.T) {
 	t.Parallel()
 	kinds := []struct {
@@ -32,23 +29,24 @@ func TestShadowExhausted(t *testing.T) {
 	}
 	ways := []struct {
 		name   string
-		fields bool // the Shadow's Headers is seen
-		build  func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error)
+		fields bool // WithHeaders is given
+		build  func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error)
 	}{
-		{"given", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"given", false, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			return httpmw.New(s, byAddr, opts...)
 		}},
-		{"chosen", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"given with headers", true, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			return httpmw.New(s, byAddr, append(opts, httpmw.WithHeaders(core.HeadersBoth))...)
+		}},
+		{"chosen with headers", true, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			enforced, _ := newKeyed(t, core.PerMinute(100))
-			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
+			opts = append(opts, httpmw.WithHeaders(core.HeadersBoth),
+				httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
 			return httpmw.New(enforced, byAddr, opts...)
 		}},
-		{"inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
-			return httpmw.New(hidden{s}, byAddr, opts...)
-		}},
-		{"chosen inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"chosen", false, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			enforced, _ := newKeyed(t, core.PerMinute(100))
-			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return hidden{s} }))
+			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
 			return httpmw.New(enforced, byAddr, opts...)
 		}},
 	}
@@ -63,8 +61,8 @@ func TestShadowExhausted(t *testing.T) {
 				}
 				var events []core.Event
 				obs := core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) })
-				l, err := way.build(&core.Shadow{Limiter: inner, Headers: true},
-					httpmw.WithObserver(obs), httpmw.WithFailureMode(httpmw.FailClosed), httpmw.WithDenialHold(time.Hour, 8))
+				l, err := way.build(inner, httpmw.WithShadow(),
+					httpmw.WithObserver(obs), httpmw.WithFailureMode(core.FailClosed), httpmw.WithDenialHold(time.Hour, 8))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 // one core does not evict them from the others.
 type counters struct {
 	_        [64]byte
-	store    atomic.Uint64 // decisions Redis made (the deny cache's included)
+	store    atomic.Uint64 // decisions Redis made (not the deny cache's)
 	_        [56]byte
 	local    atomic.Uint64 // decisions made by WithFallback's limiter
 	_        [56]byte
@@ -40,11 +40,7 @@ func localLimiter[T core.Limiter](o *options, mk func(opts ...core.Option) (T, e
 // limiter falls back, the local limiter.
 func (l *Limiter) decide(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
 	d, err := l.allow(ctx, p, key, cost)
-	if err == nil {
-		l.count.store.Add(1)
-		return d, nil
-	}
-	if !l.failed(ctx, err) {
+	if err == nil || !l.failed(ctx, err) {
 		return d, err
 	}
 	d, err = l.local.Allow(ctx, key, cost)
@@ -83,9 +79,10 @@ func (l *Limiter) failed(ctx context.Context, err error) bool {
 
 // Health reports the state of the limiter's circuit breaker (on a
 // Cluster, the worst of its masters': open before half-open before
-// closed) and its counters: decisions made by Redis, decisions made
-// locally (WithFallback), calls that failed and how often the breaker
-// opened. Metrics read it at each scrape (promobs.WithHealth); it is cheap
+// closed) and its counters: decisions made by Redis (one per call that
+// reached it; the deny cache's refusals, made in process, are not
+// counted), decisions made locally (WithFallback), calls that failed and
+// how often the breaker opened. Metrics read it at each scrape (promobs.WithHealth); it is cheap
 // and safe for concurrent use.
 func (l *Limiter) Health() core.Health {
 	h := core.Health{

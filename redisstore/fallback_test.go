@@ -304,7 +304,7 @@ func TestFallbackFlapping(t *testing.T) {
 	clk := coretest.NewClock(coretest.T0)
 	// Buckets of 3 ms, the clock's step: three steps of failures open the
 	// breaker.
-	lim := redisstore.MustNew(c, core.PerSecond(1000), redisstore.WithClock(clk), redisstore.WithTimeout(5*time.Second),
+	lim := redisstore.MustNew(c, core.PerSecond(1000), redisstore.WithClock(clk), redisstore.WithTimeout(5*time.Second), redisstore.WithDenyCache(0),
 		redisstore.WithBreaker(redisstore.BreakerConfig{Window: 30 * time.Millisecond, MinCalls: 10, OpenFor: 10 * time.Millisecond}),
 		redisstore.WithFallback())
 	var calls atomic.Int64
@@ -350,4 +350,24 @@ func TestFallbackFlapping(t *testing.T) {
 	if h.Failures == 0 || h.Opens == 0 || h.LocalDecisions == 0 || h.StoreDecisions == 0 {
 		t.Errorf("%+v: want both sides deciding, failures and openings", h)
 	}
+}
+
+// TestHealthCountsRoundTrips: StoreDecisions counts the decisions Redis
+// made, one per call that reached it; the deny cache's refusals, made in
+// process, are not counted.
+func TestHealthCountsRoundTrips(t *testing.T) {
+	c, p := plugged(t)
+	lim := redisstore.MustNew(c, core.PerMinute(1))
+	ctx := context.Background()
+	d, err := lim.Allow(ctx, "k", 1)
+	want(t, "first", d, err, true, 0)
+	d, err = lim.Allow(ctx, "k", 1)
+	want(t, "refused by Redis", d, err, false, 0)
+	sent := p.sent.Load()
+	d, err = lim.Allow(ctx, "k", 1)
+	want(t, "refused by the deny cache", d, err, false, 0)
+	if p.sent.Load() != sent {
+		t.Fatal("the deny cache sent a command")
+	}
+	wantHealth(t, "after two round trips and a cached refusal", lim, core.Health{Breaker: "closed", StoreDecisions: 2})
 }

@@ -188,6 +188,7 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 		// server answered) expires unrenewed within its TTL.
 		return core.Decision{}, err
 	}
+	l.count.store.Add(1) // after a round trip: the deny cache's answers pay nothing
 	d := core.Decision{
 		Allowed:    v[0] == 1,
 		Limit:      l.limitAt(p, v[4]),

@@ -3,8 +3,6 @@ package grpcrules_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"time"
 
@@ -25,7 +23,7 @@ func Example() {
   - name: query
     match: {grpc: ["/pkg.Search/*"]}
     limit: "2/min"
-`), rules.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+`), rules.WithOnReload(func(error) {}),
 		rules.WithCoreOptions(core.WithClock(coretest.NewClock(time.Unix(1_700_000_000, 0))))) // a clock that stands still
 	if err != nil {
 		fmt.Println(err)
