@@ -170,7 +170,7 @@ func (d *Dynamic) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return d.l.Load().decide(ctx, p, key, cost)
+	return d.l.Load().allow(ctx, p, key, cost)
 }
 
 // Refund gives back cost units charged to key, under limitOf(key), never
@@ -180,5 +180,5 @@ func (d *Dynamic) Refund(ctx context.Context, key string, cost int) error {
 	if err != nil {
 		return err
 	}
-	return d.l.Load().giveBack(ctx, p, key, cost)
+	return d.l.Load().refund(ctx, p, key, cost)
 }

@@ -36,27 +36,26 @@ func localLimiter[T core.Limiter](o *options, mk func(opts ...core.Option) (T, e
 	return local, nil
 }
 
-// decide is Allow under p: Redis decides, or, when it fails and the
-// limiter falls back, the local limiter.
-func (l *Limiter) decide(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
-	d, err := l.allow(ctx, p, key, cost)
-	if err == nil || !l.failed(ctx, err) {
-		return d, err
+// allowLocal answers a call whose round trip to Redis failed with err:
+// with err, or, when the limiter falls back, with the local limiter's
+// decision. It sits on the error path alone, so that a decision from Redis
+// or the deny cache pays nothing for the fallback.
+func (l *Limiter) allowLocal(ctx context.Context, key string, cost int, err error) (core.Decision, error) {
+	if !l.failed(ctx, err) {
+		return core.Decision{}, err
 	}
-	d, err = l.local.Allow(ctx, key, cost)
+	d, err := l.local.Allow(ctx, key, cost)
 	if err == nil {
 		l.count.local.Add(1)
 	}
 	return d, err
 }
 
-// giveBack is Refund under p: to Redis, or, when it fails and the limiter
-// falls back, to the local limiter. A refund is exact only if it goes
-// where the charge was made, which the breaker's state at each call
-// decides.
-func (l *Limiter) giveBack(ctx context.Context, p *policy, key string, cost int) error {
-	err := l.refund(ctx, p, key, cost)
-	if err == nil || !l.failed(ctx, err) {
+// refundLocal answers a refund whose round trip to Redis failed with err,
+// as allowLocal answers a decision. A refund is exact only if it goes where
+// the charge was made, which the breaker's state at each call decides.
+func (l *Limiter) refundLocal(ctx context.Context, key string, cost int, err error) error {
+	if !l.failed(ctx, err) {
 		return err
 	}
 	return l.local.Refund(ctx, key, cost)

@@ -160,7 +160,7 @@ func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 // breaker is open, that error comes at once. A limiter made WithFallback
 // decides such a call locally instead.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	return l.decide(ctx, l.pol, key, cost)
+	return l.allow(ctx, l.pol, key, cost)
 }
 
 // allow is Allow under p.
@@ -186,7 +186,7 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	if err != nil {
 		// A lease the script took all the same (a timeout after the
 		// server answered) expires unrenewed within its TTL.
-		return core.Decision{}, err
+		return l.allowLocal(ctx, key, cost, err)
 	}
 	l.count.store.Add(1) // after a round trip: the deny cache's answers pay nothing
 	d := core.Decision{
@@ -247,7 +247,7 @@ func (l *Limiter) keys(rkey string) []string {
 // units key holds, never below none, and leaves every lease as it is (see
 // the package documentation).
 func (l *Limiter) Refund(ctx context.Context, key string, cost int) error {
-	return l.giveBack(ctx, l.pol, key, cost)
+	return l.refund(ctx, l.pol, key, cost)
 }
 
 // refund is Refund under p.
@@ -258,8 +258,10 @@ func (l *Limiter) refund(ctx context.Context, p *policy, key string, cost int) e
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.call(ctx, p, "refund", 'r', key, cost, "")
-	return err
+	if _, err := l.call(ctx, p, "refund", 'r', key, cost, ""); err != nil {
+		return l.refundLocal(ctx, key, cost, err)
+	}
+	return nil
 }
 
 func (p *policy) checkCost(cost int) error {

@@ -126,13 +126,13 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 // (none when the deny cache answers). It fails, or falls back, as
 // Limiter.Allow does.
 func (s *Stack) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
-	return s.l.decide(ctx, s.l.pol, key, cost)
+	return s.l.allow(ctx, s.l.pol, key, cost)
 }
 
 // Refund gives cost units back to key under every limit of the stack,
 // never beyond a whole quota, in one round trip.
 func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
-	return s.l.giveBack(ctx, s.l.pol, key, cost)
+	return s.l.refund(ctx, s.l.pol, key, cost)
 }
 
 // Policies returns the stack's limits, in order, with the names they carry
