@@ -4,8 +4,8 @@
 // [DefaultConfig], and [NewWithConfig] beside the short [New]. The result
 // is an echo.MiddlewareFunc for e.Use, a group, or one route:
 //
-//	e.Use(echomw.MustNew(apiLimiter, keyfunc.MustClientIP()))
-//	e.POST("/login", login, echomw.MustNew(loginLimiter, keyfunc.MustClientIP()))
+//	e.Use(echomw.New(httpmw.MustNew(apiLimiter, keyfunc.MustClientIP())))
+//	e.POST("/login", login, echomw.New(httpmw.MustNew(loginLimiter, keyfunc.MustClientIP())))
 //
 // The package is a thin shell around [httpmw]: Config.Options are httpmw's
 // options (cost, header style, deny and error handlers, skip, problem+json,

@@ -3,10 +3,10 @@
 // A limiter is a gin.HandlerFunc, so it goes wherever Gin takes one:
 // the whole engine, a group, or one route with a stricter policy of its own.
 //
-//	api := ginmw.MustNew(apiLimiter, keyfunc.MustClientIP())
+//	api := ginmw.New(httpmw.MustNew(apiLimiter, keyfunc.MustClientIP()))
 //	r.Use(api)                                            // every route
-//	admin := r.Group("/admin", ginmw.MustNew(adminLimiter, keyfunc.MustClientIP()))
-//	r.POST("/login", ginmw.MustNew(loginLimiter, keyfunc.MustClientIP()), login)
+//	admin := r.Group("/admin", ginmw.New(httpmw.MustNew(adminLimiter, keyfunc.MustClientIP())))
+//	r.POST("/login", ginmw.New(httpmw.MustNew(loginLimiter, keyfunc.MustClientIP())), login)
 //
 // The package is a thin shell around [httpmw]: the options are httpmw's
 // (cost, header style, deny and error handlers, skip, problem+json, failure

@@ -11,6 +11,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -23,8 +24,8 @@ func Example() {
 	byIP := keyfunc.MustClientIP()
 
 	r := gin.New()
-	r.Use(ginmw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP))
-	loginLimit := ginmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP)
+	r.Use(ginmw.New(httpmw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP)))
+	loginLimit := ginmw.New(httpmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP))
 	r.POST("/login", loginLimit, func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
 
 	var w *httptest.ResponseRecorder

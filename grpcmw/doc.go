@@ -33,7 +33,7 @@
 // (WithHeaders picks the style), and on a refusal retry-after.
 //
 // A refused call ends with codes.ResourceExhausted, the fixed message
-// MessageDenied, and three details:
+// messageDenied, and three details:
 //
 //   - google.rpc.RetryInfo: retry_delay is the Decision's exact RetryAfter
 //     (never 0), the wait after which the same call can succeed. HTTP's
@@ -56,9 +56,9 @@
 //
 // The client's faults and the server's are told apart, as httpmw does: a
 // call without a usable key (missing metadata, a malformed gateway header:
-// core.ErrBadKey) is codes.InvalidArgument with MessageBadKey; an invalid
+// core.ErrBadKey) is codes.InvalidArgument with messageBadKey; an invalid
 // cost is InvalidArgument too, and a cost the limit can never admit says
-// that retrying will not help (MessageCostTooLarge); a key or cost function
+// that retrying will not help (messageCostTooLarge); a key or cost function
 // that fails on the server's side is codes.Internal with a fixed message,
 // never the error's text; a store failure follows the FailureMode: refused
 // with ResourceExhausted, a one-second RetryInfo and ErrorInfo reason

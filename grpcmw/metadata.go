@@ -14,7 +14,7 @@ import (
 // when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
 	var pt *fields.PolicyText
-	if l.o.headers != HeadersNone {
+	if l.o.headers != core.HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
 	var v fields.Values

@@ -111,7 +111,7 @@ func TestInfrastructureExempt(t *testing.T) {
 	for _, infra := range []bool{false, true} {
 		opts := []grpcmw.Option{}
 		if infra {
-			opts = append(opts, grpcmw.WithLimitedInfrastructure())
+			opts = append(opts, limitAll)
 		}
 		for _, m := range append(methods, limited...) {
 			lim := gcra(t, core.PerMinute(1), coretest.NewClock(t0))

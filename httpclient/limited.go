@@ -77,7 +77,7 @@ var limitedOptions = []string{"WithMaxWait", "WithSleep"}
 // closed, or at once when the request fails. A key or limiter error fails
 // the request unsent, wrapping the error.
 //
-// The options it takes are WithMaxWait and WithSleep; others are an error.
+// The only option it takes is WithMaxWait; others are an error.
 func NewLimitedTransport(next http.RoundTripper, lim core.Limiter, key func(*http.Request) (string, error), opts ...Option) (*LimitedTransport, error) {
 	if lim == nil {
 		return nil, errors.New("httpclient: nil core.Limiter; make one with core.New")

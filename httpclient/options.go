@@ -13,7 +13,7 @@ import (
 )
 
 // Option configures a transport. The retry options have the names,
-// defaults and meaning of grpcmw's client options.
+// defaults and meaning of package grpcclient's.
 type Option func(*options)
 
 type options struct {
@@ -25,7 +25,7 @@ type options struct {
 	errs      option.Errors
 }
 
-// Defaults, the same as grpcmw's client defaults.
+// Defaults, the same as grpcclient's.
 const (
 	// DefaultMaxAttempts is how many times a request is sent in all,
 	// unless WithMaxAttempts says otherwise.
@@ -75,7 +75,7 @@ func WithBackoff(base, max time.Duration) Option {
 // wait too.
 //
 // For NewRetryTransport it is the longest delay a response may ask for
-// (Retry-After, or the RateLimit fields), as in grpcmw: a response asking
+// (Retry-After, or the RateLimit fields), as in grpcclient: a response asking
 // for longer is returned to the caller at once rather than waited out. The
 // jitter comes on top, so the whole wait of one request is at most
 // (WithMaxAttempts−1)·(WithMaxWait + the backoff's max), and at most
@@ -103,30 +103,28 @@ func WithMaxTotalWait(d time.Duration) Option {
 	}
 }
 
-// WithRand sets the source of NewRetryTransport's jitter: a function
-// returning a uniformly random number in [0, 1) (default math/rand/v2's
-// Float64). Tests pass a fixed one.
-func WithRand(f func() float64) Option {
+// withRand sets the source of NewRetryTransport's jitter (default
+// math/rand/v2's Float64): tests pass a fixed one.
+func withRand(f func() float64) Option {
 	return func(o *options) {
 		o.use("WithRand")
 		o.SetRand(&o.errs, f)
 	}
 }
 
-// WithSleep sets how a transport waits (default: a timer that stops early,
-// returning ctx's error, when ctx ends). Tests pass one that advances a
+// withSleep sets how a transport waits: tests pass one that advances a
 // fake clock.
-func WithSleep(f func(ctx context.Context, d time.Duration) error) Option {
+func withSleep(f func(ctx context.Context, d time.Duration) error) Option {
 	return func(o *options) {
 		o.use("WithSleep")
 		o.SetSleep(&o.errs, f)
 	}
 }
 
-// WithClock sets the clock NewRetryTransport reads to turn a Retry-After
-// HTTP-date into a delay (default core.SystemClock). Tests pass the fake
+// withClock sets the clock NewRetryTransport reads to turn a Retry-After
+// HTTP-date into a delay (default core.SystemClock): tests pass the fake
 // clock of the server they talk to.
-func WithClock(c core.Clock) Option {
+func withClock(c core.Clock) Option {
 	return func(o *options) {
 		o.use("WithClock")
 		if o.errs.Require(c != nil, "WithClock(nil); leave the option out for core.SystemClock") {

@@ -9,9 +9,9 @@
 //	...
 //	byIP, err := keyfunc.ClientIP() // the socket peer; see its options for proxies
 //	...
-//	mw, err := httpmw.Middleware(lim, byIP)
+//	mw, err := httpmw.New(lim, byIP)
 //	...
-//	http.ListenAndServe(addr, mw(mux))
+//	http.ListenAndServe(addr, mw.Handler(mux))
 //
 // The common case fits on one line, as users of go-chi/httprate know it:
 //

@@ -1,4 +1,4 @@
-package grpcmw
+package grpcclient
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"github.com/floodgate/floodgate/internal/retry"
 )
 
-// ClientOption configures the client interceptors.
-type ClientOption func(*clientOptions)
+// Option configures the client interceptors. The options have the names,
+// defaults and meaning of httpclient's retry options.
+type Option func(*options)
 
-// clientOptions is the retry policy, shared with httpclient's transports
+// options is the retry policy, shared with httpclient's transports
 // (internal/retry), and the errors of invalid options.
-type clientOptions struct {
+type options struct {
 	retry.Policy
 	errs option.Errors
 }
 
-// Client defaults.
+// Defaults, the same as httpclient's.
 const (
 	// DefaultMaxAttempts is how many times a call is tried in all, unless
 	// WithMaxAttempts says otherwise.
@@ -37,10 +38,8 @@ const (
 
 // WithMaxAttempts sets how many times a call is tried in all, the first
 // time included (default DefaultMaxAttempts). 1 turns retries off.
-func WithMaxAttempts(n int) ClientOption {
-	return func(o *clientOptions) {
-		o.SetMaxAttempts(&o.errs, n)
-	}
+func WithMaxAttempts(n int) Option {
+	return func(o *options) { o.SetMaxAttempts(&o.errs, n) }
 }
 
 // WithBackoff sets the capped exponential backoff whose full jitter is added
@@ -50,52 +49,40 @@ func WithMaxAttempts(n int) ClientOption {
 // jitter spreads the clients it refused at one instant so that they do not
 // all come back at the same one. Defaults: DefaultBackoffBase,
 // DefaultBackoffMax.
-func WithBackoff(base, max time.Duration) ClientOption {
-	return func(o *clientOptions) {
-		o.SetBackoff(&o.errs, base, max)
-	}
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *options) { o.SetBackoff(&o.errs, base, max) }
 }
 
 // WithMaxWait sets the longest retry delay a server may ask for (default
 // DefaultMaxWait): a refusal asking for longer is returned at once rather
 // than waited out. The call's deadline bounds every wait too.
-func WithMaxWait(d time.Duration) ClientOption {
-	return func(o *clientOptions) {
-		o.SetMaxWait(&o.errs, d)
-	}
+func WithMaxWait(d time.Duration) Option {
+	return func(o *options) { o.SetMaxWait(&o.errs, d) }
 }
 
 // WithMaxTotalWait bounds the waits of all a call's retries together
 // (default DefaultMaxTotalWait): a retry whose server delay would take
 // them past it is not made (the refusal is returned), and the jitter never
 // does. The call's deadline bounds them too.
-func WithMaxTotalWait(d time.Duration) ClientOption {
-	return func(o *clientOptions) {
-		o.SetMaxTotalWait(&o.errs, d)
-	}
+func WithMaxTotalWait(d time.Duration) Option {
+	return func(o *options) { o.SetMaxTotalWait(&o.errs, d) }
 }
 
-// WithRand sets the source of jitter: a function returning a uniformly
-// random number in [0, 1) (default math/rand/v2's Float64). Tests pass a
-// fixed one.
-func WithRand(f func() float64) ClientOption {
-	return func(o *clientOptions) {
-		o.SetRand(&o.errs, f)
-	}
+// withRand sets the source of jitter (default math/rand/v2's Float64):
+// tests pass a fixed one.
+func withRand(f func() float64) Option {
+	return func(o *options) { o.SetRand(&o.errs, f) }
 }
 
-// WithSleep sets how the client waits before a retry (default: a timer that
-// stops early, returning ctx's error, when ctx ends). Tests pass one that
+// withSleep sets how the client waits before a retry: tests pass one that
 // advances a fake clock.
-func WithSleep(f func(ctx context.Context, d time.Duration) error) ClientOption {
-	return func(o *clientOptions) {
-		o.SetSleep(&o.errs, f)
-	}
+func withSleep(f func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *options) { o.SetSleep(&o.errs, f) }
 }
 
-func newClientOptions(opts []ClientOption) (*clientOptions, error) {
-	o := &clientOptions{Policy: retry.Defaults()}
-	o.errs.Prefix = "grpcmw: "
+func newOptions(opts []Option) (*options, error) {
+	o := &options{Policy: retry.Defaults()}
+	o.errs.Prefix = "grpcclient: "
 	if err := option.Apply(o, &o.errs, opts); err != nil {
 		return nil, err
 	}
