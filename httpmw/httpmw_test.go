@@ -251,7 +251,7 @@ func TestErrors(t *testing.T) {
 			keyfunc.Header("X-Api-Key"), nil, 400, ""},
 		{"oversize key header", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) {
-				return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", keyfunc.ErrTooLarge)
+				return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", core.ErrKeyTooLarge)
 			}, nil, 431, ""},
 		{"no IP peer: the server's", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: @", keyfunc.ErrInvalidRemoteAddr) }, nil, 500, ""},

@@ -81,47 +81,10 @@ func ExampleJoin() {
 	// Output: 9:192.0.2.115:GET /items/{id}
 }
 
-// JoinFuncs joins key functions of other request types the way Join does.
-// A transport whose key functions take two arguments, as gRPC's take a
-// context and a method name, gathers them in one request value.
-func ExampleJoinFuncs() {
-	type call struct {
-		peer, method string
-	}
-	type callKey func(call) (string, error)
-	byPeer := callKey(func(c call) (string, error) { return c.peer, nil })
-	byMethod := callKey(func(c call) (string, error) { return c.method, nil })
-
-	key := keyfunc.JoinFuncs("example.JoinCallKeys", byPeer, byMethod)
-	fmt.Println(key(call{peer: "192.0.2.1", method: "/pkg.Svc/Get"}))
-	_, err := key(call{peer: "192.0.2.1"})
-	fmt.Println(err)
-	// Output:
-	// 9:192.0.2.112:/pkg.Svc/Get <nil>
-	// keyfunc: no key in request: JoinCallKeys: key function 1 returned an empty key
-}
-
 func ExampleHeader() {
 	key := keyfunc.Header("X-API-Key")
 	r := httptest.NewRequest("GET", "/", nil)
 	_, err := key(r)
 	fmt.Println(errors.Is(err, keyfunc.ErrNoKey))
 	// Output: true
-}
-
-// An IPResolver applies ClientIP's rules to a peer address and header values
-// that do not come from an *http.Request, such as a gRPC peer and its
-// x-forwarded-for metadata.
-func ExampleIPResolver() {
-	res, err := keyfunc.NewIPResolver(keyfunc.WithTrustedProxies("10.0.0.0/8"))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(res.Header())
-	fmt.Println(res.Resolve("10.0.0.1:34567", []string{"6.6.6.6, 203.0.113.7"}))
-	fmt.Println(res.Resolve("198.51.100.9:34567", []string{"6.6.6.6"}))
-	// Output:
-	// X-Forwarded-For
-	// 203.0.113.7 <nil>
-	// 198.51.100.9 <nil>
 }
