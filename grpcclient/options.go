@@ -19,25 +19,8 @@ type options struct {
 	errs option.Errors
 }
 
-// Defaults, the same as httpclient's.
-const (
-	// DefaultMaxAttempts is how many times a call is tried in all, unless
-	// WithMaxAttempts says otherwise.
-	DefaultMaxAttempts = retry.DefaultMaxAttempts
-	// DefaultBackoffBase and DefaultBackoffMax bound the jitter added to a
-	// server's retry delay (see WithBackoff).
-	DefaultBackoffBase = retry.DefaultBackoffBase
-	DefaultBackoffMax  = retry.DefaultBackoffMax
-	// DefaultMaxWait is the longest retry delay a server may ask for before
-	// the client gives up instead (see WithMaxWait).
-	DefaultMaxWait = retry.DefaultMaxWait
-	// DefaultMaxTotalWait is the longest a call waits for its retries in
-	// all (see WithMaxTotalWait).
-	DefaultMaxTotalWait = retry.DefaultMaxTotalWait
-)
-
 // WithMaxAttempts sets how many times a call is tried in all, the first
-// time included (default DefaultMaxAttempts). 1 turns retries off.
+// time included (default 3). 1 turns retries off.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) { o.SetMaxAttempts(&o.errs, n) }
 }
@@ -47,21 +30,20 @@ func WithMaxAttempts(n int) Option {
 // server's delay plus a uniformly random duration in [0, min(max,
 // base·2^(n-1))). The server's delay says when a retry can succeed; the
 // jitter spreads the clients it refused at one instant so that they do not
-// all come back at the same one. Defaults: DefaultBackoffBase,
-// DefaultBackoffMax.
+// all come back at the same one. Defaults: 100ms and 5s.
 func WithBackoff(base, max time.Duration) Option {
 	return func(o *options) { o.SetBackoff(&o.errs, base, max) }
 }
 
-// WithMaxWait sets the longest retry delay a server may ask for (default
-// DefaultMaxWait): a refusal asking for longer is returned at once rather
+// WithMaxWait sets the longest retry delay a server may ask for (default a
+// minute): a refusal asking for longer is returned at once rather
 // than waited out. The call's deadline bounds every wait too.
 func WithMaxWait(d time.Duration) Option {
 	return func(o *options) { o.SetMaxWait(&o.errs, d) }
 }
 
 // WithMaxTotalWait bounds the waits of all a call's retries together
-// (default DefaultMaxTotalWait): a retry whose server delay would take
+// (default 3 minutes): a retry whose server delay would take
 // them past it is not made (the refusal is returned), and the jitter never
 // does. The call's deadline bounds them too.
 func WithMaxTotalWait(d time.Duration) Option {

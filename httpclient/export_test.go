@@ -6,3 +6,14 @@ var (
 	WithSleep = withSleep
 	WithClock = withClock
 )
+
+// The RateLimit field parsers and their results, for the parser tests.
+var (
+	ParseRateLimit       = parseRateLimit
+	ParseRateLimitPolicy = parseRateLimitPolicy
+)
+
+type (
+	Quota  = quota
+	Policy = policy
+)

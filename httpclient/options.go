@@ -25,30 +25,13 @@ type options struct {
 	errs      option.Errors
 }
 
-// Defaults, the same as grpcclient's.
-const (
-	// DefaultMaxAttempts is how many times a request is sent in all,
-	// unless WithMaxAttempts says otherwise.
-	DefaultMaxAttempts = retry.DefaultMaxAttempts
-	// DefaultBackoffBase and DefaultBackoffMax bound the jitter added to
-	// a retry's wait (see WithBackoff).
-	DefaultBackoffBase = retry.DefaultBackoffBase
-	DefaultBackoffMax  = retry.DefaultBackoffMax
-	// DefaultMaxWait is the longest wait a transport accepts before one
-	// request is sent (see WithMaxWait).
-	DefaultMaxWait = retry.DefaultMaxWait
-	// DefaultMaxTotalWait bounds the waits of all a request's retries
-	// together (see WithMaxTotalWait).
-	DefaultMaxTotalWait = retry.DefaultMaxTotalWait
-)
-
 // DefaultStatusCodes are the statuses NewRetryTransport retries unless
 // WithStatusCodes says otherwise: 429 Too Many Requests and 503 Service
 // Unavailable, the two that come with Retry-After.
 var DefaultStatusCodes = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
 
 // WithMaxAttempts sets how many times NewRetryTransport sends a request in
-// all, the first time included (default DefaultMaxAttempts). 1 turns
+// all, the first time included (default 3). 1 turns
 // retries off.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) {
@@ -62,7 +45,7 @@ func WithMaxAttempts(n int) Option {
 // gives one, plus a uniformly random duration in [0, min(max,
 // base·2^(n-1))) (full jitter). The server's delay says when a retry can
 // succeed; the jitter spreads the clients it refused at one instant.
-// Defaults: DefaultBackoffBase, DefaultBackoffMax.
+// Defaults: 100ms and 5s.
 func WithBackoff(base, max time.Duration) Option {
 	return func(o *options) {
 		o.use("WithBackoff")
@@ -71,7 +54,7 @@ func WithBackoff(base, max time.Duration) Option {
 }
 
 // WithMaxWait sets the longest wait a transport accepts before it sends
-// one request (default DefaultMaxWait); the request's context bounds every
+// one request (default a minute); the request's context bounds every
 // wait too.
 //
 // For NewRetryTransport it is the longest delay a response may ask for
@@ -92,7 +75,7 @@ func WithMaxWait(d time.Duration) Option {
 }
 
 // WithMaxTotalWait bounds the waits of all of one request's retries
-// together (default DefaultMaxTotalWait), for NewRetryTransport: a retry
+// together (default 3 minutes), for NewRetryTransport: a retry
 // whose server delay would take them past it is not made (the response is
 // returned), and the jitter never does. The request's context bounds them
 // too.

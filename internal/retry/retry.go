@@ -9,8 +9,7 @@ import (
 	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
-// Defaults of a Policy, which the client packages export under their own
-// names.
+// Defaults of a Policy, which the client packages' option docs state.
 const (
 	DefaultMaxAttempts = 3
 	DefaultBackoffBase = 100 * time.Millisecond
