@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // inflight is a concurrency limiter: at most max requests per key at once,
@@ -98,7 +98,7 @@ type stack struct {
 func newStack(clock core.Clock, limits ...core.Limit) *stack {
 	s := &stack{limits: limits}
 	for _, l := range limits {
-		s.limiters = append(s.limiters, core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
+		s.limiters = append(s.limiters, core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock)))
 	}
 	return s
 }
@@ -160,7 +160,7 @@ var (
 
 // gcra is the suite's limiter for l on clock.
 func gcra(clock *coretest.Clock, l core.Limit) core.Limiter {
-	return core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA))
+	return core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock))
 }
 
 // fresh is the configuration of the other scenarios: global and login on

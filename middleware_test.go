@@ -33,12 +33,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/grpcclient"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -277,7 +277,7 @@ func run(t *testing.T, cfg config, steps []step, tg target) []response {
 	// GCRA decides in integer nanoseconds, so every RetryAfter in the table
 	// is exact; the token bucket's float arithmetic can end a wait 1ns short.
 	newLimiter := func(l core.Limit) core.Limiter {
-		return s.wrap(core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
+		return s.wrap(core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock)))
 	}
 	obs := &observed{}
 	a := app{global: failing{}, login: newLimiter(login), mode: cfg.mode, obs: obs}

@@ -18,11 +18,11 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -82,18 +82,18 @@ func TestShadowEveryConsumer(t *testing.T) {
 	t.Parallel()
 	kinds := []struct {
 		name    string
-		opts    []core.Option
+		set     func(core.Limit) core.Limit
 		outcome core.Outcome
 	}{
-		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
-		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+		{"refusing", func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }, core.OutcomeDenied},
+		{"shaping", func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }, core.OutcomeShaped},
 	}
 	for _, kind := range kinds {
 		for _, c := range consumers {
 			t.Run(kind.name+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
-				lim := core.MustNew(core.PerMinute(1).WithName("trial"), append([]core.Option{core.WithClock(clock)}, kind.opts...)...)
+				lim := core.MustNew(kind.set(core.PerMinute(1).WithName("trial")), core.WithClock(clock))
 				if d, err := lim.Allow(context.Background(), "k", 1); err != nil || !d.Allowed || d.Delay != 0 {
 					t.Fatalf("spending the quota: %+v, %v", d, err)
 				}

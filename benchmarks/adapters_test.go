@@ -21,8 +21,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/internal/benchwork"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 

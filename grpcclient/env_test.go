@@ -32,7 +32,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 // gcra makes an in-memory limiter on clock.
 func gcra(t *testing.T, l core.Limit, clock core.Clock) *core.Keyed {
 	t.Helper()
-	lim, err := core.New(l, core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	lim, err := core.New(l.WithAlgorithm(core.GCRA), core.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestShadowExhausted: an exhausted limit, a refusing one or a shaping one
@@ -27,11 +27,11 @@ func TestShadowExhausted(t *testing.T) {
 	const method = "/floodgate.test.Chat/Talk"
 	kinds := []struct {
 		name    string
-		opts    []core.Option
+		set     func(core.Limit) core.Limit
 		outcome core.Outcome
 	}{
-		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
-		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+		{"refusing", func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }, core.OutcomeDenied},
+		{"shaping", func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }, core.OutcomeShaped},
 	}
 	ways := []struct {
 		name string
@@ -76,7 +76,7 @@ func TestShadowExhausted(t *testing.T) {
 			for _, entry := range entries {
 				t.Run(kind.name+"/"+way.name+"/"+entry.name, func(t *testing.T) {
 					t.Parallel()
-					inner := gcraOpts(t, core.PerMinute(1).WithName("trial"), kind.opts...)
+					inner := gcraOpts(t, kind.set(core.PerMinute(1).WithName("trial")))
 					if d, err := inner.Allow(context.Background(), "k", 1); err != nil || !d.Allowed || d.Delay != 0 {
 						t.Fatalf("spending the quota: %+v, %v", d, err)
 					}

@@ -21,11 +21,11 @@ func TestShadowExhausted(t *testing.T) {
 	t.Parallel()
 	kinds := []struct {
 		name    string
-		opts    []core.Option
+		set     func(core.Limit) core.Limit
 		outcome core.Outcome
 	}{
-		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
-		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+		{"refusing", func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }, core.OutcomeDenied},
+		{"shaping", func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }, core.OutcomeShaped},
 	}
 	ways := []struct {
 		name   string
@@ -52,7 +52,7 @@ func TestShadowExhausted(t *testing.T) {
 		for _, way := range ways {
 			t.Run(kind.name+"/"+way.name, func(t *testing.T) {
 				t.Parallel()
-				inner, _ := newKeyed(t, core.PerMinute(1).WithName("trial"), kind.opts...)
+				inner, _ := newKeyed(t, kind.set(core.PerMinute(1).WithName("trial")))
 				// Spend the quota (the shaper's turn) as enforcing would.
 				if d, err := inner.Allow(context.Background(), "192.0.2.1:1234", 1); err != nil || !d.Allowed || d.Delay != 0 {
 					t.Fatalf("spending the quota: %+v, %v", d, err)

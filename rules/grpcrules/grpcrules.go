@@ -57,10 +57,10 @@ func WithKey(name string, f grpcmw.KeyFunc) Option {
 // Interceptors limits gRPC calls by the rules of a Set. It is safe for
 // concurrent use.
 type Interceptors struct {
-	set  *rules.Set
-	slot rules.Slot
-	o    options
-	ip   grpcmw.KeyFunc
+	set *rules.Set
+	get func(*rules.Table) any // this Interceptors' state in a Table
+	o   options
+	ip  grpcmw.KeyFunc
 }
 
 // table is what Interceptors keeps in each rules.Table.
@@ -92,11 +92,11 @@ func New(set *rules.Set, opts ...Option) (*Interceptors, error) {
 		return nil, fmt.Errorf("grpcrules: WithPeerIP: %w", err)
 	}
 	ic.ip = ip
-	slot, err := set.Attach(ic.build)
+	get, err := set.Attach(ic.build)
 	if err != nil {
 		return nil, err
 	}
-	ic.slot = slot
+	ic.get = get
 	return ic, nil
 }
 
@@ -164,7 +164,7 @@ func (ic *Interceptors) lookup(fullMethod string) *rule {
 	if c == nil {
 		return nil
 	}
-	return t.Attached(ic.slot).(*table).byRule[c]
+	return ic.get(t).(*table).byRule[c]
 }
 
 // UnaryServerInterceptor limits unary calls by the rules in force when
