@@ -98,7 +98,7 @@ func TestMeteredPushbackOnce(t *testing.T) {
 }
 
 // TestInfrastructureExempt: health and reflection are not limited by
-// default, and are with WithLimitedInfrastructure.
+// default, and are when a WithSkip function replaces the default.
 func TestInfrastructureExempt(t *testing.T) {
 	t.Parallel()
 	methods := []string{

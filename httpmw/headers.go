@@ -21,32 +21,9 @@ func newPolicy(l core.Limit) *policy {
 }
 
 // writeHeaders sets the rate-limit headers for d on h, in the configured
-// style, and Retry-After when d is a denial (whatever the style). It writes
-// only values computed from d, never anything from the request:
-//
-//	X-RateLimit-Limit:     d.Limit.Events
-//	X-RateLimit-Remaining: d.Remaining
-//	X-RateLimit-Reset:     ceil(d.ResetAfter) in seconds from now
-//	RateLimit-Policy:      "name";q=<Events>;w=<ceil(Period) in seconds, >= 1>
-//	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
-//	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
-//
-// where name is d.Limit.Name, or "default" when empty. A name that
-// core.Limit.Validate would refuse (a custom core.Limiter's) is sent as
-// printable ASCII, other bytes as '_', and one longer than 72 bytes (fewer
-// when it holds '"' or '\', which are escaped) is cut, so that no number
-// is ever left out and no header grows with a name; the
-// problem+json body names the policy the same way. When the limiter is
-// a stack of limits (it implements [core.PolicyLister]), RateLimit-Policy
-// lists every policy, in order, as a Structured Field List
-// ("burst";q=10;w=1, "day";q=1000;w=86400), and the other headers describe
-// d.Limit, the policy that decided (the one that refused, or the one with
-// the least left). Negative numbers from
-// a misbehaving core.Limiter are written as 0. grpcmw sends the same values
-// as metadata.
-//
-// It runs before the next handler, so every limited response carries the
-// headers whatever status it ends with. Each header gets a slice whose
+// style, and Retry-After when d is a denial (whatever the style), with the
+// values the package documentation lists: only values computed from d,
+// never anything from the request. Each header gets a slice whose
 // capacity equals its length, so a later h.Add copies rather than
 // overwriting a neighbour. list is the RateLimit-Policy list of the
 // limiter that decided ("" for a single limit).

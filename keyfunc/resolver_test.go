@@ -9,7 +9,7 @@ import (
 )
 
 // TestIPResolverMatchesClientIP runs requests through ClientIP and the same
-// peer and header lines through IPResolver.Resolve, under each
+// peer and header lines through clientip.Resolver.Resolve, under each
 // configuration: keys and errors must be identical, since one is built on
 // the other and the gRPC adapter relies on that.
 func TestIPResolverMatchesClientIP(t *testing.T) {
