@@ -58,7 +58,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	l := &Limiter{lim: lim}
 	l.o.Prefix = "grpcmw: "
-	l.o.Pipeline.Skip = onCall(SkipInfrastructure)
+	l.o.skip = SkipInfrastructure
 	if err := option.Apply(&l.o, &l.o.Errors, opts); err != nil {
 		return nil, err
 	}
@@ -67,6 +67,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	}
 	l.o.headers = l.o.Headers
 	cfg := l.o.Pipeline
+	cfg.Skip = nil // the interceptors skip first (options.skip)
 	cfg.Transport = "grpc"
 	cfg.Key = func(c call) (string, error) { return key(c.ctx, c.method) }
 	l.p = pipeline.New(cfg)
@@ -93,6 +94,9 @@ func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if l.o.skip(ctx, info.FullMethod) {
+			return handler(ctx, req)
+		}
 		var res pipeline.Result
 		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
@@ -113,6 +117,9 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
+		if l.o.skip(ctx, info.FullMethod) {
+			return handler(srv, ss)
+		}
 		var res pipeline.Result
 		if err := l.admit(ctx, info.FullMethod, sink{ss: ss}, &res); err != nil {
 			return err
@@ -160,6 +167,9 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 // package's interceptors).
 func (l *Limiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
+	if l.o.skip(ctx, method) {
+		return nil
+	}
 	var res pipeline.Result
 	if err := l.admit(ctx, method, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 		return err

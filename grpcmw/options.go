@@ -20,6 +20,10 @@ type options struct {
 	meter bool
 	// headers is Adapter.Headers, where the metadata writer reads it.
 	headers core.HeaderStyle
+	// skip is the WithSkip function, or SkipInfrastructure. The
+	// interceptors call it before the pipeline, so that a skipped call
+	// costs one call of it.
+	skip func(ctx context.Context, fullMethod string) bool
 }
 
 // onCall turns a function of a call's context and full method into one of
@@ -41,7 +45,12 @@ func onCall[T any](f func(context.Context, string) T) func(call) T {
 //		return m == "/admin.v1.Admin/Drain" || grpcmw.SkipInfrastructure(ctx, m)
 //	})
 func WithSkip(f func(ctx context.Context, fullMethod string) bool) Option {
-	return func(o *options) { o.Skip(onCall(f)) }
+	return func(o *options) {
+		o.Skip(onCall(f)) // validates f
+		if f != nil {
+			o.skip = f
+		}
+	}
 }
 
 // WithCost sets how many units a call spends (default: 1, without calling

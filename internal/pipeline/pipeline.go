@@ -72,8 +72,9 @@ func New[R any](c Config[R]) *Pipeline[R] {
 // Result is how one request ended.
 type Result struct {
 	// Skipped reports that the request was exempt (the skip function, or
-	// no limiter chosen by Config.Select) or free (cost 0): it was not counted, gets no rate-limit fields and is
-	// not observed. Outcome is then meaningless.
+	// no limiter chosen by Config.Select) or free (cost 0): it was not
+	// counted, gets no rate-limit fields and is not observed. Outcome is
+	// then meaningless.
 	Skipped bool
 	// Outcome is how the request ended.
 	Outcome core.Outcome
