@@ -73,3 +73,21 @@ func ExampleWithHTTPErrors() {
 	// 429
 	// {"error":"Too Many Requests","retry_after":"3600"}
 }
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	e := echo.New()
+	e.Use(echomw.LimitByIP(core.PerMinute(2)))
+	e.GET("/", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
+}

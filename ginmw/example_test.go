@@ -46,3 +46,22 @@ func Example() {
 	// Retry-After: 20
 	// Too Many Requests
 }
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(ginmw.LimitByIP(core.PerMinute(2)))
+	r.GET("/", func(c *gin.Context) { c.Status(http.StatusOK) })
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
+}

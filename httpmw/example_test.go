@@ -115,3 +115,19 @@ func ExampleLimiter_Check() {
 	// err=rate limited: 429 Retry-After="60"
 	// err=status 400 Retry-After=""
 }
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	h := httpmw.LimitByIP(core.PerMinute(2))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for range 3 {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
+}
