@@ -3,8 +3,11 @@ package keyfunc_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -87,4 +90,21 @@ func ExampleHeader() {
 	_, err := key(r)
 	fmt.Println(errors.Is(err, keyfunc.ErrNoKey))
 	// Output: true
+}
+
+// Keyed by route, /users/1 and /users/2 share /users/{id}'s limit: the
+// limiter sits on the route, where the ServeMux has recorded its pattern.
+func ExampleRoute() {
+	l := httpmw.MustNew(core.MustNew(core.PerMinute(2)), keyfunc.Route())
+	mux := http.NewServeMux()
+	mux.Handle("GET /users/{id}", l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	for _, path := range []string{"/users/1", "/users/2", "/users/3"} {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Println(path, w.Code)
+	}
+	// Output:
+	// /users/1 200
+	// /users/2 200
+	// /users/3 429
 }
