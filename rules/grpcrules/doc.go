@@ -15,7 +15,7 @@
 // match its full method, through a grpcmw.Limiter made for that rule with
 // the rule's limiter, key and cost; a call no rule matches goes on
 // untouched. The rule's key parts mean, for gRPC: ip the peer's address
-// (grpcmw.KeyByPeerIP with [WithPeerIP]'s options), header:NAME the
+// (grpcmw.KeyByPeerIP, or the key [WithKey] registers as "ip"), header:NAME the
 // incoming metadata of that name in lower case, method the full method,
 // global one key for all, and a name registered with [WithKey]. The
 // grpcmw Limiters are made for every Table the Set compiles, before it
