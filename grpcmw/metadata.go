@@ -17,19 +17,11 @@ func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
 	if l.o.headers != HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
-	var v fields.Values
-	v.Format(d, pt, l.o.headers)
-	v.SetPolicies(list)
-	if v.Len() == 0 {
+	if l.o.headers == HeadersNone && d.Allowed {
 		return nil
 	}
-	vals, text := fields.Take(v.Len(), v.Text())
-	md := make(metadata.MD, v.Len())
-	for i := range vals {
-		f, val := v.Field(i, text)
-		vals[i] = val
-		md[f.Metadata()] = vals[i : i+1 : i+1]
-	}
+	md := make(metadata.MD, 6)
+	fields.Put(md, fields.MetadataKeys, &d, pt, l.o.headers, list)
 	return md
 }
 

@@ -60,27 +60,19 @@ func newPolicy(l core.Limit, problem bool) *policy {
 // request decided by a [WithLimiterFunc] limiter, [Limiter.Check] lists
 // that limiter's.
 func (l *Limiter) WriteHeaders(h http.Header, d core.Decision) {
-	l.writeHeaders(h, d, l.list)
+	l.writeHeaders(h, &d, l.list)
 }
 
 // writeHeaders is WriteHeaders with list, the RateLimit-Policy list of the
 // limiter that decided ("" for a single limit).
-func (l *Limiter) writeHeaders(h http.Header, d core.Decision, list string) {
+func (l *Limiter) writeHeaders(h http.Header, d *core.Decision, list string) {
 	var pt *fields.PolicyText
 	if l.o.headers != HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
-	var v fields.Values
-	v.Format(d, pt, l.o.headers)
-	v.SetPolicies(list)
-	// The text and the value slots come from a slab (see fields.Take): no
-	// allocation on most requests.
-	vals, text := fields.Take(v.Len(), v.Text())
-	for i := range vals {
-		f, val := v.Field(i, text)
-		vals[i] = val
-		h[f.HTTP()] = vals[i : i+1 : i+1]
-	}
+	// The values and their text come from a slab (see fields.Take): no
+	// allocation on most requests, and the keys are already canonical.
+	fields.Put(h, fields.HTTPKeys, d, pt, l.o.headers, list)
 }
 
 // ProblemType is the RFC 9457 problem type URI of a [WithProblemDetails]

@@ -136,8 +136,13 @@ func Wrap(lim core.Limiter, key keyfunc.Func, h http.Handler, opts ...Option) (h
 // context, which next is expected to heed).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := l.Enter(w, r)
-		if !a.admitted {
+		var a Admission
+		if !l.enter(w, r, &a) {
+			return
+		}
+		if a.Decision.Lease == nil {
+			// Nothing to end: no defer on the common path.
+			next.ServeHTTP(w, a.request)
 			return
 		}
 		defer a.End()
@@ -196,14 +201,8 @@ func (a *Admission) End() {
 // shaped request waits here for its turn, and a held denial
 // ([WithDenialHold]) is held here.
 func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
-	a, err := l.Check(w.Header(), r)
-	switch {
-	case a.admitted:
-	case err != nil:
-		l.WriteError(w, r, err)
-	default:
-		l.WriteDenied(w, r, a.Decision)
-	}
+	var a Admission
+	l.enter(w, r, &a)
 	return a
 }
 
@@ -241,40 +240,8 @@ func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
 // decision was made, h is untouched, and the answer is
 // [Limiter.WriteError]'s (see also [Limiter.WriteErrorHeaders]).
 func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error) {
-	var res pipeline.Result
-	ctx := r.Context()
-	l.p.Run(ctx, r, l.limiter, 0, &res)
-	a.request = r
-	switch {
-	case res.Skipped || res.FailedOpen:
-		a.admitted = true
-		return a, nil
-	case res.Shadow:
-		a.admitted, a.Decision = true, res.Decision
-		if res.ShadowHeaders && res.Err == nil {
-			l.writeHeaders(h, res.ShadowDecision(), l.listOf(&res))
-		}
-		if l.o.refundInner {
-			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
-		}
-		return a, nil
-	case res.Err != nil:
-		return a, res.Err
-	}
-	l.writeHeaders(h, res.Decision, l.listOf(&res))
-	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
-	if a.admitted && l.o.refundInner {
-		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
-	}
-	return a, nil
-}
-
-// listOf is the RateLimit-Policy list of the limiter that decided res.
-func (l *Limiter) listOf(res *pipeline.Result) string {
-	if res.Limiter != nil {
-		return l.lists.Of(res.Limiter)
-	}
-	return l.list
+	err = l.check(h, r, &a)
+	return a, err
 }
 
 // Decide is [Limiter.Check] in the form it had before [Admission]: ok
