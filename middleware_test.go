@@ -610,6 +610,10 @@ func buildGRPC(t *testing.T, a app) client {
 		grpcmw.WithFailureMode(a.mode),
 		grpcmw.WithObserver(a.obs),
 		grpcmw.WithLimitedInfrastructure(),
+		// Every call's fields, as HTTP sends them, so that the targets
+		// compare field by field (grpcmw's default sends them only on
+		// refusals and near the limit).
+		grpcmw.WithHeaders(grpcmw.HeadersBoth),
 	}
 	if a.hold > 0 {
 		opts = append(opts, grpcmw.WithDenialHold(a.hold, 1))

@@ -30,7 +30,8 @@ func ExampleWithRefundOnInnerRefusal() {
 	list := core.MustNew(core.PerMinute(1).WithName("list"), core.WithClock(clock))
 	key := grpcmw.KeyByMetadata("x-api-key")
 
-	global := grpcmw.MustNew(free, key, grpcmw.WithLimitedInfrastructure(),
+	// WithHeaders(HeadersBoth): every call's metadata, to show the quotas.
+	global := grpcmw.MustNew(free, key, grpcmw.WithLimitedInfrastructure(), grpcmw.WithHeaders(grpcmw.HeadersBoth),
 		grpcmw.WithRefundOnInnerRefusal(),
 		grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
 			if k := metadata.ValueFromIncomingContext(ctx, "x-api-key"); len(k) == 1 && strings.HasPrefix(k[0], "paid-") {
@@ -38,7 +39,7 @@ func ExampleWithRefundOnInnerRefusal() {
 			}
 			return nil // free
 		}))
-	inner := grpcmw.MustNew(list, key, grpcmw.WithLimitedInfrastructure(),
+	inner := grpcmw.MustNew(list, key, grpcmw.WithLimitedInfrastructure(), grpcmw.WithHeaders(grpcmw.HeadersBoth),
 		grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != "/grpc.health.v1.Health/List" }))
 
 	lis := bufconn.Listen(1 << 20)

@@ -60,9 +60,9 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // method's own limiter (WithMethodLimiter). key is required, so every call
 // site says what it limits by: KeyByPeerIP, KeyByMetadata, KeyByMethod,
 // Constant and JoinKeys are the usual ones. Options default to: cost 1 per
-// call, every method limited but health and reflection, both header styles,
-// FailClosed, no error hook or observer, streams checked only when they
-// open.
+// call, every method limited but health and reflection, rate-limit
+// metadata on refusals and near the limit (see WithHeaders), FailClosed,
+// no error hook or observer, streams checked only when they open.
 func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	if lim == nil {
 		return nil, errors.New("grpcmw: nil core.Limiter; make one with core.New")
@@ -73,6 +73,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	l := &Limiter{def: lim}
 	l.defList = l.lists.Of(lim)
 	l.o.errs.Prefix = "grpcmw: "
+	l.o.headers = headersNearLimit
 	if err := option.Apply(&l.o, &l.o.errs, opts); err != nil {
 		return nil, err
 	}

@@ -206,7 +206,9 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	lim := gcra(t, core.PerMinute(3), clock)
-	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), grpcmw.WithLimitedInfrastructure()))
+	// Every call's metadata, not only the default's refusals and calls
+	// near the limit.
+	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), grpcmw.WithLimitedInfrastructure(), grpcmw.WithHeaders(grpcmw.HeadersBoth)))
 	ctx := callCtx(t)
 	const policy = `"default";q=3;w=60`
 
@@ -346,6 +348,7 @@ func TestPerMethodLimiterAndExempt(t *testing.T) {
 		grpcmw.WithMethodLimiter(mList, list),
 		grpcmw.WithExempt(mWatch),
 		grpcmw.WithLimitedInfrastructure(),
+		grpcmw.WithHeaders(grpcmw.HeadersBoth),
 	))
 	ctx := callCtx(t)
 

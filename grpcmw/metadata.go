@@ -8,20 +8,46 @@ import (
 	"github.com/floodgate/floodgate/internal/fields"
 )
 
+// headersNearLimit is the default style: both styles' fields on a refusal
+// and on an admission that leaves at most a tenth of the policy's burst,
+// none on the other admissions. gRPC clients rarely read rate-limit
+// metadata on success, and setting five fields on every call costs more
+// than the decision (grpc joins and encodes each). It is no
+// core.HeaderStyle a caller can pass: WithHeaders refuses it.
+const headersNearLimit HeaderStyle = 0xff
+
+// nearLimit reports whether d leaves at most a tenth of its policy's burst
+// (Events when Burst is 0), rounded down: the last tenth of a burst of 100,
+// the last call of a burst under 20.
+func nearLimit(d *core.Decision) bool {
+	quota := d.Limit.Burst
+	if quota <= 0 {
+		quota = d.Limit.Events
+	}
+	return d.Remaining <= quota/10
+}
+
 // headerMD returns the response header metadata for d: the values httpmw
 // writes as headers for the same Decision (the same formatter), under
-// lower-case keys. list is the deciding limiter's RateLimit-Policy list
-// when it is a stack ("" otherwise).
+// lower-case keys, or nil when the style sends none for d. list is the
+// deciding limiter's RateLimit-Policy list when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
-	var pt *fields.PolicyText
-	if l.o.headers != HeadersNone {
-		pt = &l.policies.Get(d.Limit).PolicyText
+	style := l.o.headers
+	if style == headersNearLimit {
+		if d.Allowed && !nearLimit(&d) {
+			return nil
+		}
+		style = HeadersBoth
 	}
-	if l.o.headers == HeadersNone && d.Allowed {
+	if style == HeadersNone && d.Allowed {
 		return nil
 	}
+	var pt *fields.PolicyText
+	if style != HeadersNone {
+		pt = &l.policies.Get(d.Limit).PolicyText
+	}
 	md := make(metadata.MD, 6)
-	fields.Put(md, fields.MetadataKeys, &d, pt, l.o.headers, list)
+	fields.Put(md, fields.MetadataKeys, &d, pt, style, list)
 	return md
 }
 

@@ -219,8 +219,11 @@ func WithObserver(obs core.Observer) Option {
 }
 
 // WithHeaders selects which rate-limit fields go into response header
-// metadata (default HeadersBoth). retry-after is sent on every denial
-// whatever the style.
+// metadata, sent on every limited call. retry-after is sent on every
+// denial whatever the style. Without it, both styles' fields are sent only
+// on refusals and on admissions that leave at most a tenth of the
+// policy's burst; other admitted calls carry none (see the package
+// documentation).
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
 		if o.errs.Require(s.Valid(), "WithHeaders: unknown style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
