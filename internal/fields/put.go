@@ -47,10 +47,19 @@ func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, styl
 		return 0
 	}
 	// The text is formatted straight into the slab: need is the most it
-	// can take (bufLen at most, well under a slab's text).
-	need := maxNumbers
-	if ietf {
-		need += len(p.prefix)
+	// can take (bufLen at most, well under a slab's text), each number at
+	// most 20 bytes: RateLimit's "name";r=R;t=T holds Remaining and one of
+	// Reset and Retry-After, the legacy values are two numbers of their
+	// own without it, and a denial adds at most two.
+	need := 0
+	switch {
+	case ietf:
+		need = len(p.prefix) + len(";t=") + 2*20
+	case legacy:
+		need = 2 * 20
+	}
+	if !d.Allowed {
+		need += 2 * 20
 	}
 	s := slabs.Get().(*slab)
 	if s.nv+n > slabVals || s.nt+need > slabText {
@@ -59,12 +68,17 @@ func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, styl
 	}
 	vals := s.vals[s.nv : s.nv+n : s.nv+n]
 	b, sp := format(s.text[s.nt:s.nt:slabText], d, p, legacy, ietf)
-	// These bytes are never written again (nt only grows and a slab is
-	// never reset), which is what unsafe.String requires; every set of
-	// fields has some text.
-	text := unsafe.String(&s.text[s.nt], len(b))
+	var text string
+	if start := &s.text[s.nt]; unsafe.SliceData(b) == start {
+		// These bytes are never written again (nt only grows and a slab
+		// is never reset), which is what unsafe.String requires; every
+		// set of fields has some text.
+		text = unsafe.String(start, len(b))
+		s.nt += len(b)
+	} else {
+		text = string(b) // need was short and append moved b: never, but safe
+	}
 	s.nv += n
-	s.nt += len(b)
 	slabs.Put(s)
 
 	names := &httpNames
