@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // inflight is a concurrency limiter: at most max requests per key at once,
@@ -98,7 +98,7 @@ type stack struct {
 func newStack(clock core.Clock, limits ...core.Limit) *stack {
 	s := &stack{limits: limits}
 	for _, l := range limits {
-		s.limiters = append(s.limiters, core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
+		s.limiters = append(s.limiters, core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock)))
 	}
 	return s
 }
@@ -160,7 +160,7 @@ var (
 
 // gcra is the suite's limiter for l on clock.
 func gcra(clock *coretest.Clock, l core.Limit) core.Limiter {
-	return core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA))
+	return core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock))
 }
 
 // fresh is the configuration of the other scenarios: global and login on
@@ -253,17 +253,16 @@ var features = []feature{
 	}},
 	{"shadow mode: decided and observed, never enforced", func(clock *coretest.Clock) app {
 		a := fresh(clock)
-		a.global = &core.Shadow{Limiter: a.global}
-		a.login = &core.Shadow{Limiter: a.login, Headers: true}
+		a.shadow = true
 		a.hold = 40 * time.Millisecond // a shadow denial is never held
 		return a
 	}, []fstep{
-		// No fields without Headers: clients see no sign of the policy.
+		// No fields without WithHeaders: clients see no sign of the policy.
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
-		// With Headers: what enforcing would send, less Retry-After.
+		// With WithHeaders: what enforcing would send, less Retry-After.
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields, events: []string{"denied+admitted+shadow"}},
 		// A request with no key goes through too, and is reported.

@@ -33,11 +33,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -237,6 +237,7 @@ type app struct {
 	layered  bool                          // global on every route (but /health) outside login, refunded when login refuses
 	hold     time.Duration                 // WithDenialHold(hold, 1) on every limiter
 	pick     func(key string) core.Limiter // WithLimiterFunc by API key
+	shadow   bool                          // WithShadow on every limiter, WithHeaders on login's
 	started  chan struct{}                 // a "wait" handler sends on it once running
 	inflight *inflight                     // what a "probe" handler reports
 }
@@ -275,7 +276,7 @@ func run(t *testing.T, cfg config, steps []step, tg target) []response {
 	// GCRA decides in integer nanoseconds, so every RetryAfter in the table
 	// is exact; the token bucket's float arithmetic can end a wait 1ns short.
 	newLimiter := func(l core.Limit) core.Limiter {
-		return s.wrap(core.MustNew(l, core.WithClock(clock), core.WithAlgorithm(core.GCRA)))
+		return s.wrap(core.MustNew(l.WithAlgorithm(core.GCRA), core.WithClock(clock)))
 	}
 	obs := &observed{}
 	a := app{global: failing{}, login: newLimiter(login), mode: cfg.mode, obs: obs}
@@ -463,6 +464,19 @@ func httpOpts(a app) []httpmw.Option {
 	if pick := a.pick; pick != nil {
 		opts = append(opts, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter { return pick(r.Header.Get("X-Api-Key")) }))
 	}
+	if a.shadow {
+		opts = append(opts, httpmw.WithShadow())
+	}
+	return opts
+}
+
+// loginOpts are the login limiter's options: in shadow mode it sends the
+// rate-limit headers, the global one does not.
+func loginOpts(a app) []httpmw.Option {
+	opts := httpOpts(a)
+	if a.shadow {
+		opts = append(opts, httpmw.WithHeaders(core.HeadersBoth))
+	}
 	return opts
 }
 
@@ -515,7 +529,7 @@ func buildHTTP(_ *testing.T, a app) client {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", h)
 	mux.Handle("GET /health", h)
-	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, httpOpts(a)...).Handler(h))
+	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, loginOpts(a)...).Handler(h))
 	return httpClient{httpmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...).Handler(mux), a}
 }
 
@@ -525,7 +539,7 @@ func buildGin(_ *testing.T, a app) client {
 	e.Use(ginmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...))
 	e.GET("/", h)
 	e.GET("/health", h)
-	e.GET("/login", ginmw.MustNew(a.login, apiKey, httpOpts(a)...), h)
+	e.GET("/login", ginmw.MustNew(a.login, apiKey, loginOpts(a)...), h)
 	return httpClient{e, a}
 }
 
@@ -539,7 +553,7 @@ func buildEcho(_ *testing.T, a app) client {
 	}))
 	e.GET("/", h)
 	e.GET("/health", h)
-	e.GET("/login", h, echomw.MustNew(a.login, apiKey, httpOpts(a)...))
+	e.GET("/login", h, echomw.MustNew(a.login, apiKey, loginOpts(a)...))
 	return httpClient{e, a}
 }
 
@@ -623,20 +637,26 @@ func buildGRPC(t *testing.T, a app) client {
 			return pick(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-api-key"), ""))
 		}))
 	}
-	var unary []grpc.UnaryServerInterceptor
-	var stream []grpc.StreamServerInterceptor
-	if a.layered {
-		// Two interceptors: global on every method but Watch, then login on
-		// List alone.
-		outer := grpcmw.MustNew(a.global, key, append(opts, grpcmw.WithExempt(mWatch), grpcmw.WithRefundOnInnerRefusal())...)
-		inner := grpcmw.MustNew(a.login, key, append(opts, grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != mList }))...)
-		unary = append(unary, outer.UnaryServerInterceptor(), inner.UnaryServerInterceptor())
-		stream = append(stream, outer.StreamServerInterceptor(), inner.StreamServerInterceptor())
-	} else {
-		l := grpcmw.MustNew(a.global, key, append(opts, grpcmw.WithMethodLimiter(mList, a.login), grpcmw.WithExempt(mWatch))...)
-		unary = append(unary, l.UnaryServerInterceptor())
-		stream = append(stream, l.StreamServerInterceptor())
+	if a.shadow {
+		opts = append(opts, grpcmw.WithShadow())
 	}
+	// Two interceptors, as the HTTP targets have two middlewares: global
+	// on every method but Watch (and List unless layered), then login on
+	// List alone.
+	outerOpts := append(opts[:len(opts):len(opts)], grpcmw.WithSkip(func(_ context.Context, m string) bool {
+		return m == mWatch || !a.layered && m == mList
+	}))
+	if a.layered {
+		outerOpts = append(outerOpts, grpcmw.WithRefundOnInnerRefusal())
+	}
+	innerOpts := append(opts[:len(opts):len(opts)], grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != mList }))
+	if a.shadow {
+		innerOpts = append(innerOpts, grpcmw.WithHeaders(core.HeadersBoth))
+	}
+	outer := grpcmw.MustNew(a.global, key, outerOpts...)
+	inner := grpcmw.MustNew(a.login, key, innerOpts...)
+	unary := []grpc.UnaryServerInterceptor{outer.UnaryServerInterceptor(), inner.UnaryServerInterceptor()}
+	stream := []grpc.StreamServerInterceptor{outer.StreamServerInterceptor(), inner.StreamServerInterceptor()}
 	unary = append([]grpc.UnaryServerInterceptor{recovering}, append(unary, behavingRPC(a))...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

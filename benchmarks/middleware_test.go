@@ -136,7 +136,7 @@ var middlewares = []middleware{
 
 func newFloodgateMW(alg core.Algorithm) func(testing.TB, int, int) http.Handler {
 	return func(tb testing.TB, events, burst int) http.Handler {
-		lim, err := core.New(core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}, core.WithAlgorithm(alg))
+		lim, err := core.New((core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}).WithAlgorithm(alg))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -61,8 +61,7 @@ var _ Limiter = (*Adaptive)(nil)
 
 // NewAdaptive returns an adaptive limiter for c, with the options [New]
 // takes, and reads the signal once to set its first limit. It fails, with
-// a message saying what to fix, if c or an option is invalid; the
-// algorithm's options must fit both Low and High.
+// a message saying what to fix, if c or an option is invalid.
 func NewAdaptive(c AdaptiveConfig, opts ...Option) (*Adaptive, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -101,6 +100,8 @@ func (c *AdaptiveConfig) validate() error {
 		return fmt.Errorf("core: NewAdaptive: Low and High must have the same Period, got %v and %v", c.Low.Period, c.High.Period)
 	case c.Low.Name != c.High.Name:
 		return fmt.Errorf("core: NewAdaptive: Low and High must have the same Name, got %q and %q", c.Low.Name, c.High.Name)
+	case c.Low.Algorithm != c.High.Algorithm || rateless(c.Low) != rateless(c.High):
+		return fmt.Errorf("core: NewAdaptive: Low (%s) and High (%s) must differ only in Events and Burst: the same algorithm and settings", c.Low, c.High)
 	case c.Low.Events > c.High.Events || c.Low.EffectiveBurst() > c.High.EffectiveBurst():
 		return fmt.Errorf("core: NewAdaptive: Low (%s) must not allow more than High (%s): the low limit is the one for heavy load", c.Low, c.High)
 	case c.Every < 0:
@@ -119,12 +120,15 @@ func (c *AdaptiveConfig) LimitAt(s float64) Limit {
 	}
 	f := (s - c.LowMark) / (c.HighMark - c.LowMark)
 	step := func(hi, lo int) int { return hi - int(math.Round(f*float64(hi-lo))) }
-	return Limit{
-		Events: step(c.High.Events, c.Low.Events),
-		Period: c.High.Period,
-		Burst:  step(c.High.EffectiveBurst(), c.Low.EffectiveBurst()),
-		Name:   c.High.Name,
-	}
+	l := c.High
+	l.Events, l.Burst = step(c.High.Events, c.Low.Events), step(c.High.EffectiveBurst(), c.Low.EffectiveBurst())
+	return l
+}
+
+// rateless is l without its rate: what Low and High share.
+func rateless(l Limit) Limit {
+	l.Events, l.Burst = 0, 0
+	return l
 }
 
 // Update reads the signal now and sets the limit it calls for, which it

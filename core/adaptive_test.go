@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 func TestAdaptiveLimitAt(t *testing.T) {
@@ -42,16 +42,16 @@ func TestAdaptiveUpdate(t *testing.T) {
 	var load atomic.Int64
 	clk := coretest.NewClock(t0)
 	lim, err := core.NewAdaptive(core.AdaptiveConfig{
-		Low: core.PerSecond(10), High: core.PerSecond(20),
+		Low: core.PerSecond(10).WithAlgorithm(core.GCRA), High: core.PerSecond(20).WithAlgorithm(core.GCRA),
 		Signal:  func() float64 { return float64(load.Load()) },
 		LowMark: 0, HighMark: 100,
-	}, core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+	}, core.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lim.Close()
 	ctx := context.Background()
-	if lim.Limit() != core.PerSecond(20) {
+	if lim.Limit() != core.PerSecond(20).WithAlgorithm(core.GCRA) {
 		t.Fatalf("idle: %v", lim.Limit())
 	}
 	// 20/s: 10 requests owe 500ms of a 1s span; 10 left.
@@ -60,16 +60,16 @@ func TestAdaptiveUpdate(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	load.Store(50)
-	if l, err := lim.Update(); err != nil || l != (core.Limit{Events: 15, Period: time.Second, Burst: 15}) {
+	if l, err := lim.Update(); err != nil || l != (core.Limit{Events: 15, Period: time.Second, Burst: 15, Algorithm: core.GCRA}) {
 		t.Fatalf("half load: %v %v", l, err)
 	}
 	load.Store(100)
-	if l, _ := lim.Update(); l != core.PerSecond(10) || lim.Limit() != l {
+	if l, _ := lim.Update(); l != core.PerSecond(10).WithAlgorithm(core.GCRA) || lim.Limit() != l {
 		t.Fatalf("full load: %v", l)
 	}
 	// 10/s: the key still owes 500ms; one more owes 600ms of 1s: 4 left.
 	d, _ = lim.Allow(ctx, "k", 1)
-	if !d.Allowed || d.Remaining != 4 || d.ResetAfter != 600*ms || d.Limit != core.PerSecond(10) {
+	if !d.Allowed || d.Remaining != 4 || d.ResetAfter != 600*ms || d.Limit != core.PerSecond(10).WithAlgorithm(core.GCRA) {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -79,17 +79,18 @@ func TestAdaptiveValidates(t *testing.T) {
 	sig := func() float64 { return 0 }
 	ok := core.AdaptiveConfig{Low: core.PerSecond(1), High: core.PerSecond(2), Signal: sig, LowMark: 0, HighMark: 1}
 	for name, mod := range map[string]func(c *core.AdaptiveConfig){
-		"nil signal":     func(c *core.AdaptiveConfig) { c.Signal = nil },
-		"marks reversed": func(c *core.AdaptiveConfig) { c.LowMark, c.HighMark = 1, 0 },
-		"marks equal":    func(c *core.AdaptiveConfig) { c.HighMark = 0 },
-		"infinite mark":  func(c *core.AdaptiveConfig) { c.HighMark = math.Inf(1) },
-		"NaN mark":       func(c *core.AdaptiveConfig) { c.LowMark = math.NaN() },
-		"periods":        func(c *core.AdaptiveConfig) { c.Low = core.PerMinute(1) },
-		"names":          func(c *core.AdaptiveConfig) { c.Low = c.Low.WithName("x") },
-		"low above high": func(c *core.AdaptiveConfig) { c.Low = core.PerSecond(3) },
-		"burst above":    func(c *core.AdaptiveConfig) { c.Low = c.Low.WithBurst(5) },
-		"invalid low":    func(c *core.AdaptiveConfig) { c.Low = core.Limit{} },
-		"negative every": func(c *core.AdaptiveConfig) { c.Every = -time.Second },
+		"nil signal":      func(c *core.AdaptiveConfig) { c.Signal = nil },
+		"marks reversed":  func(c *core.AdaptiveConfig) { c.LowMark, c.HighMark = 1, 0 },
+		"marks equal":     func(c *core.AdaptiveConfig) { c.HighMark = 0 },
+		"infinite mark":   func(c *core.AdaptiveConfig) { c.HighMark = math.Inf(1) },
+		"NaN mark":        func(c *core.AdaptiveConfig) { c.LowMark = math.NaN() },
+		"periods":         func(c *core.AdaptiveConfig) { c.Low = core.PerMinute(1) },
+		"names":           func(c *core.AdaptiveConfig) { c.Low = c.Low.WithName("x") },
+		"low above high":  func(c *core.AdaptiveConfig) { c.Low = core.PerSecond(3) },
+		"burst above":     func(c *core.AdaptiveConfig) { c.Low = c.Low.WithBurst(5) },
+		"invalid low":     func(c *core.AdaptiveConfig) { c.Low = core.Limit{} },
+		"other algorithm": func(c *core.AdaptiveConfig) { c.Low = c.Low.WithAlgorithm(core.GCRA) },
+		"negative every":  func(c *core.AdaptiveConfig) { c.Every = -time.Second },
 	} {
 		c := ok
 		mod(&c)

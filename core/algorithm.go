@@ -8,7 +8,7 @@ import (
 
 // Algorithm selects how a key's state turns into a decision. Every algorithm
 // keeps 16 bytes of state per key in memory, except [SlidingLog] and
-// [SlidingWindow] with [WithSubWindows], which keep a log per key in a
+// [SlidingWindow] with sub-windows, which keep a log per key in a
 // table of their own (see SlidingLog).
 type Algorithm int
 
@@ -35,13 +35,13 @@ const (
 	// count weighted by how much of it still overlaps the sliding period,
 	// plus the current window's count, must stay within Events. Burst is
 	// ignored. It assumes the previous window's requests were spread evenly.
-	// [WithSubWindows] makes it count over n sub-windows instead
+	// [Limit.WithSubWindows] makes it count over n sub-windows instead
 	// (Sentinel's LeapArray).
 	SlidingWindow
 	// LeakyBucket shapes instead of refusing: requests leave one interval
 	// (Period/Events) apart, in the order they came, each admitted with the
 	// Delay it must wait for its turn, up to the longest wait set by
-	// [WithMaxDelay] (default [DefaultMaxDelay]); a request whose turn
+	// Limit.MaxDelay (default [DefaultMaxDelay]); a request whose turn
 	// would come later is refused, with RetryAfter the wait until it would
 	// not. Burst is ignored: a fresh key's first request goes at once and
 	// the next one interval later (Sentinel's throttling with a maximum
@@ -51,7 +51,7 @@ const (
 	// WarmUp is Guava's SmoothWarmingUp: a key that has been idle is cold
 	// and starts slow, one request per Interval × cold factor, speeding up
 	// to the full rate over the warm-up period; idle again, it cools back.
-	// [WithWarmUp] sets the period and the cold factor (default 3). As in
+	// [Limit.WithWarmUp] sets the period and the cold factor (default 3). As in
 	// Guava, a request is admitted when the key's next free instant has
 	// come, and pays for itself by moving that instant on, so requests are
 	// spaced, never bunched: Burst is ignored and Remaining is 0 or 1.
@@ -71,7 +71,7 @@ const (
 	// entry, map slot and idle-index slot (BenchmarkMemoryPerKey: 255
 	// bytes per key with the first ring of 4 slots). Worst case per key:
 	// 190 + 16 × Events bytes.
-	// [WithMaxEntries] caps the entries a key may need (default
+	// Limit.MaxEntries caps the entries a key may need (default
 	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
 	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
 	// log. Its state lives in a table of its own beside the 16-byte states
@@ -165,23 +165,14 @@ type algo interface {
 	maxCost() int64
 }
 
-func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
-	if o.overdraft && a != TokenBucket {
-		return nil, fmt.Errorf("core: WithOverdraft applies to the token bucket only, not %v", a)
-	}
-	if o.maxDelay != 0 && a != LeakyBucket {
-		return nil, fmt.Errorf("core: WithMaxDelay applies to LeakyBucket only, not %v", a)
-	}
-	if o.warmUp != 0 && a != WarmUp {
-		return nil, fmt.Errorf("core: WithWarmUp applies to WarmUp only, not %v", a)
-	}
-	if err := checkExtendedOptions(a, o); err != nil {
-		return nil, err
-	}
-	switch a {
+// newAlgo returns l's algorithm, for the algorithms whose state is 16
+// bytes (nil for SlidingLog, whose state lives in the extended table).
+// l's settings must be valid on their own (Limit.validateSettings).
+func newAlgo(l Limit) (algo, error) {
+	switch l.Algorithm {
 	case TokenBucket:
 		rate := float64(l.Events) / l.Period.Seconds()
-		return &tokenBucket{rate: rate, burst: float64(l.EffectiveBurst()), slack: 2 * rate / float64(time.Second), overdraft: o.overdraft}, nil
+		return &tokenBucket{rate: rate, burst: float64(l.EffectiveBurst()), slack: 2 * rate / float64(time.Second), overdraft: l.Overdraft}, nil
 	case GCRA:
 		t := int64(l.Interval())
 		return &gcra{interval: t, span: t * int64(l.EffectiveBurst()), burst: int64(l.EffectiveBurst())}, nil
@@ -190,13 +181,13 @@ func newAlgo(a Algorithm, l Limit, o *options) (algo, error) {
 	case SlidingWindow:
 		return &slidingWindow{period: int64(l.Period), events: int64(l.Events)}, nil
 	case LeakyBucket:
-		return newLeakyBucket(l, o.maxDelay)
+		return newLeakyBucket(l)
 	case WarmUp:
-		return newWarmUp(l, o.warmUp, o.coldFactor)
+		return newWarmUp(l)
 	case SlidingLog:
 		return nil, nil // its state lives in the extended table (see New)
 	case Concurrency:
 		return &concurrency{events: int64(l.Events), period: int64(l.Period), gen: new(atomic.Int64)}, nil
 	}
-	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp, SlidingLog or Concurrency", int(a))
+	return nil, fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp, SlidingLog or Concurrency", int(l.Algorithm))
 }

@@ -14,7 +14,7 @@ var sinkVerdict verdict
 func BenchmarkAlgorithmAdmit(b *testing.B) {
 	for _, alg := range []Algorithm{TokenBucket, GCRA, FixedWindow, SlidingWindow} {
 		b.Run(alg.String(), func(b *testing.B) {
-			a, err := newAlgo(alg, PerSecond(100), &options{})
+			a, err := newAlgo(PerSecond(100).WithAlgorithm(alg))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,13 +44,12 @@ func BenchmarkAlgorithmAdmit(b *testing.B) {
 func BenchmarkLogAdmit(b *testing.B) {
 	for _, sub := range []int{0, 10} {
 		name := "sliding-log"
-		o := &options{subWindows: sub}
-		alg := SlidingLog
+		l := PerSecond(100).WithAlgorithm(SlidingLog)
 		if sub > 0 {
-			name, alg = "sub-windows-10", SlidingWindow
+			name, l = "sub-windows-10", l.WithSubWindows(sub)
 		}
 		b.Run(name, func(b *testing.B) {
-			w, err := newWindowLog(alg, PerSecond(100), o)
+			w, err := newWindowLog(l)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // t0 is on a whole second, so fixed and sliding windows start there.
@@ -23,7 +23,7 @@ func TestDecisionTables(t *testing.T) {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/cache=%v", tab.Name, cache), func(t *testing.T) {
 				coretest.Run(t, tab, func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
-					lim, err := core.New(tab.Limit, append(tab.CoreOptions(), core.WithClock(clk), core.WithDenyCache(cache))...)
+					lim, err := core.New(tab.Policy(), core.WithClock(clk), core.WithDenyCache(cache))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/internal/benchwork"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // The benchmarks use the policy of ../shared/PEERS.md (100/s, burst 100, per
@@ -58,7 +58,7 @@ func (f floorDecider) allow(key string) bool { return f.Allow(key) }
 func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func() decider {
 	mk := func(alg core.Algorithm) func() decider {
 		return func() decider {
-			k, err := core.New(benchLimit, append([]core.Option{core.WithAlgorithm(alg), core.WithCapacity(capacity)}, opts...)...)
+			k, err := core.New(benchLimit.WithAlgorithm(alg), append([]core.Option{core.WithCapacity(capacity)}, opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func deciders(b *testing.B, capacity int, opts ...core.Option) map[string]func()
 		"sliding-window": mk(core.SlidingWindow),
 		"sliding-log":    mk(core.SlidingLog),
 		"sub-windows-10": func() decider {
-			k, err := core.New(benchLimit, append([]core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10), core.WithCapacity(capacity)}, opts...)...)
+			k, err := core.New(benchLimit.WithSubWindows(10), append([]core.Option{core.WithCapacity(capacity)}, opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -190,9 +190,9 @@ func BenchmarkStack(b *testing.B) {
 	mk := map[string]func() core.Limiter{
 		"one": func() core.Limiter { return core.MustNew(benchLimit, core.WithCapacity(2*zipfKeys)) },
 		"two": func() core.Limiter {
-			s, err := core.NewStack([]core.Layer{
-				{Limit: benchLimit},
-				{Limit: core.PerHour(100_000), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+			s, err := core.NewStack([]core.Limit{
+				benchLimit,
+				core.PerHour(100_000).WithAlgorithm(core.FixedWindow),
 			}, core.WithCapacity(2*zipfKeys))
 			if err != nil {
 				b.Fatal(err)

@@ -4,15 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"sync/atomic"
-	"time"
 )
-
-// InFlight returns a limit of n units in flight per key for [Concurrency]:
-// Events and Burst n, and a Period of one second, the RetryAfter a refused
-// request is told (no instant is known at which a unit comes back). Change
-// the hint with Limit.Period; the other algorithms read InFlight(n) as n
-// per second.
-func InFlight(n int) Limit { return Limit{Events: n, Period: time.Second, Burst: n} }
 
 // concurrency counts units in flight: state.a is the units a key holds,
 // state.b the generation of its state, a number no other state of the

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 func newInFlight(t testing.TB, n int, opts ...core.Option) *core.Keyed {
 	t.Helper()
-	lim, _ := newLimiter(t, core.InFlight(n), append([]core.Option{core.WithAlgorithm(core.Concurrency)}, opts...)...)
+	lim, _ := newLimiter(t, core.InFlight(n), opts...)
 	return lim
 }
 
@@ -40,7 +40,7 @@ func refused(t testing.TB, lim core.Limiter, key string, cost int) core.Decision
 func TestInFlight(t *testing.T) {
 	t.Parallel()
 	l := core.InFlight(8)
-	if l != (core.Limit{Events: 8, Period: time.Second, Burst: 8}) || l.Validate() != nil {
+	if l != (core.Limit{Events: 8, Period: time.Second, Burst: 8, Algorithm: core.Concurrency}) || l.Validate() != nil {
 		t.Fatalf("InFlight(8) = %+v, %v", l, l.Validate())
 	}
 	if err := core.InFlight(0).Validate(); err == nil {
@@ -178,7 +178,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 // dropped for room, whatever the time; released, it is idle and is.
 func TestConcurrencyKeysInFlightStay(t *testing.T) {
 	t.Parallel()
-	lim, clk := newLimiter(t, core.InFlight(2), core.WithAlgorithm(core.Concurrency), core.WithCapacity(1))
+	lim, clk := newLimiter(t, core.InFlight(2).WithAlgorithm(core.Concurrency), core.WithCapacity(1))
 	a := acquire(t, lim, "a", 2)
 	clk.Advance(1000 * time.Hour)
 	// The table is full of a live key: b overflows and gets a lease on the
@@ -282,7 +282,7 @@ func FuzzConcurrency(f *testing.F) {
 		n := int(events%16) + 1
 		// Room for far more keys than the three played: none is ever
 		// dropped, so each keeps one state for the model to follow.
-		lim, _ := newLimiter(t, core.InFlight(n), core.WithAlgorithm(core.Concurrency), core.WithCapacity(64))
+		lim, _ := newLimiter(t, core.InFlight(n).WithAlgorithm(core.Concurrency), core.WithCapacity(64))
 		type lease struct {
 			l    *core.Lease
 			key  int
@@ -339,7 +339,7 @@ func FuzzConcurrency(f *testing.F) {
 // one allocation, the Lease.
 func BenchmarkConcurrency(b *testing.B) {
 	clk := coretest.NewClock(t0)
-	lim := core.MustNew(core.InFlight(1000), core.WithAlgorithm(core.Concurrency), core.WithClock(clk))
+	lim := core.MustNew(core.InFlight(1000).WithAlgorithm(core.Concurrency), core.WithClock(clk))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

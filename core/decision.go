@@ -13,10 +13,13 @@ type Decision struct {
 
 	// Allowed reports whether the request was admitted and its cost charged.
 	// A shadow decision (Shadow) is always allowed, and charged only what
-	// enforcing would have charged (see Would).
+	// enforcing would have charged (see Would). Limiters make enforcing
+	// decisions; shadow ones are made from them by an adapter in shadow
+	// mode (httpmw.WithShadow, grpcmw.WithShadow) and reported to its
+	// Observer.
 	Allowed bool
-	// Shadow marks a decision made in shadow (dry-run) mode, by a
-	// [Shadow] limiter: the request is admitted whatever the limit says
+	// Shadow marks a decision made in shadow (dry-run) mode by an
+	// adapter: the request is admitted whatever the limit says
 	// (Allowed is true, RetryAfter and Delay are zero), and Would and
 	// WouldWait say what enforcing the limit would have done. Limit,
 	// Remaining and ResetAfter are the limit's as usual. Adapters report
@@ -27,7 +30,7 @@ type Decision struct {
 	// done: OutcomeAllowed; OutcomeShaped, a wait of WouldWait before the
 	// request proceeds (its units are charged, as enforcing charges them);
 	// OutcomeDenied, a refusal whose RetryAfter is WouldWait; or, when the
-	// limiter failed and the Shadow admitted all the same,
+	// limiter failed and the adapter admitted all the same,
 	// OutcomeBadCost, OutcomeStoreError or OutcomeError. Only the first
 	// two charged anything: a caller that gives units back gives none
 	// for the others (see [Limiter]). It is OutcomeAllowed, the zero
@@ -75,11 +78,9 @@ type Decision struct {
 // Refund gives back cost units that an earlier allowed Allow charged to key,
 // for work that was reserved but not done (a cancelled shaped request, a
 // stacked limit that another limit denied). Quota never rises above full.
-// A shadow decision (Decision.Shadow) is allowed but charged nothing when
-// enforcing would not have admitted it (Decision.Would is neither
-// OutcomeAllowed nor OutcomeShaped): callers never refund those, or they
-// would give the limit units it never took. [Reserve] and the adapters
-// follow this rule.
+// A limiter's decisions enforce: shadow (dry-run) mode belongs to the
+// adapters, which never refund an admission that enforcing would not have
+// made (Decision.Would), since it charged nothing.
 type Limiter interface {
 	Allow(ctx context.Context, key string, cost int) (Decision, error)
 	Refund(ctx context.Context, key string, cost int) error

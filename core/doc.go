@@ -8,17 +8,17 @@
 // to every key separately, in memory, with one of eight algorithms:
 //
 //   - [TokenBucket] (the default): golang.org/x/time/rate's arithmetic and
-//     decisions, per key; with [WithOverdraft] it lends a request more than
+//     decisions, per key; with [Limit.WithOverdraft] it lends a request more than
 //     is left while the bucket is not in debt.
 //   - [GCRA]: the same admissions in integer nanoseconds.
 //   - [FixedWindow]: Events per clock-aligned window.
 //   - [SlidingWindow]: the sliding-window counter (previous window weighted by
-//     its overlap); with [WithSubWindows], the count over n sub-windows
+//     its overlap); with [Limit.WithSubWindows], the count over n sub-windows
 //     (Sentinel's LeapArray), closer to the exact log as n grows.
 //   - [LeakyBucket]: a shaper: requests leave one interval apart, each
-//     admitted with the Delay it waits for its turn, up to [WithMaxDelay].
+//     admitted with the Delay it waits for its turn, up to [Limit.WithMaxDelay].
 //   - [WarmUp]: Guava's SmoothWarmingUp: an idle key is cold and starts
-//     slow, reaching the full rate over the period [WithWarmUp] sets.
+//     slow, reaching the full rate over the period [Limit.WithWarmUp] sets.
 //   - [SlidingLog]: the exact sliding window, a log of admissions per key:
 //     never more than Events in any Period, exact waits.
 //   - [Concurrency]: at most Events units in flight per key (see below).
@@ -29,13 +29,13 @@
 // key (measured by BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
 // wherever they sit in the table, at amortised constant cost per new key.
 //
-// The logs of [SlidingLog] and of [WithSubWindows] do not fit in 16 bytes:
+// The logs of [SlidingLog] and of [Limit.WithSubWindows] do not fit in 16 bytes:
 // they live in a table of their own, beside the other, so that the other
 // algorithms keep their compact states and pay nothing for it (one nil
 // check per decision). It has the same capacity and [FullPolicy]; keys
 // whose log has emptied leave it first, found by an index at amortised
 // O(log n) per operation. Each key holds 16 bytes per entry, up to the
-// entries its limit can need, which [WithMaxEntries] caps (a limit that
+// entries its limit can need, which [Limit.WithMaxEntries] caps (a limit that
 // needs more fails at New), plus about 190 bytes. It has no deny cache.
 //
 // A [Stack] ([NewStack]) enforces several limits on every key at once, each
@@ -70,7 +70,7 @@
 // window of the new period that holds the stored window's start; under
 // Concurrency the units in flight stay held and their leases give them
 // back. The method's documentation gives each algorithm's rule exactly.
-// SlidingLog and SlidingWindow with [WithSubWindows] keep per-key logs
+// SlidingLog and SlidingWindow with [Limit.WithSubWindows] keep per-key logs
 // sized for their limit: SetLimit on them fails with
 // [ErrSetLimitUnsupported], and so does NewDynamic for them and for
 // Concurrency (whose leases give back to the table they were taken from).

@@ -36,14 +36,14 @@ var ErrTooManyLimits = errors.New("core: too many distinct limits")
 // [DefaultMaxLimits]); memory is at most that many tables of WithCapacity
 // keys each. Limits are told apart by value, Name included. A request
 // whose limit would be one more is refused with an error wrapping
-// [ErrTooManyLimits], and one whose limit is invalid (or does not fit the
-// algorithm's options) with the error [New] would give; tables are never
+// [ErrTooManyLimits], and one whose limit is invalid with the error [New] would give; tables are never
 // dropped, so a bound reached stays reached. Decision.Limit is the key's
 // limit.
 //
-// SlidingLog, SlidingWindow with [WithSubWindows] and Concurrency are not
-// supported: NewDynamic fails with an error wrapping
-// [ErrSetLimitUnsupported].
+// Its limits share one algorithm, whose state a key carries from one limit
+// to another; SlidingLog, SlidingWindow with sub-windows and Concurrency
+// are not supported. A limit that breaks either rule is refused, when
+// first seen, with an error wrapping [ErrSetLimitUnsupported].
 //
 // A Dynamic is safe for concurrent use; the limit function is called
 // concurrently, once per Allow and Refund, and should be fast (a map
@@ -81,12 +81,6 @@ func NewDynamic(limitOf func(key string) Limit, opts ...Option) (*Dynamic, error
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case extended(o.algorithm, &o):
-		return nil, fmt.Errorf("%w: NewDynamic does not support %v, whose per-key logs are sized for one limit; use a Keyed per limit", ErrSetLimitUnsupported, algorithmName(&o))
-	case o.algorithm == Concurrency:
-		return nil, fmt.Errorf("%w: NewDynamic does not support Concurrency, whose leases give units back to the limit they were taken under; use a Keyed per limit", ErrSetLimitUnsupported)
-	}
 	if o.seed == nil {
 		s := maphash.MakeSeed()
 		o.seed = &s
@@ -112,6 +106,9 @@ func (d *Dynamic) table(l Limit) (*Keyed, error) {
 	}
 	if len(ts.list) >= d.max {
 		return nil, fmt.Errorf("%w: limit %s would be number %d, and the limiter tracks at most %d (WithMaxLimits); the limit function should choose among a few limits", ErrTooManyLimits, l, d.max+1, d.max)
+	}
+	if err := dynamicAlgorithm(l, ts.list); err != nil {
+		return nil, err
 	}
 	k, err := newKeyed(l, &d.opts)
 	if err != nil {
@@ -165,6 +162,21 @@ func (d *Dynamic) Len() int {
 		n += k.Len()
 	}
 	return n
+}
+
+// dynamicAlgorithm reports why l cannot join a Dynamic limiter's tables:
+// an algorithm whose state cannot be read under another limit, or one
+// other than the tables' (a key moving between them keeps its state).
+func dynamicAlgorithm(l Limit, tables []*Keyed) error {
+	switch {
+	case l.extended():
+		return fmt.Errorf("%w: NewDynamic does not support %v, whose per-key logs are sized for one limit; use a Keyed per limit", ErrSetLimitUnsupported, algorithmName(l))
+	case l.Algorithm == Concurrency:
+		return fmt.Errorf("%w: NewDynamic does not support Concurrency, whose leases give units back to the limit they were taken under; use a Keyed per limit", ErrSetLimitUnsupported)
+	case len(tables) > 0 && tables[0].Limit().Algorithm != l.Algorithm:
+		return fmt.Errorf("%w: limit %s uses %v, and the limiter's other limits %v; a key keeps its state when its limit changes, so a Dynamic limiter's limits share one algorithm", ErrSetLimitUnsupported, l, l.Algorithm, tables[0].Limit().Algorithm)
+	}
+	return nil
 }
 
 // stripe is the lock that moves and first placements of key hash h take.

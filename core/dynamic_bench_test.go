@@ -16,21 +16,22 @@ import (
 // free and paid API keys. Keys keep their limit: the cost measured is the
 // limit function and the look-up of its table.
 func BenchmarkDynamic(b *testing.B) {
-	paid := benchLimit.WithBurst(200)
+	gcra := benchLimit.WithAlgorithm(core.GCRA)
+	paid := gcra.WithBurst(200)
 	mk := map[string]func() core.Limiter{
 		"keyed": func() core.Limiter {
-			return core.MustNew(benchLimit, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys))
+			return core.MustNew(gcra, core.WithCapacity(2*zipfKeys))
 		},
 		"dynamic-1": func() core.Limiter {
-			return must(core.NewDynamic(func(string) core.Limit { return benchLimit }, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys)))
+			return must(core.NewDynamic(func(string) core.Limit { return gcra }, core.WithCapacity(2*zipfKeys)))
 		},
 		"dynamic-2": func() core.Limiter {
 			return must(core.NewDynamic(func(key string) core.Limit {
 				if len(key) > 0 && key[len(key)-1]&1 == 1 {
 					return paid
 				}
-				return benchLimit
-			}, core.WithAlgorithm(core.GCRA), core.WithCapacity(2*zipfKeys)))
+				return gcra
+			}, core.WithCapacity(2*zipfKeys)))
 		},
 	}
 	names := []string{"keyed", "dynamic-1", "dynamic-2"}

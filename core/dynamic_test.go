@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 var (
-	free = core.PerMinute(3).WithName("free")
-	paid = core.PerMinute(10).WithName("paid")
+	free = core.PerMinute(3).WithName("free").WithAlgorithm(core.GCRA)
+	paid = core.PerMinute(10).WithName("paid").WithAlgorithm(core.GCRA)
 )
 
 func tierOf(key string) core.Limit {
@@ -29,7 +29,7 @@ func tierOf(key string) core.Limit {
 func TestDynamicTiers(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	lim, err := core.NewDynamic(tierOf, core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+	lim, err := core.NewDynamic(tierOf, core.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestDynamicCarriesState(t *testing.T) {
 				clk := coretest.NewClock(t0)
 				var o oneKey
 				o.set(tab.first)
-				lim, err := core.NewDynamic(o.limitOf, append([]core.Option{core.WithAlgorithm(tab.alg), core.WithClock(clk), core.WithDenyCache(cache)}, tab.opts...)...)
+				lim, err := core.NewDynamic(o.limitOf, append([]core.Option{core.WithClock(clk), core.WithDenyCache(cache)}, tab.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -97,13 +97,13 @@ func TestDynamicRefundMoves(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
 	var o oneKey
-	o.set(core.PerSecond(10))
-	lim := must(core.NewDynamic(o.limitOf, core.WithAlgorithm(core.GCRA), core.WithClock(clk)))
+	o.set(core.PerSecond(10).WithAlgorithm(core.GCRA))
+	lim := must(core.NewDynamic(o.limitOf, core.WithClock(clk)))
 	ctx := context.Background()
 	if d, _ := lim.Allow(ctx, "k", 8); d.Remaining != 2 {
 		t.Fatalf("%+v", d)
 	}
-	o.set(core.PerSecond(10).WithBurst(20))
+	o.set(core.PerSecond(10).WithBurst(20).WithAlgorithm(core.GCRA))
 	if err := lim.Refund(ctx, "k", 5); err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +171,14 @@ func TestDynamicBounds(t *testing.T) {
 // in all. A state lost in a move would start afresh and admit more.
 func TestDynamicConcurrentMoves(t *testing.T) {
 	t.Parallel()
-	small, large := core.PerSecond(100).WithBurst(50), core.PerSecond(100)
+	small, large := core.PerSecond(100).WithBurst(50).WithAlgorithm(core.GCRA), core.PerSecond(100).WithAlgorithm(core.GCRA)
 	var big atomic.Bool
 	lim := must(core.NewDynamic(func(string) core.Limit {
 		if big.Load() {
 			return large
 		}
 		return small
-	}, core.WithAlgorithm(core.GCRA), core.WithClock(coretest.NewClock(t0))))
+	}, core.WithClock(coretest.NewClock(t0))))
 	ctx := context.Background()
 	var admitted atomic.Int64
 	var wg sync.WaitGroup

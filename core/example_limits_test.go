@@ -7,39 +7,40 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // SetLimit changes the limit of every key at once; keys keep what they
 // have spent (GCRA: the time they owe).
 func ExampleKeyed_SetLimit() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	lim := core.MustNew(core.PerSecond(10), core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	lim := core.MustNew(core.PerSecond(10).WithAlgorithm(core.GCRA), core.WithClock(clock))
 	ctx := context.Background()
 	d, _ := lim.Allow(ctx, "k", 8)
 	fmt.Println("10/s: remaining", d.Remaining)
-	if err := lim.SetLimit(core.PerSecond(10).WithBurst(20)); err != nil {
+	if err := lim.SetLimit(core.PerSecond(10).WithBurst(20).WithAlgorithm(core.GCRA)); err != nil {
 		panic(err)
 	}
 	d, _ = lim.Allow(ctx, "k", 1)
 	fmt.Println("burst 20: remaining", d.Remaining, "under", d.Limit)
 	// Output:
 	// 10/s: remaining 2
-	// burst 20: remaining 11 under 10/s burst=20
+	// burst 20: remaining 11 under 10/s burst=20 algorithm=gcra
 }
 
 // Tiers of API keys: each key's limit is chosen per request, and a key that
 // upgrades keeps what it has spent.
 func ExampleNewDynamic() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	free, paid := core.PerMinute(3).WithName("free"), core.PerMinute(10).WithName("paid")
+	free := core.PerMinute(3).WithName("free").WithAlgorithm(core.GCRA)
+	paid := core.PerMinute(10).WithName("paid").WithAlgorithm(core.GCRA)
 	upgraded := map[string]bool{}
 	lim, err := core.NewDynamic(func(key string) core.Limit {
 		if strings.HasPrefix(key, "paid-") || upgraded[key] {
 			return paid
 		}
 		return free
-	}, core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	}, core.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +86,7 @@ func ExampleNewAdaptive() {
 // ad actually shown.
 func ExampleReserve() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	capPerUser := core.MustNew(core.PerHour(2), core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	capPerUser := core.MustNew(core.PerHour(2).WithAlgorithm(core.GCRA), core.WithClock(clock))
 	ctx := context.Background()
 	for _, shown := range []bool{false, true, true, true} {
 		r, d, err := core.Reserve(ctx, capPerUser, "user-1", 1)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 func Example() {
@@ -40,6 +40,23 @@ func ExampleParseLimit() {
 	// core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 }
 
+// A policy is one comparable value: the same one built fluently or parsed
+// from configuration, given to any store.
+func ExampleLimit() {
+	api := core.PerMinute(100).WithBurst(20).WithName("api").WithAlgorithm(core.GCRA)
+	parsed := core.MustParseLimit("100/min burst=20 name=api algorithm=gcra")
+	fmt.Println(api == parsed, api)
+	smooth := core.PerSecond(10).WithMaxDelay(2 * time.Second)
+	fmt.Println(smooth.Algorithm, smooth)
+	bad := core.PerSecond(10).WithAlgorithm(core.GCRA)
+	bad.MaxDelay = time.Second
+	fmt.Println(bad.Validate())
+	// Output:
+	// true 100/min burst=20 name=api algorithm=gcra
+	// leaky-bucket 10/s algorithm=leaky-bucket max-delay=2s
+	// core: MaxDelay applies to LeakyBucket only, not gcra
+}
+
 // The token bucket follows x/time/rate's float arithmetic, which admits a
 // request once its wait truncates to zero nanoseconds; its waits can be a
 // nanosecond short of the ideal, and are exact all the same: a request at
@@ -47,7 +64,7 @@ func ExampleParseLimit() {
 func ExampleNew_algorithms() {
 	clock := coretest.NewClock(time.Unix(60, 0))
 	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
-		lim := core.MustNew(core.PerMinute(3), core.WithAlgorithm(alg), core.WithClock(clock))
+		lim := core.MustNew(core.PerMinute(3).WithAlgorithm(alg), core.WithClock(clock))
 		var d core.Decision
 		for i := 0; i < 4; i++ {
 			d, _ = lim.Allow(context.Background(), "k", 1)
@@ -73,9 +90,9 @@ func ExampleErrInvalidCost() {
 
 // A leaky bucket shapes: 4 per second, so one request every 250 ms, each
 // admitted with the wait for its turn, up to 600 ms.
-func ExampleWithMaxDelay() {
+func ExampleLimit_WithMaxDelay() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	lim, err := core.New(core.PerSecond(4), core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(600*time.Millisecond), core.WithClock(clock))
+	lim, err := core.New(core.PerSecond(4).WithAlgorithm(core.LeakyBucket).WithMaxDelay(600*time.Millisecond), core.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -92,9 +109,9 @@ func ExampleWithMaxDelay() {
 
 // A warm-up limiter starts a cold key at a third of its rate (Guava's
 // default cold factor) and reaches the full rate over the warm-up period.
-func ExampleWithWarmUp() {
+func ExampleLimit_WithWarmUp() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	lim, err := core.New(core.PerSecond(10), core.WithAlgorithm(core.WarmUp), core.WithWarmUp(time.Second, 3), core.WithClock(clock))
+	lim, err := core.New(core.PerSecond(10).WithAlgorithm(core.WarmUp).WithWarmUp(time.Second, 3), core.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -118,9 +135,9 @@ func ExampleWithWarmUp() {
 // nothing: a request one limit refuses is charged to none.
 func ExampleNewStack() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(3).WithName("burst")},
-		{Limit: core.PerMinute(5).WithName("minute"), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerSecond(3).WithName("burst"),
+		core.PerMinute(5).WithName("minute").WithAlgorithm(core.FixedWindow),
 	}, core.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -149,7 +166,7 @@ func ExampleNewStack() {
 // RetryAfter is the limit's Period, a hint: no one knows when a request in
 // flight will end.
 func ExampleInFlight() {
-	lim := core.MustNew(core.InFlight(2).WithName("reports"), core.WithAlgorithm(core.Concurrency))
+	lim := core.MustNew(core.InFlight(2).WithName("reports").WithAlgorithm(core.Concurrency))
 	ctx := context.Background()
 	first, _ := lim.Allow(ctx, "tenant-7", 1)
 	second, _ := lim.Allow(ctx, "tenant-7", 1)
@@ -177,7 +194,7 @@ func ExampleInFlight() {
 // window. A request waits for the oldest admission to leave the window.
 func ExampleSlidingLog() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	lim := core.MustNew(core.PerSecond(3), core.WithAlgorithm(core.SlidingLog), core.WithClock(clock))
+	lim := core.MustNew(core.PerSecond(3).WithAlgorithm(core.SlidingLog), core.WithClock(clock))
 	for _, at := range []time.Duration{0, 400 * time.Millisecond, 900 * time.Millisecond, 950 * time.Millisecond, 1000 * time.Millisecond} {
 		clock.Set(time.Unix(0, int64(at)))
 		d, _ := lim.Allow(context.Background(), "k", 1)
@@ -194,9 +211,9 @@ func ExampleSlidingLog() {
 // Four sub-windows of 250 ms: the current one and the three before it
 // count, so an admission stops counting when its sub-window is a second
 // old, up to 250 ms before the exact log would let it go.
-func ExampleWithSubWindows() {
+func ExampleLimit_WithSubWindows() {
 	clock := coretest.NewClock(time.Unix(0, 0))
-	lim := core.MustNew(core.PerSecond(3), core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(4), core.WithClock(clock))
+	lim := core.MustNew(core.PerSecond(3).WithAlgorithm(core.SlidingWindow).WithSubWindows(4), core.WithClock(clock))
 	for _, at := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond, 800 * time.Millisecond, 1000 * time.Millisecond} {
 		clock.Set(time.Unix(0, int64(at)))
 		d, _ := lim.Allow(context.Background(), "k", 1)
@@ -212,13 +229,13 @@ func ExampleWithSubWindows() {
 
 // A log needs an entry per admission it may hold: the cap bounds memory
 // per key, and a limit beyond it fails at New.
-func ExampleWithMaxEntries() {
-	_, err := core.New(core.PerMinute(5000), core.WithAlgorithm(core.SlidingLog))
+func ExampleLimit_WithMaxEntries() {
+	_, err := core.New(core.PerMinute(5000).WithAlgorithm(core.SlidingLog))
 	fmt.Println(err)
-	_, err = core.New(core.PerMinute(5000), core.WithAlgorithm(core.SlidingLog), core.WithMaxEntries(5000))
+	_, err = core.New(core.PerMinute(5000).WithAlgorithm(core.SlidingLog).WithMaxEntries(5000))
 	fmt.Println(err)
 	// Output:
-	// core: SlidingLog: 5000 events per period need up to 5000 log entries per key (16 bytes each), more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use SlidingWindow (with WithSubWindows for a closer count)
+	// core: SlidingLog: 5000 events per period need up to 5000 log entries per key (16 bytes each), more than MaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use SlidingWindow (with sub-windows for a closer count)
 	// <nil>
 }
 
@@ -242,19 +259,4 @@ func ExampleJoinObservers() {
 	// http denied
 	// grpc allowed
 	// refused: 1 none joined: true
-}
-
-// A Shadow admits every request, whoever asks it, and says what enforcing
-// would have done: here a client of 2 requests a second, asked directly.
-func ExampleShadow() {
-	clock := coretest.NewClock(time.Unix(0, 0))
-	trial := &core.Shadow{Limiter: core.MustNew(core.PerSecond(2), core.WithClock(clock))}
-	for range 3 {
-		d, _ := trial.Allow(context.Background(), "203.0.113.7", 1)
-		fmt.Printf("allowed=%v would=%v wait=%v\n", d.Allowed, d.Would, d.WouldWait)
-	}
-	// Output:
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=allowed wait=0s
-	// allowed=true would=denied wait=500ms
 }

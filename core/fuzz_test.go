@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // maxClock is the last clock reading an in-memory limiter accepts.
@@ -21,14 +21,14 @@ type call struct{ at, cost int64 }
 // last call.
 func replay(t *testing.T, l core.Limit, alg core.Algorithm, history []call) core.Decision {
 	t.Helper()
-	return replayWith(t, l, algOptions(alg, l), history)
+	return replayWith(t, algPolicy(alg, l), history)
 }
 
-// replayWith is replay with the algorithm's options given.
-func replayWith(t *testing.T, l core.Limit, opts []core.Option, history []call) core.Decision {
+// replayWith is replay with l holding its algorithm.
+func replayWith(t *testing.T, l core.Limit, history []call) core.Decision {
 	t.Helper()
 	clk := coretest.NewClock(time.Unix(0, history[0].at))
-	lim, err := core.New(l, append(opts[:len(opts):len(opts)], core.WithClock(clk), core.WithCapacity(1))...)
+	lim, err := core.New(l, core.WithClock(clk), core.WithCapacity(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,14 +42,13 @@ func replayWith(t *testing.T, l core.Limit, opts []core.Option, history []call) 
 	return d
 }
 
-// algOptions are the options the fuzzer gives alg on l: a warm-up period
-// of one Period for WarmUp, and LeakyBucket's default longest wait.
-func algOptions(alg core.Algorithm, l core.Limit) []core.Option {
-	opts := []core.Option{core.WithAlgorithm(alg)}
+// algPolicy is l under alg as the fuzzer plays it: a warm-up period of one
+// Period for WarmUp, and LeakyBucket's default longest wait.
+func algPolicy(alg core.Algorithm, l core.Limit) core.Limit {
 	if alg == core.WarmUp {
-		opts = append(opts, core.WithWarmUp(l.Period, core.DefaultColdFactor))
+		return l.WithWarmUp(l.Period, core.DefaultColdFactor)
 	}
-	return opts
+	return l.WithAlgorithm(alg)
 }
 
 // FuzzAlgorithms plays a sequence of steps (advance the clock, then ask for
@@ -88,20 +87,20 @@ func FuzzAlgorithms(f *testing.F) {
 		if l.Validate() != nil || len(steps) > 5*64 {
 			return
 		}
-		opts := algOptions(alg, l)
+		l = algPolicy(alg, l)
 		sub := 0
 		if alg == core.SlidingWindow && algByte&0x80 != 0 {
 			sub = 2 + int(algByte>>3&0xf)
 			if period%int64(sub) != 0 {
 				return
 			}
-			opts = append(opts, core.WithSubWindows(sub))
+			l = l.WithSubWindows(sub)
 		}
 		if alg == core.SlidingLog || sub > 0 {
-			opts = append(opts, core.WithMaxEntries(1<<20))
+			l = l.WithMaxEntries(1 << 20)
 		}
 		clk := coretest.NewClock(time.Unix(0, start))
-		lim, err := core.New(l, append(opts[:len(opts):len(opts)], core.WithClock(clk))...)
+		lim, err := core.New(l, core.WithClock(clk))
 		if err != nil {
 			if alg == core.WarmUp {
 				return // a cold burst too long for the clock's range: refused, as it must be
@@ -156,11 +155,11 @@ func FuzzAlgorithms(f *testing.F) {
 				continue
 			}
 			retry := append(history[:len(history):len(history)], call{now + int64(d.RetryAfter), cost})
-			if got := replayWith(t, l, opts, retry); !got.Allowed {
+			if got := replayWith(t, l, retry); !got.Allowed {
 				t.Fatalf("step %d (%v, %v): cost %d denied after waiting RetryAfter %v: %+v", i/5, alg, l, cost, d.RetryAfter, got)
 			}
 			retry[len(retry)-1].at--
-			if got := replayWith(t, l, opts, retry); got.Allowed && d.RetryAfter > 1 {
+			if got := replayWith(t, l, retry); got.Allowed && d.RetryAfter > 1 {
 				t.Fatalf("step %d (%v, %v): cost %d admitted 1 ns before RetryAfter %v", i/5, alg, l, cost, d.RetryAfter)
 			}
 		}
@@ -242,7 +241,7 @@ func TestExtremeInputs(t *testing.T) {
 	t.Parallel()
 	t.Run("gcra-clock-near-max", func(t *testing.T) {
 		clk := coretest.NewClock(time.Unix(0, math.MaxInt64-int64(time.Millisecond)))
-		lim, err := core.New(core.PerSecond(10).WithBurst(3), core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+		lim, err := core.New(core.PerSecond(10).WithBurst(3).WithAlgorithm(core.GCRA), core.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 var ctx = context.Background()
@@ -57,7 +57,7 @@ func TestTokenBucketMatchesXTimeRate(t *testing.T) {
 		t.Run(l.String(), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(ci), 42))
-			lim, clk := newLimiter(t, l, core.WithAlgorithm(core.TokenBucket))
+			lim, clk := newLimiter(t, l.WithAlgorithm(core.TokenBucket))
 			ref := rate.NewLimiter(rate.Limit(float64(l.Events)/l.Period.Seconds()), l.EffectiveBurst())
 			interval := l.Interval()
 			for i := 0; i < 20000; i++ {
@@ -90,7 +90,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(alg), 7))
 			checked := 0
 			for i := 0; i < 3000; i++ {
-				lim, clk := newLimiter(t, l, core.WithAlgorithm(alg))
+				lim, clk := newLimiter(t, l.WithAlgorithm(alg))
 				clk.Advance(time.Duration(r.Int64N(int64(l.Period))))
 				var d core.Decision
 				var cost int
@@ -138,7 +138,7 @@ func TestRemainingIsExact(t *testing.T) {
 			l := core.Limit{Events: 10, Period: time.Second, Burst: 6}
 			r := rand.New(rand.NewPCG(uint64(alg), 11))
 			for i := 0; i < 2000; i++ {
-				lim, clk := newLimiter(t, l, core.WithAlgorithm(alg))
+				lim, clk := newLimiter(t, l.WithAlgorithm(alg))
 				clk.Advance(time.Duration(r.Int64N(int64(time.Second))))
 				var d core.Decision
 				for j := r.IntN(8); j >= 0; j-- {
@@ -165,7 +165,7 @@ func TestResetAfterMakesWhole(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
 			l := core.PerSecond(5).WithBurst(5)
-			lim, clk := newLimiter(t, l, core.WithAlgorithm(alg))
+			lim, clk := newLimiter(t, l.WithAlgorithm(alg))
 			clk.Advance(300 * ms)
 			var d core.Decision
 			for i := 0; i < 3; i++ {
@@ -185,7 +185,7 @@ func TestResetAfterMakesWhole(t *testing.T) {
 func TestInvalidCost(t *testing.T) {
 	t.Parallel()
 	for _, alg := range algorithms {
-		lim, _ := newLimiter(t, core.PerSecond(10).WithBurst(3), core.WithAlgorithm(alg))
+		lim, _ := newLimiter(t, core.PerSecond(10).WithBurst(3).WithAlgorithm(alg))
 		max := 3
 		if alg == core.FixedWindow || alg == core.SlidingWindow || alg == core.SlidingLog {
 			max = 10
@@ -220,7 +220,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{core.PerDay(1).WithBurst(1 << 30), nil, "lower the burst"},
 		{core.PerSecond(1), []core.Option{core.WithCapacity(0)}, "capacity must be >= 1"},
 		{core.PerSecond(1), []core.Option{core.WithShards(3)}, "power of two"},
-		{core.PerSecond(1), []core.Option{core.WithAlgorithm(99)}, "unknown algorithm"},
+		{core.PerSecond(1).WithAlgorithm(99), nil, "unknown algorithm"},
 		{core.PerSecond(1), []core.Option{core.WithFullPolicy(9)}, "unknown full policy"},
 	}
 	for _, c := range cases {
@@ -240,7 +240,7 @@ func TestExactAdmissionConcurrent(t *testing.T) {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%v/cache=%v", alg, cache), func(t *testing.T) {
 				t.Parallel()
-				lim, _ := newLimiter(t, core.PerMinute(burst), core.WithAlgorithm(alg), core.WithDenyCache(cache))
+				lim, _ := newLimiter(t, core.PerMinute(burst).WithAlgorithm(alg), core.WithDenyCache(cache))
 				var admitted atomic.Int64
 				var wg sync.WaitGroup
 				start := make(chan struct{})
@@ -274,7 +274,7 @@ func TestLongRunBound(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			lim, clk := newLimiter(t, core.PerSecond(perSec), core.WithAlgorithm(alg))
+			lim, clk := newLimiter(t, core.PerSecond(perSec).WithAlgorithm(alg))
 			admitted := 0
 			step := time.Second / (2 * perSec)
 			for el := time.Duration(0); el < seconds*time.Second; el += step {
@@ -389,7 +389,7 @@ func TestEvictLRUIsWeaker(t *testing.T) {
 func TestIdleKeysDropped(t *testing.T) {
 	t.Parallel()
 	for _, alg := range algorithms {
-		lim, clk := newLimiter(t, core.PerSecond(10), core.WithAlgorithm(alg), core.WithCapacity(100), core.WithShards(1))
+		lim, clk := newLimiter(t, core.PerSecond(10).WithAlgorithm(alg), core.WithCapacity(100), core.WithShards(1))
 		for i := 0; i < 50; i++ {
 			allow(t, lim, "old"+strconv.Itoa(i), 1)
 		}
@@ -428,7 +428,7 @@ func TestDenyCacheChangesNothing(t *testing.T) {
 				// 20/s with a burst of 5; the windows count 5 per 250 ms.
 				l := core.Limit{Events: 5, Period: 250 * ms, Burst: 5}
 				seed := maphash.MakeSeed()
-				opts := []core.Option{core.WithAlgorithm(alg), core.WithShards(1), core.WithSeed(seed),
+				opts := []core.Option{core.WithShards(1), core.WithSeed(seed),
 					core.WithCapacity(c.capacity), core.WithFullPolicy(c.full)}
 				on, clkOn := newLimiter(t, l, append(opts, core.WithDenyCache(true))...)
 				off, clkOff := newLimiter(t, l, append(opts, core.WithDenyCache(false))...)
@@ -490,7 +490,7 @@ func TestDenyCacheChangesNothing(t *testing.T) {
 func TestClockStepBackNoFreshBurst(t *testing.T) {
 	t.Parallel()
 	for _, alg := range algorithms {
-		lim, clk := newLimiter(t, core.PerSecond(10), core.WithAlgorithm(alg))
+		lim, clk := newLimiter(t, core.PerSecond(10).WithAlgorithm(alg))
 		clk.Advance(10*time.Second + 500*ms)
 		for allow(t, lim, "k", 1).Allowed {
 		}
@@ -510,7 +510,7 @@ func TestClockStepBackNoFreshBurst(t *testing.T) {
 func TestRefund(t *testing.T) {
 	t.Parallel()
 	for _, alg := range algorithms {
-		lim, _ := newLimiter(t, core.PerMinute(3), core.WithAlgorithm(alg))
+		lim, _ := newLimiter(t, core.PerMinute(3).WithAlgorithm(alg))
 		for i := 0; i < 3; i++ {
 			allow(t, lim, "k", 1)
 		}
@@ -544,7 +544,7 @@ func TestRefund(t *testing.T) {
 func TestKeysIndependent(t *testing.T) {
 	t.Parallel()
 	for _, alg := range algorithms {
-		lim, _ := newLimiter(t, core.PerMinute(2), core.WithAlgorithm(alg))
+		lim, _ := newLimiter(t, core.PerMinute(2).WithAlgorithm(alg))
 		for i := 0; i < 2; i++ {
 			allow(t, lim, "a", 1)
 		}

@@ -1,10 +1,5 @@
 package core
 
-import (
-	"fmt"
-	"time"
-)
-
 // leakyBucket shapes: state.a is the instant the key's line drains, when
 // the next request's turn comes. A request waits for its turn (its Delay)
 // and then holds the line for cost × interval.
@@ -15,12 +10,10 @@ type leakyBucket struct {
 	interval, maxDelay, burst int64
 }
 
-func newLeakyBucket(l Limit, maxDelay time.Duration) (*leakyBucket, error) {
+func newLeakyBucket(l Limit) (*leakyBucket, error) {
+	maxDelay := l.MaxDelay
 	if maxDelay == 0 {
 		maxDelay = DefaultMaxDelay
-	}
-	if maxDelay > maxSpan {
-		return nil, fmt.Errorf("core: WithMaxDelay(%v): the longest wait must be <= %v", maxDelay, time.Duration(maxSpan))
 	}
 	return &leakyBucket{interval: int64(l.Interval()), maxDelay: int64(maxDelay), burst: int64(l.EffectiveBurst())}, nil
 }

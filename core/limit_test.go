@@ -116,13 +116,57 @@ func TestLimitStringRoundTrip(t *testing.T) {
 }
 
 func sameLimit(a, b core.Limit) bool {
-	return a.Events == b.Events && a.Period == b.Period && a.EffectiveBurst() == b.EffectiveBurst() && a.Name == b.Name
+	a.Burst, b.Burst = a.EffectiveBurst(), b.EffectiveBurst()
+	return a == b
+}
+
+// TestParsePolicy: the algorithm and its settings parse into the Limit's
+// fields, a setting implies its algorithm, String writes them back, and a
+// setting another algorithm was named for is refused with the reason.
+func TestParsePolicy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want core.Limit
+	}{
+		{"100/min burst=20 name=api algorithm=gcra", core.PerMinute(100).WithBurst(20).WithName("api").WithAlgorithm(core.GCRA)},
+		{"10/s max-delay=2s", core.PerSecond(10).WithMaxDelay(2 * time.Second)},
+		{"100/s warm-up=1m cold-factor=2.5", core.PerSecond(100).WithWarmUp(time.Minute, 2.5)},
+		{"100/min sub-windows=6", core.PerMinute(100).WithSubWindows(6)},
+		{"5000/h algorithm=Sliding-Log max-entries=8192", core.PerHour(5000).WithAlgorithm(core.SlidingLog).WithMaxEntries(8192)},
+		{"10/s overdraft=true", core.PerSecond(10).WithOverdraft()},
+		{"8/s algorithm=concurrency", core.InFlight(8)},
+	} {
+		got, err := core.ParseLimit(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+			continue
+		}
+		if again, err := core.ParseLimit(got.String()); err != nil || again != got {
+			t.Errorf("%q: String %q reads back as %+v, %v", c.in, got.String(), again, err)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"10/s algorithm=gcra max-delay=1s", "MaxDelay applies to LeakyBucket only, not gcra"},
+		{"10/s algorithm=bucket", `unknown algorithm "bucket"`},
+		{"10/s overdraft=yes", "want true or false"},
+		{"10/s cold-factor=3", "apply to the WarmUp algorithm only"},
+		{"10/s warm-up=soon", `limit warm-up "soon"`},
+		{"10/s sub-windows=1", "sub-windows must be from 2"},
+		{"10/s flavour=mint", "unknown limit option"},
+	} {
+		if _, err := core.ParseLimit(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseLimit(%q): %v, want an error saying %q", c.in, err, c.want)
+		}
+	}
 }
 
 // FuzzParseLimit: the parser never panics; what it accepts is valid and
 // survives a round trip through String.
 func FuzzParseLimit(f *testing.F) {
-	for _, s := range []string{"100/s", "5/min burst=2", "10/s name=login", "30/10s", "1/1m30s", "0/s", "5/x", "", "1/d burst=99 name=a"} {
+	for _, s := range []string{"100/s", "5/min burst=2", "10/s name=login", "30/10s", "1/1m30s", "0/s", "5/x", "", "1/d burst=99 name=a",
+		"100/min algorithm=gcra", "10/s max-delay=2s", "100/s warm-up=1m cold-factor=2.5", "100/min sub-windows=6 max-entries=6",
+		"10/s overdraft=true", "3/s algorithm=sliding-log max-entries=3", "10/s algorithm=gcra sub-windows=2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -102,8 +102,8 @@ type Event struct {
 	// first; 0 when the denial was answered at once (holding is off, or
 	// too many denials were held already).
 	Held time.Duration
-	// Shadow reports that the limiter ran in shadow (dry-run) mode (a
-	// [Shadow], given to the adapter or inside its limiter): the decision
+	// Shadow reports that the adapter ran in shadow (dry-run) mode
+	// (httpmw.WithShadow, grpcmw.WithShadow): the decision
 	// was made and charged as enforcing would and Outcome says what
 	// enforcing it would have done (OutcomeDenied for a refusal), but the
 	// request went on to the handler all the same (Admitted is true).

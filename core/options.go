@@ -3,27 +3,19 @@ package core
 import (
 	"fmt"
 	"hash/maphash"
-	"time"
 )
 
-// Option configures a limiter made by [New].
+// Option configures the in-memory store of a limiter made by [New],
+// [NewStack] or [NewDynamic]: what the limit is belongs to the [Limit].
 type Option func(*options)
 
 type options struct {
-	algorithm Algorithm
 	clock     Clock
 	capacity  int
 	shards    int
 	full      FullPolicy
 	denyCache bool
 	seed      *maphash.Seed
-
-	overdraft  bool
-	maxDelay   time.Duration // LeakyBucket; 0: DefaultMaxDelay
-	warmUp     time.Duration // WarmUp; required
-	coldFactor float64       // WarmUp; 0: DefaultColdFactor
-	subWindows int           // SlidingWindow; 0: none (the two-window estimate)
-	maxEntries int           // SlidingLog, sub-windows; 0: DefaultMaxEntries
 
 	maxLimits int // NewDynamic; 0: DefaultMaxLimits
 }
@@ -34,15 +26,11 @@ const DefaultCapacity = 1 << 16
 
 func defaultOptions() options {
 	return options{
-		algorithm: TokenBucket,
 		capacity:  DefaultCapacity,
 		full:      FullOverflow,
 		denyCache: true,
 	}
 }
-
-// WithAlgorithm selects the algorithm (default [TokenBucket]).
-func WithAlgorithm(a Algorithm) Option { return func(o *options) { o.algorithm = a } }
 
 // WithClock sets the clock decisions read (default [SystemClock]). Tests pass
 // a coretest.Clock.
@@ -67,86 +55,6 @@ func withShards(n int) Option { return func(o *options) { o.shards = n } }
 // withSeed sets the seed keys are hashed with (default: random per
 // limiter), so that tests can build two limiters that place keys alike.
 func withSeed(s maphash.Seed) Option { return func(o *options) { o.seed = &s } }
-
-// WithOverdraft lets the token bucket lend: a request larger than what is
-// left is admitted as long as the bucket is not already in debt (no whole
-// token short), and the requests after it wait until the debt is paid back
-// (Guava's "the next caller pays"; seed 000's loaned burst). Without it,
-// the default, a request is admitted only when its whole cost is there. A
-// full bucket so admits Burst cost-1 requests at once and then one more.
-func WithOverdraft() Option { return func(o *options) { o.overdraft = true } }
-
-// DefaultMaxDelay is the longest a [LeakyBucket] makes a request wait for
-// its turn unless [WithMaxDelay] says otherwise.
-const DefaultMaxDelay = time.Second
-
-// WithMaxDelay sets the longest wait a [LeakyBucket] admits a request with
-// (default [DefaultMaxDelay]; 0 also means the default). It must not be
-// negative, nor longer than about 73 years.
-func WithMaxDelay(d time.Duration) Option { return func(o *options) { o.maxDelay = d } }
-
-// DefaultColdFactor is how many times slower than the full rate a cold
-// [WarmUp] key starts, as in Guava.
-const DefaultColdFactor = 3
-
-// WithWarmUp sets the [WarmUp] algorithm's warm-up period, the time a cold
-// key takes to reach the full rate under steady demand, and its cold
-// factor (at least 1; 0 means [DefaultColdFactor]): a cold key's requests
-// are Interval × coldFactor apart. WarmUp requires it.
-func WithWarmUp(period time.Duration, coldFactor float64) Option {
-	return func(o *options) { o.warmUp, o.coldFactor = period, coldFactor }
-}
-
-// WithSubWindows makes [SlidingWindow] count over n sub-windows instead of
-// weighting the previous window (Sentinel's LeapArray): windows of
-// Period/n, aligned to multiples of it since the Unix epoch like
-// [FixedWindow]'s, each counting the costs admitted in it, and a request
-// admitted while the current sub-window and the n−1 before it, plus its
-// cost, stay within Events. That span starts at the start of the oldest of
-// the n, so it covers between Period−Period/n and Period of the past: a
-// sub-window leaves the count whole, at the instant it ends one Period
-// after its start. RetryAfter is exact (the start of the first sub-window
-// in which enough old ones have left), ResetAfter is when the newest
-// non-empty sub-window leaves, Remaining is exact. Refund takes cost back
-// from the newest sub-windows.
-//
-// n must be from 2 to 2²⁰ and divide the period in nanoseconds. Each key
-// keeps its non-empty sub-windows as entries of 16 bytes, at most the
-// lesser of n and Events, which must be within [WithMaxEntries]; its state
-// lives in the same table as [SlidingLog]'s.
-//
-// Its error against the exact log: in any sliding Period it admits at most
-// Events plus what it admitted in one sub-window (the part of the oldest
-// sub-window it no longer counts), so up to 2×Events when a burst fills a
-// sub-window just before that sub-window leaves the count; spread traffic
-// overshoots by about 1/n. TestSubWindowError replays 30 minutes of
-// synthetic traffic under 100 per minute through the exact log, the
-// two-window estimate (SlidingWindow without this option) and n
-// sub-windows. The most each admitted in any sliding minute, as a multiple
-// of Events (the log: 1.00):
-//
-//	traffic                     two windows  n=2   n=4   n=10  n=60
-//	steady, 2× the rate         1.32         1.35  1.17  1.07  1.01
-//	Poisson, 1.2× the rate      1.28         1.26  1.13  1.08  1.03
-//	bursts of 20–150 in 100 ms  1.50         2.00  1.63  1.63  1.87
-//	ramp from 0.5× to 3×        1.03         1.17  1.09  1.04  1.01
-//
-// and what each admitted in all, against the log:
-//
-//	steady                      +0.1%        +1.2% +0.6% +0.2% +0.0%
-//	Poisson                     +1.4%        +3.5% +2.8% +1.9% +0.6%
-//	bursts                      +2.1%        +19%  +5.3% +2.9% +1.0%
-//	ramp                        −0.2%        +0.4% +0.3% +0.3% +0.3%
-//
-// None of them lets through a burst straddling a minute boundary (the
-// fixed window's worst case).
-func WithSubWindows(n int) Option { return func(o *options) { o.subWindows = n } }
-
-// WithMaxEntries caps the log entries one key may need under [SlidingLog]
-// (Events) or [WithSubWindows] (the lesser of n and Events), from 1 to 2²⁰
-// (default [DefaultMaxEntries]; 0 also means the default). A limit that
-// needs more fails at [New]. It bounds memory: 16 bytes per entry per key.
-func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n } }
 
 // WithFullPolicy sets what a new key gets when the table is full of live
 // keys (default [FullOverflow]).
@@ -196,18 +104,6 @@ func (o *options) validate() error {
 	}
 	if o.full != FullOverflow && o.full != FullEvictLRU {
 		return fmt.Errorf("core: unknown full policy %d; use FullOverflow or FullEvictLRU", int(o.full))
-	}
-	if o.maxDelay < 0 {
-		return fmt.Errorf("core: WithMaxDelay(%v): the longest wait must be > 0", o.maxDelay)
-	}
-	if o.warmUp < 0 || o.warmUp > maxSpan {
-		return fmt.Errorf("core: WithWarmUp(%v, %v): the warm-up period must be > 0 and <= %v", o.warmUp, o.coldFactor, time.Duration(maxSpan))
-	}
-	if o.coldFactor != 0 && !(o.coldFactor >= 1 && o.coldFactor <= 1<<20) { // NaN fails both
-		return fmt.Errorf("core: WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, DefaultColdFactor)
-	}
-	if err := validateWindowOptions(o); err != nil {
-		return err
 	}
 	if o.maxLimits < 0 || o.maxLimits > maxMaxLimits {
 		return fmt.Errorf("core: WithMaxLimits(%d): the number of distinct limits must be from 1 to %d", o.maxLimits, maxMaxLimits)

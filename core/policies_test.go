@@ -16,19 +16,23 @@ import (
 func TestPolicyOptions(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		opts []core.Option
+		l    core.Limit
 		want string
 	}{
-		{[]core.Option{core.WithOverdraft(), core.WithAlgorithm(core.GCRA)}, "token bucket only"},
-		{[]core.Option{core.WithMaxDelay(time.Second)}, "LeakyBucket only"},
-		{[]core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(-1)}, "must be > 0"},
-		{[]core.Option{core.WithWarmUp(time.Second, 3)}, "WarmUp only"},
-		{[]core.Option{core.WithAlgorithm(core.WarmUp)}, "needs WithWarmUp"},
-		{[]core.Option{core.WithAlgorithm(core.WarmUp), core.WithWarmUp(time.Second, 0.5)}, "cold factor must be from 1"},
-		{[]core.Option{core.WithAlgorithm(core.WarmUp), core.WithWarmUp(-time.Second, 3)}, "warm-up period must be > 0"},
+		{core.PerSecond(10).WithOverdraft().WithAlgorithm(core.GCRA), "token bucket only"},
+		{core.Limit{Events: 10, Period: time.Second, MaxDelay: time.Second}, "LeakyBucket only"},
+		{core.PerSecond(10).WithMaxDelay(-1), "must be > 0"},
+		{core.Limit{Events: 10, Period: time.Second, WarmUp: time.Second}, "WarmUp algorithm only"},
+		{core.PerSecond(10).WithAlgorithm(core.WarmUp), "needs a warm-up period"},
+		{core.PerSecond(10).WithWarmUp(time.Second, 0.5), "cold factor must be from 1"},
+		{core.PerSecond(10).WithWarmUp(-time.Second, 3), "warm-up period > 0"},
+		{core.PerSecond(10).WithSubWindows(4).WithAlgorithm(core.FixedWindow), "SlidingWindow only"},
 	}
 	for _, c := range cases {
-		_, err := core.New(core.PerSecond(10), c.opts...)
+		if err := c.l.Validate(); err == nil || !contains(err.Error(), c.want) {
+			t.Errorf("Validate: %v, want an error saying %q", err, c.want)
+		}
+		_, err := core.New(c.l)
 		if err == nil || !contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one saying %q", err, c.want)
 		}

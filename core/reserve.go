@@ -18,7 +18,7 @@ import (
 type Reservation struct {
 	lim   Limiter
 	key   string
-	n     int          // 0: nothing was charged (a shadow admission), nothing to refund
+	n     int
 	state atomic.Int32 // 0 open, 1 committed, 2 cancelled
 }
 
@@ -33,20 +33,12 @@ type Reservation struct {
 // charged in is still current. A shaped request's Delay is the caller's to
 // wait; the concurrency Lease of an admission stays the caller's to
 // release.
-//
-// A [Shadow] limiter admits every request: a shadow admission that
-// enforcing would have refused (Decision.Would) is a Reservation like any
-// other, but it charged nothing, so its Cancel refunds nothing.
 func Reserve(ctx context.Context, lim Limiter, key string, n int) (*Reservation, Decision, error) {
 	d, err := lim.Allow(ctx, key, n)
 	if err != nil || !d.Allowed {
 		return nil, d, err
 	}
-	r := &Reservation{lim: lim, key: key, n: n}
-	if !d.charged() {
-		r.n = 0
-	}
-	return r, d, nil
+	return &Reservation{lim: lim, key: key, n: n}, d, nil
 }
 
 // Commit keeps the reserved units charged. It reports whether this call
@@ -60,7 +52,7 @@ func (r *Reservation) Commit() bool {
 // nil. Its error is Refund's (a store that could not be reached: the
 // units then stay charged, and the reservation stays cancelled).
 func (r *Reservation) Cancel(ctx context.Context) error {
-	if r == nil || !r.state.CompareAndSwap(0, 2) || r.n == 0 {
+	if r == nil || !r.state.CompareAndSwap(0, 2) {
 		return nil
 	}
 	return r.lim.Refund(ctx, r.key, r.n)

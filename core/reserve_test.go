@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 func TestReserve(t *testing.T) {
@@ -15,7 +15,7 @@ func TestReserve(t *testing.T) {
 	ctx := context.Background()
 	clk := coretest.NewClock(t0)
 	// 10/s burst 3: a cost-1 request owes 100ms.
-	lim := core.MustNew(core.PerSecond(10).WithBurst(3), core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+	lim := core.MustNew(core.PerSecond(10).WithBurst(3).WithAlgorithm(core.GCRA), core.WithClock(clk))
 	remaining := func(key string) int {
 		t.Helper()
 		d, err := lim.Allow(ctx, key, 1)

@@ -128,32 +128,35 @@ func TestSetLimitConcurrencyRace(t *testing.T) {
 // a change, and keep deciding under their limit.
 func TestSetLimitExtendedRefused(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string][]core.Option{
-		"sliding-log": {core.WithAlgorithm(core.SlidingLog)},
-		"sub-windows": {core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(4)},
+	for name, l := range map[string]core.Limit{
+		"sliding-log": core.PerSecond(2).WithAlgorithm(core.SlidingLog),
+		"sub-windows": core.PerSecond(2).WithSubWindows(4),
 	} {
 		t.Run(name, func(t *testing.T) {
-			lim, _ := newLimiter(t, core.PerSecond(2), opts...)
+			lim, _ := newLimiter(t, l)
 			allow(t, lim, "k", 2)
-			err := lim.SetLimit(core.PerSecond(10))
+			err := lim.SetLimit(core.PerSecond(10).WithAlgorithm(l.Algorithm))
 			if !errors.Is(err, core.ErrSetLimitUnsupported) {
 				t.Fatalf("SetLimit: %v, want ErrSetLimitUnsupported", err)
 			}
 			t.Log(err)
-			if lim.Limit() != core.PerSecond(2) {
+			if lim.Limit() != l {
 				t.Fatalf("limit %v after a refused change", lim.Limit())
 			}
-			if d := allow(t, lim, "k", 1); d.Allowed || d.Limit != core.PerSecond(2) {
+			if d := allow(t, lim, "k", 1); d.Allowed || d.Limit != l {
 				t.Fatalf("after a refused change: %+v", d)
 			}
-			_, err = core.NewDynamic(func(string) core.Limit { return core.PerSecond(2) }, opts...)
-			if !errors.Is(err, core.ErrSetLimitUnsupported) {
-				t.Fatalf("NewDynamic: %v, want ErrSetLimitUnsupported", err)
+			dyn, err := core.NewDynamic(func(string) core.Limit { return l })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err = dyn.Allow(ctx, "k", 1); !errors.Is(err, core.ErrSetLimitUnsupported) {
+				t.Fatalf("Dynamic.Allow: %v, want ErrSetLimitUnsupported", err)
 			}
 			_, err = core.NewAdaptive(core.AdaptiveConfig{
-				Low: core.PerSecond(1), High: core.PerSecond(2),
+				Low: l.WithBurst(1), High: l,
 				Signal: func() float64 { return 0 }, LowMark: 0, HighMark: 1,
-			}, opts...)
+			})
 			if !errors.Is(err, core.ErrSetLimitUnsupported) {
 				t.Fatalf("NewAdaptive: %v, want ErrSetLimitUnsupported", err)
 			}
@@ -165,8 +168,11 @@ func TestSetLimitExtendedRefused(t *testing.T) {
 // flight between limits, since its leases give back to the old one.
 func TestDynamicRefusesConcurrency(t *testing.T) {
 	t.Parallel()
-	_, err := core.NewDynamic(func(string) core.Limit { return core.InFlight(2) }, core.WithAlgorithm(core.Concurrency))
-	if !errors.Is(err, core.ErrSetLimitUnsupported) {
-		t.Fatalf("NewDynamic: %v, want ErrSetLimitUnsupported", err)
+	dyn, err := core.NewDynamic(func(string) core.Limit { return core.InFlight(2) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Allow(ctx, "k", 1); !errors.Is(err, core.ErrSetLimitUnsupported) {
+		t.Fatalf("Dynamic.Allow: %v, want ErrSetLimitUnsupported", err)
 	}
 }

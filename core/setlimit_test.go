@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // change is one step of a limit-change table: a new limit at At (when
@@ -74,7 +74,7 @@ func changeTables() []struct {
 	steps []change
 } {
 	const s = time.Second
-	return []struct {
+	tabs := []struct {
 		name  string
 		alg   core.Algorithm
 		first core.Limit
@@ -196,6 +196,17 @@ func changeTables() []struct {
 			{Cost: 1, Remaining: 0, Retry: 100 * ms, Reset: 1100 * ms},
 		},
 	}}
+	// Every limit of a table is a policy of the table's algorithm.
+	for i := range tabs {
+		tab := &tabs[i]
+		tab.first = tab.first.WithAlgorithm(tab.alg)
+		for j := range tab.steps {
+			if s := &tab.steps[j]; s.Set != (core.Limit{}) {
+				s.Set = s.Set.WithAlgorithm(tab.alg)
+			}
+		}
+	}
+	return tabs
 }
 
 func TestSetLimitTables(t *testing.T) {
@@ -204,7 +215,7 @@ func TestSetLimitTables(t *testing.T) {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/cache=%v", tab.name, cache), func(t *testing.T) {
 				clk := coretest.NewClock(t0)
-				lim, err := core.New(tab.first, append([]core.Option{core.WithAlgorithm(tab.alg), core.WithClock(clk), core.WithDenyCache(cache)}, tab.opts...)...)
+				lim, err := core.New(tab.first, append([]core.Option{core.WithClock(clk), core.WithDenyCache(cache)}, tab.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +230,7 @@ func TestSetLimitTables(t *testing.T) {
 func TestSetLimitDropsCachedDenials(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	lim := core.MustNew(core.PerMinute(1), core.WithAlgorithm(core.GCRA), core.WithClock(clk))
+	lim := core.MustNew(core.PerMinute(1).WithAlgorithm(core.GCRA), core.WithClock(clk))
 	ctx := context.Background()
 	lim.Allow(ctx, "k", 1)
 	for i := 0; i < 3; i++ { // denied, then answered from the cache
@@ -227,7 +238,7 @@ func TestSetLimitDropsCachedDenials(t *testing.T) {
 			t.Fatalf("denial %d: %+v", i, d)
 		}
 	}
-	next := core.PerMinute(1).WithBurst(2)
+	next := core.PerMinute(1).WithBurst(2).WithAlgorithm(core.GCRA)
 	if err := lim.SetLimit(next); err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +251,9 @@ func TestSetLimitDropsCachedDenials(t *testing.T) {
 
 func TestSetLimitValidates(t *testing.T) {
 	t.Parallel()
-	lim := core.MustNew(core.PerSecond(10), core.WithAlgorithm(core.WarmUp), core.WithWarmUp(10*time.Second, 3))
-	if err := lim.SetLimit(core.Limit{Events: 0, Period: time.Second}); err == nil {
+	wu := func(l core.Limit) core.Limit { return l.WithWarmUp(10*time.Second, 3) }
+	lim := core.MustNew(wu(core.PerSecond(10)))
+	if err := lim.SetLimit(wu(core.Limit{Events: 0, Period: time.Second})); err == nil {
 		t.Fatal("SetLimit accepted 0 events")
 	}
 	// Valid on its own, but a cold request would wait 3 × 36 years.
@@ -249,15 +261,20 @@ func TestSetLimitValidates(t *testing.T) {
 	if err := long.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	long = wu(long)
 	err := lim.SetLimit(long)
 	if err == nil || err.Error() == "" {
 		t.Fatal("SetLimit accepted a limit WarmUp cannot hold")
 	}
-	if lim.Limit() != core.PerSecond(10) {
+	if lim.Limit() != wu(core.PerSecond(10)) {
 		t.Fatalf("a failed SetLimit changed the limit to %v", lim.Limit())
 	}
+	// Another algorithm cannot read the keys' state.
+	if err := lim.SetLimit(core.PerSecond(10)); !errors.Is(err, core.ErrSetLimitUnsupported) {
+		t.Fatalf("SetLimit to a token bucket: %v, want ErrSetLimitUnsupported", err)
+	}
 	// A cost beyond the new burst is refused as too large.
-	if err := lim.SetLimit(core.PerSecond(10).WithBurst(2)); err != nil {
+	if err := lim.SetLimit(wu(core.PerSecond(10).WithBurst(2))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lim.Allow(context.Background(), "k", 3); !errors.Is(err, core.ErrCostTooLarge) {
@@ -279,8 +296,8 @@ func TestSetLimitConcurrent(t *testing.T) {
 		t.Run(tc.alg.String(), func(t *testing.T) {
 			t.Parallel()
 			clk := coretest.NewClock(t0)
-			lim := core.MustNew(core.PerSecond(100), core.WithAlgorithm(tc.alg), core.WithClock(clk))
-			next := core.PerSecond(100).WithBurst(200)
+			lim := core.MustNew(core.PerSecond(100).WithAlgorithm(tc.alg), core.WithClock(clk))
+			next := core.PerSecond(100).WithBurst(200).WithAlgorithm(tc.alg)
 			keys := []string{"a", "b", "c"}
 			var admitted [3]atomic.Int64
 			// One admission each under the old limit, so that every key
@@ -304,7 +321,7 @@ func TestSetLimitConcurrent(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						if d.Limit != core.PerSecond(100) && d.Limit != next {
+						if d.Limit != core.PerSecond(100).WithAlgorithm(tc.alg) && d.Limit != next {
 							t.Errorf("decision limit %v", d.Limit)
 						}
 						if d.Allowed {

@@ -6,11 +6,11 @@ import (
 )
 
 // DefaultMaxEntries is the most entries a key's log may need under
-// [SlidingLog] or [WithSubWindows] unless [WithMaxEntries] says otherwise:
+// [SlidingLog] or sub-windows unless Limit.MaxEntries says otherwise:
 // 16 KiB of entries per key at most.
 const DefaultMaxEntries = 1024
 
-// maxMaxEntries bounds WithMaxEntries: 16 MiB of entries per key.
+// maxMaxEntries bounds Limit.MaxEntries: 16 MiB of entries per key.
 const maxMaxEntries = 1 << 20
 
 // entryBytes is the memory one log entry takes.
@@ -64,25 +64,25 @@ type windowLog struct {
 	limit                   uint32 // the most entries a key's log can hold
 }
 
-func newWindowLog(a Algorithm, l Limit, o *options) (*windowLog, error) {
-	maxEntries := o.maxEntries
+func newWindowLog(l Limit) (*windowLog, error) {
+	maxEntries := l.MaxEntries
 	if maxEntries == 0 {
 		maxEntries = DefaultMaxEntries
 	}
 	w := &windowLog{period: int64(l.Period), events: int64(l.Events), quantum: 1}
 	need := w.events
-	if a == SlidingWindow {
-		n := int64(o.subWindows)
+	if l.Algorithm == SlidingWindow {
+		n := int64(l.SubWindows)
 		if w.period%n != 0 {
-			return nil, fmt.Errorf("core: WithSubWindows(%d): the period %v is not a whole number of nanoseconds times %d; pick a number of sub-windows that divides it", n, l.Period, n)
+			return nil, fmt.Errorf("core: SubWindows %d: the period %v is not a whole number of nanoseconds times %d; pick a number of sub-windows that divides it", n, l.Period, n)
 		}
 		w.quantum = w.period / n
 		need = min(n, need)
 		if need > int64(maxEntries) {
-			return nil, fmt.Errorf("core: WithSubWindows(%d): %d events in %d sub-windows need up to %d log entries per key (%d bytes each), more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, entryBytes, maxEntries, need)
+			return nil, fmt.Errorf("core: SubWindows %d: %d events in %d sub-windows need up to %d log entries per key (%d bytes each), more than MaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, entryBytes, maxEntries, need)
 		}
 	} else if need > int64(maxEntries) {
-		return nil, fmt.Errorf("core: SlidingLog: %d events per period need up to %d log entries per key (%d bytes each), more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use SlidingWindow (with WithSubWindows for a closer count)", l.Events, need, entryBytes, maxEntries, need)
+		return nil, fmt.Errorf("core: SlidingLog: %d events per period need up to %d log entries per key (%d bytes each), more than MaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use SlidingWindow (with sub-windows for a closer count)", l.Events, need, entryBytes, maxEntries, need)
 	}
 	w.limit = uint32(need)
 	return w, nil
@@ -223,33 +223,5 @@ func (w *windowLog) idleAt(x *xlog) int64 {
 	return x.newest().at + w.period
 }
 
-// extended reports whether a with o keeps its state in the extended
-// table (see extTable).
-func extended(a Algorithm, o *options) bool {
-	return a == SlidingLog || a == SlidingWindow && o.subWindows != 0
-}
-
-// checkExtendedOptions reports the extended algorithms' options given to
-// an algorithm they do not apply to.
-func checkExtendedOptions(a Algorithm, o *options) error {
-	if o.subWindows != 0 && a != SlidingWindow {
-		return fmt.Errorf("core: WithSubWindows applies to SlidingWindow only, not %v", a)
-	}
-	if o.maxEntries != 0 && !extended(a, o) {
-		return fmt.Errorf("core: WithMaxEntries applies to SlidingLog and to SlidingWindow with WithSubWindows only, not %v", a)
-	}
-	return nil
-}
-
-// maxSubWindows bounds WithSubWindows.
+// maxSubWindows bounds Limit.SubWindows.
 const maxSubWindows = 1 << 20
-
-func validateWindowOptions(o *options) error {
-	if o.subWindows != 0 && (o.subWindows < 2 || o.subWindows > maxSubWindows) {
-		return fmt.Errorf("core: WithSubWindows(%d): the number of sub-windows must be from 2 to %d", o.subWindows, maxSubWindows)
-	}
-	if o.maxEntries != 0 && (o.maxEntries < 1 || o.maxEntries > maxMaxEntries) {
-		return fmt.Errorf("core: WithMaxEntries(%d): the cap must be from 1 to %d entries per key (0 for the default, %d)", o.maxEntries, maxMaxEntries, DefaultMaxEntries)
-	}
-	return nil
-}

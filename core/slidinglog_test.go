@@ -13,34 +13,35 @@ import (
 // saying what to change, wherever they do not fit.
 func TestWindowOptionsValidated(t *testing.T) {
 	t.Parallel()
+	log := func(n int) core.Limit { return core.PerSecond(n).WithAlgorithm(core.SlidingLog) }
+	sub := func(n, subs int) core.Limit { return core.PerSecond(n).WithSubWindows(subs) }
 	cases := []struct {
 		name string
 		l    core.Limit
-		opts []core.Option
 		want string // in the error; "" for none
 	}{
-		{"log", core.PerSecond(1024), []core.Option{core.WithAlgorithm(core.SlidingLog)}, ""},
-		{"log-over-default-cap", core.PerSecond(1025), []core.Option{core.WithAlgorithm(core.SlidingLog)},
-			"core: SlidingLog: 1025 events per period need up to 1025 log entries per key (16 bytes each), more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(1025) or use SlidingWindow (with WithSubWindows for a closer count)"},
-		{"log-raised-cap", core.PerSecond(1025), []core.Option{core.WithAlgorithm(core.SlidingLog), core.WithMaxEntries(1025)}, ""},
-		{"log-low-cap", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingLog), core.WithMaxEntries(9)}, "raise the cap with WithMaxEntries(10)"},
-		{"cap-range", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingLog), core.WithMaxEntries(-1)}, "core: WithMaxEntries(-1): the cap must be from 1 to 1048576 entries per key (0 for the default, 1024)"},
-		{"cap-other-algorithm", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.GCRA), core.WithMaxEntries(10)}, "core: WithMaxEntries applies to SlidingLog and to SlidingWindow with WithSubWindows only, not gcra"},
-		{"cap-counter", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithMaxEntries(10)}, "not sliding-window"},
-		{"sub", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10)}, ""},
-		{"sub-one", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(1)}, "core: WithSubWindows(1): the number of sub-windows must be from 2 to 1048576"},
-		{"sub-other-algorithm", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.FixedWindow), core.WithSubWindows(4)}, "core: WithSubWindows applies to SlidingWindow only, not fixed-window"},
-		{"sub-log", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingLog), core.WithSubWindows(4)}, "not sliding-log"},
-		{"sub-indivisible", core.PerSecond(10), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(7)},
-			"core: WithSubWindows(7): the period 1s is not a whole number of nanoseconds times 7; pick a number of sub-windows that divides it"},
+		{"log", log(1024), ""},
+		{"log-over-default-cap", log(1025),
+			"core: SlidingLog: 1025 events per period need up to 1025 log entries per key (16 bytes each), more than MaxEntries allows (1024); raise the cap with WithMaxEntries(1025) or use SlidingWindow (with sub-windows for a closer count)"},
+		{"log-raised-cap", log(1025).WithMaxEntries(1025), ""},
+		{"log-low-cap", log(10).WithMaxEntries(9), "raise the cap with WithMaxEntries(10)"},
+		{"cap-range", log(10).WithMaxEntries(-1), "core: limit MaxEntries -1: the cap must be from 1 to 1048576 entries per key (0 for the default, 1024)"},
+		{"cap-other-algorithm", core.PerSecond(10).WithAlgorithm(core.GCRA).WithMaxEntries(10), "core: MaxEntries applies to SlidingLog and to SlidingWindow with SubWindows only, not gcra"},
+		{"cap-counter", core.PerSecond(10).WithAlgorithm(core.SlidingWindow).WithMaxEntries(10), "not sliding-window"},
+		{"sub", sub(10, 10), ""},
+		{"sub-one", sub(10, 1), "core: limit SubWindows 1: the number of sub-windows must be from 2 to 1048576"},
+		{"sub-other-algorithm", sub(10, 4).WithAlgorithm(core.FixedWindow), "core: SubWindows applies to SlidingWindow only, not fixed-window"},
+		{"sub-log", sub(10, 4).WithAlgorithm(core.SlidingLog), "not sliding-log"},
+		{"sub-indivisible", sub(10, 7),
+			"core: SubWindows 7: the period 1s is not a whole number of nanoseconds times 7; pick a number of sub-windows that divides it"},
 		// Many events in few sub-windows need few entries.
-		{"sub-many-events", core.PerSecond(1_000_000), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(1000)}, ""},
-		{"sub-over-cap", core.PerSecond(1_000_000), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(2000)},
-			"core: WithSubWindows(2000): 1000000 events in 2000 sub-windows need up to 2000 log entries per key (16 bytes each), more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(2000) or use fewer sub-windows"},
-		{"sub-few-events", core.PerSecond(3), []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(2000), core.WithMaxEntries(3)}, ""},
+		{"sub-many-events", sub(1_000_000, 1000), ""},
+		{"sub-over-cap", sub(1_000_000, 2000),
+			"core: SubWindows 2000: 1000000 events in 2000 sub-windows need up to 2000 log entries per key (16 bytes each), more than MaxEntries allows (1024); raise the cap with WithMaxEntries(2000) or use fewer sub-windows"},
+		{"sub-few-events", sub(3, 2000).WithMaxEntries(3), ""},
 	}
 	for _, c := range cases {
-		_, err := core.New(c.l, c.opts...)
+		_, err := core.New(c.l)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -54,11 +55,11 @@ func TestWindowOptionsValidated(t *testing.T) {
 // needs, decisions on it allocate nothing, admitted or refused, and so do
 // refunds.
 func TestSlidingLogNoAllocs(t *testing.T) {
-	for _, opts := range [][]core.Option{
-		{core.WithAlgorithm(core.SlidingLog)},
-		{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10)},
+	for _, l := range []core.Limit{
+		core.PerSecond(100).WithAlgorithm(core.SlidingLog),
+		core.PerSecond(100).WithSubWindows(10),
 	} {
-		lim, clk := newLimiter(t, core.PerSecond(100), opts...)
+		lim, clk := newLimiter(t, l)
 		warm := func() {
 			for i := 0; i < 1000; i++ {
 				clk.Advance(7 * time.Millisecond)
@@ -67,11 +68,11 @@ func TestSlidingLogNoAllocs(t *testing.T) {
 		}
 		warm()
 		if n := testing.AllocsPerRun(10, warm); n != 0 {
-			t.Errorf("%v: %v allocations per 1000 decisions", opts, n)
+			t.Errorf("%v: %v allocations per 1000 decisions", l, n)
 		}
 		refund := func() { _ = lim.Refund(ctx, "k", 1) }
 		if n := testing.AllocsPerRun(100, refund); n != 0 {
-			t.Errorf("%v: %v allocations per refund", opts, n)
+			t.Errorf("%v: %v allocations per refund", l, n)
 		}
 	}
 }
@@ -82,11 +83,11 @@ func TestSlidingLogNoAllocs(t *testing.T) {
 // exceeds the capacity.
 func TestSlidingLogIdleKeysDropped(t *testing.T) {
 	t.Parallel()
-	for _, opts := range [][]core.Option{
-		{core.WithAlgorithm(core.SlidingLog)},
-		{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(6)},
+	for _, l := range []core.Limit{
+		core.PerMinute(6).WithAlgorithm(core.SlidingLog),
+		core.PerMinute(6).WithSubWindows(6),
 	} {
-		lim, clk := newLimiter(t, core.PerMinute(6), append(opts, core.WithCapacity(100))...)
+		lim, clk := newLimiter(t, l, core.WithCapacity(100))
 		for round := 0; round < 5; round++ {
 			for i := 0; i < 100; i++ {
 				key := strconv.Itoa(round) + "/" + strconv.Itoa(i)
@@ -117,7 +118,7 @@ func TestSlidingLogIdleKeysDropped(t *testing.T) {
 func TestSlidingLogFullPolicy(t *testing.T) {
 	t.Parallel()
 	l := core.PerMinute(2)
-	lim, _ := newLimiter(t, l, core.WithAlgorithm(core.SlidingLog), core.WithCapacity(2), core.WithShards(1))
+	lim, _ := newLimiter(t, l.WithAlgorithm(core.SlidingLog), core.WithCapacity(2), core.WithShards(1))
 	allow(t, lim, "a", 1)
 	allow(t, lim, "b", 1)
 	for i, want := range []bool{true, true, false} {
@@ -125,7 +126,7 @@ func TestSlidingLogFullPolicy(t *testing.T) {
 			t.Fatalf("overflow request %d: %+v, want allowed=%v in overflow", i, d, want)
 		}
 	}
-	lim, _ = newLimiter(t, l, core.WithAlgorithm(core.SlidingLog), core.WithCapacity(2), core.WithShards(1), core.WithFullPolicy(core.FullEvictLRU))
+	lim, _ = newLimiter(t, l.WithAlgorithm(core.SlidingLog), core.WithCapacity(2), core.WithShards(1), core.WithFullPolicy(core.FullEvictLRU))
 	allow(t, lim, "a", 1)
 	allow(t, lim, "b", 1)
 	allow(t, lim, "a", 1) // b is now the least recently charged
@@ -145,7 +146,7 @@ func TestSlidingLogFullPolicy(t *testing.T) {
 // counted from the reading.
 func TestSlidingLogClockBack(t *testing.T) {
 	t.Parallel()
-	lim, clk := newLimiter(t, core.Limit{Events: 2, Period: time.Second}, core.WithAlgorithm(core.SlidingLog))
+	lim, clk := newLimiter(t, (core.Limit{Events: 2, Period: time.Second}).WithAlgorithm(core.SlidingLog))
 	clk.Advance(500 * ms)
 	allow(t, lim, "k", 2)
 	clk.Advance(-400 * ms)

@@ -5,18 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"strconv"
-	"sync"
 	"time"
 )
-
-// Layer is one limit of a [Stack] with options of its own, such as its
-// algorithm. Options that shape the table (WithClock, WithCapacity,
-// WithFullPolicy) belong to the whole stack: give them to [NewStack].
-type Layer struct {
-	Limit   Limit
-	Options []Option
-}
 
 // Stack enforces several limits on every key at once — 5/s and 100,000/h,
 // say — each with its own algorithm, all or nothing: a request is admitted
@@ -59,13 +49,14 @@ type Stack struct {
 var _ Limiter = (*Stack)(nil)
 var _ PolicyLister = (*Stack)(nil)
 
-// NewStack returns a Stack of layers, in order (at least one). opts apply
-// to every layer, before the layer's own options. A layer without a name
-// is named after its limit ("5-per-1s"), since RateLimit-Policy names each
-// policy; names must be distinct.
-func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
+// NewStack returns a Stack of limits, in order (at least one), each a
+// policy with its own algorithm; opts configure the store they share. A
+// limit without a name is named after its rate ("5-per-s", "1000-per-h",
+// "30-per-10s"), since RateLimit-Policy names each policy; names must be
+// distinct.
+func NewStack(layers []Limit, opts ...Option) (*Stack, error) {
 	if len(layers) == 0 {
-		return nil, errors.New("core: NewStack needs at least one layer")
+		return nil, errors.New("core: NewStack needs at least one limit")
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -84,27 +75,23 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 	}
 	s := &Stack{seed: seed, clock: o.clock, maxCost: 1 << 62, cache: o.denyCache}
 	names := map[string]int{}
-	for i, layer := range layers {
-		l := layer.Limit
+	lo := o
+	lo.shards, lo.seed = shards, &seed
+	for i, l := range layers {
 		if l.Name == "" {
-			l.Name = strconv.Itoa(l.Events) + "-per-" + l.Period.String()
+			l.Name = DefaultName(l)
 		}
 		if j, ok := names[l.Name]; ok {
-			return nil, fmt.Errorf("core: stack layers %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
+			return nil, fmt.Errorf("core: stack limits %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
 		}
 		names[l.Name] = i
-		all := append(append(append([]Option(nil), opts...), layer.Options...),
-			withShards(shards), withSeed(seed), withDenyCache(o.denyCache))
-		k, err := New(l, all...)
+		k, err := newKeyed(l, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("core: stack layer %d (%v): %w", i, l, err)
+			return nil, fmt.Errorf("core: stack limit %d (%v): %w", i, l, err)
 		}
 		s.leases = s.leases || k.leases
 		if k.ext == nil {
 			s.mask = k.mask
-		}
-		if k.capacity != o.capacity || k.table.full != o.full || k.clock != s.layerClock() {
-			return nil, fmt.Errorf("core: stack layer %d (%v): WithCapacity, WithFullPolicy and WithClock apply to the whole stack; pass them to NewStack, not to a layer", i, l)
 		}
 		// A layer's limit never changes (no SetLimit reaches it), so its
 		// cost bound is read once here.
@@ -115,14 +102,6 @@ func NewStack(layers []Layer, opts ...Option) (*Stack, error) {
 		s.limits = append(s.limits, l)
 	}
 	return s, nil
-}
-
-// layerClock is the clock a layer made from the stack's options holds.
-func (s *Stack) layerClock() Clock {
-	if s.clock == SystemClock {
-		return nil
-	}
-	return s.clock
 }
 
 // Policies returns the stack's limits, in order, with the names they carry
@@ -261,73 +240,6 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 	return d, nil
 }
 
-// lease returns the Lease of an admission: the units the stack's
-// concurrency layers gave it, each layer's given back once, as a Keyed's
-// lease gives them back (to the state of the generation it charged, or to
-// the overflow state).
-func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
-	var one *Lease
-	var all []*Lease
-	for j, k := range s.layers {
-		if !k.leases {
-			continue
-		}
-		l := &Lease{keyed: k, h: h, gen: ls[j].ns.b, units: cost, overflow: ls[j].overflow}
-		if one == nil {
-			one = l
-		}
-		all = append(all, l)
-	}
-	if len(all) == 1 {
-		return one
-	}
-	return NewLease(func(ctx context.Context) error {
-		var errs []error
-		for _, l := range all {
-			if err := l.Release(ctx); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	})
-}
-
-// decision combines the layers' verdicts (see [Stack]) and returns the
-// index of the layer it names. A layer that would have admitted a request
-// the stack denies is not charged, and its verdict (which describes the
-// charge) is not used.
-func (s *Stack) decision(ls []layerState, allowed bool) (Decision, int) {
-	pick := 0
-	d := Decision{Allowed: allowed}
-	for j := range ls {
-		v, best := ls[j].v, ls[pick].v
-		if allowed {
-			if v.remaining < best.remaining {
-				pick = j
-			}
-			d.Delay = max(d.Delay, time.Duration(v.retryAfter))
-		} else if !v.allowed && (best.allowed || v.retryAfter > best.retryAfter) {
-			pick = j
-		}
-		d.Overflow = d.Overflow || ls[j].overflow
-	}
-	v := ls[pick].v
-	d.Limit = s.limits[pick]
-	d.Remaining = int(v.remaining)
-	d.ResetAfter = time.Duration(v.resetAfter)
-	if !allowed {
-		d.RetryAfter = time.Duration(v.retryAfter)
-		// A layer that admits has at least the cost left, more than any
-		// layer that denies: the least left is a denying layer's.
-		for j := range ls {
-			if !ls[j].v.allowed {
-				d.Remaining = min(d.Remaining, int(ls[j].v.remaining))
-			}
-		}
-	}
-	return d, pick
-}
-
 func (s *Stack) checkCost(cost int) error {
 	if cost < 1 {
 		return fmt.Errorf("%w: cost must be >= 1, got %d", ErrInvalidCost, cost)
@@ -348,56 +260,4 @@ func (s *Stack) Refund(ctx context.Context, key string, cost int) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lockFor is the lock a stack holds on k for key hash h, whose shard in
-// k's main table is i: the shard's, or the extended table's for a log.
-func (k *Keyed) lockFor(h, i uint64) *sync.Mutex {
-	if k.ext != nil {
-		return &k.ext.shards[h&k.ext.mask].mu
-	}
-	return &k.shards[i].mu
-}
-
-// check decides cost for key hash h at now without charging it, called
-// with h's shard locked: the key's log, a new one if the shard has room for
-// it (reserved until settle), else the overflow log, locked until settle.
-func (t *extTable) check(h uint64, now, cost int64) layerState {
-	var l layerState
-	sh := &t.shards[h&t.mask]
-	l.x, l.found = sh.lru.Peek(h)
-	if !l.found {
-		if t.makeRoom(sh, now) {
-			l.x = &xlog{h: h}
-		} else {
-			l.overflow = true
-			t.overflowMu.Lock()
-			l.x = &t.overflow
-		}
-	}
-	l.t, l.v = t.alg.check(l.x, now, cost)
-	return l
-}
-
-// settle charges what check decided when the whole stack admits, and
-// otherwise gives back the room it reserved; h's shard is still locked.
-func (t *extTable) settle(h uint64, l *layerState, cost int64, allowed bool) {
-	sh := &t.shards[h&t.mask]
-	if allowed {
-		t.alg.push(l.x, l.t, cost)
-	}
-	switch {
-	case l.overflow:
-		t.overflowMu.Unlock()
-	case l.found:
-		if allowed {
-			sh.lru.Get(h) // recency: admissions count, denials do not
-		}
-	case allowed:
-		sh.lru.Add(h, l.x)
-		l.x.due = t.alg.idleAt(l.x)
-		sh.push(l.x)
-	default:
-		t.held.Add(-1) // the room made for the key goes back
-	}
 }

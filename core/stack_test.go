@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // secondAndTen is 5/s (GCRA, burst 5) stacked on 6 per 10 s (fixed window:
 // windows start at t0, a multiple of 10 s since the epoch).
 func secondAndTen(t *testing.T, clk *coretest.Clock, opts ...core.Option) *core.Stack {
 	t.Helper()
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(5).WithName("second"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
-		{Limit: core.Limit{Events: 6, Period: 10 * time.Second, Name: "ten"}, Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerSecond(5).WithName("second").WithAlgorithm(core.GCRA),
+		(core.Limit{Events: 6, Period: 10 * time.Second, Name: "ten"}).WithAlgorithm(core.FixedWindow),
 	}, append([]core.Option{core.WithClock(clk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -35,9 +35,9 @@ func TestStackTables(t *testing.T) {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/cache=%v", tab.Name, cache), func(t *testing.T) {
 				coretest.RunStack(t, tab, func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
-					var layers []core.Layer
+					var layers []core.Limit
 					for _, l := range tab.Layers {
-						layers = append(layers, core.Layer{Limit: l.Limit, Options: l.CoreOptions()})
+						layers = append(layers, l.Policy())
 					}
 					s, err := core.NewStack(layers, core.WithClock(clk), core.WithDenyCache(cache))
 					if err != nil {
@@ -56,10 +56,10 @@ func TestStackTables(t *testing.T) {
 func TestStackRemainingIsTheLeast(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(10)},
-		{Limit: core.PerMinute(100)},
-		{Limit: core.PerHour(3)},
+	s, err := core.NewStack([]core.Limit{
+		core.PerSecond(10),
+		core.PerMinute(100),
+		core.PerHour(3),
 	}, core.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +68,15 @@ func TestStackRemainingIsTheLeast(t *testing.T) {
 	for _, p := range s.Policies() {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "10-per-1s,100-per-1m0s,3-per-1h0m0s" {
+	if got := strings.Join(names, ","); got != "10-per-s,100-per-min,3-per-h" {
 		t.Fatalf("policy names %s", got)
 	}
 	d, _ := s.Allow(ctx, "k", 2)
-	if !d.Allowed || d.Limit.Name != "3-per-1h0m0s" || d.Remaining != 1 {
+	if !d.Allowed || d.Limit.Name != "3-per-h" || d.Remaining != 1 {
 		t.Fatalf("first: %+v", d)
 	}
 	d, _ = s.Allow(ctx, "k", 2)
-	if d.Allowed || d.Limit.Name != "3-per-1h0m0s" || d.Remaining != 1 {
+	if d.Allowed || d.Limit.Name != "3-per-h" || d.Remaining != 1 {
 		t.Fatalf("second: %+v", d)
 	}
 	// The per-second layer still holds 8: the denial charged nothing.
@@ -120,17 +120,15 @@ func TestStackCost(t *testing.T) {
 func TestNewStackErrors(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		layers []core.Layer
+		layers []core.Limit
 		opts   []core.Option
 		want   string
 	}{
-		{nil, nil, "at least one layer"},
-		{[]core.Layer{{Limit: core.PerSecond(1)}, {Limit: core.PerSecond(2).WithName("1-per-1s")}}, nil, `layers 0 and 1 are both named "1-per-1s"`},
-		{[]core.Layer{{Limit: core.PerSecond(0)}}, nil, "stack layer 0 (0/s name=0-per-1s): core: limit events must be >= 1"},
-		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithCapacity(5)}}}, nil, "apply to the whole stack"},
-		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithClock(coretest.NewClock(t0))}}}, nil, "apply to the whole stack"},
-		{[]core.Layer{{Limit: core.PerSecond(1), Options: []core.Option{core.WithMaxDelay(time.Second)}}}, nil, "WithMaxDelay applies to LeakyBucket only"},
-		{[]core.Layer{{Limit: core.PerSecond(1)}}, []core.Option{core.WithCapacity(0)}, "capacity must be >= 1"},
+		{nil, nil, "at least one limit"},
+		{[]core.Limit{core.PerSecond(1), core.PerSecond(2).WithName("1-per-s")}, nil, `limits 0 and 1 are both named "1-per-s"`},
+		{[]core.Limit{core.PerSecond(0)}, nil, "stack limit 0 (0/s name=0-per-s): core: limit events must be >= 1"},
+		{[]core.Limit{core.PerSecond(1).WithAlgorithm(core.GCRA).WithMaxDelay(time.Second).WithAlgorithm(core.GCRA)}, nil, "MaxDelay applies to LeakyBucket only"},
+		{[]core.Limit{core.PerSecond(1)}, []core.Option{core.WithCapacity(0)}, "capacity must be >= 1"},
 	} {
 		_, err := core.NewStack(c.layers, c.opts...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -145,11 +143,11 @@ func TestNewStackErrors(t *testing.T) {
 func TestStackExactAdmission(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerMinute(100)},
-		{Limit: core.PerMinute(40), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
-		{Limit: core.PerSecond(60), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
-		{Limit: core.PerMinute(50), Options: []core.Option{core.WithAlgorithm(core.SlidingLog)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerMinute(100),
+		core.PerMinute(40).WithAlgorithm(core.FixedWindow),
+		core.PerSecond(60).WithAlgorithm(core.GCRA),
+		core.PerMinute(50).WithAlgorithm(core.SlidingLog),
 	}, core.WithClock(clk), core.WithCapacity(64))
 	if err != nil {
 		t.Fatal(err)
@@ -192,9 +190,9 @@ func TestStackExactAdmission(t *testing.T) {
 func TestStackOverflow(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerMinute(3)},
-		{Limit: core.PerMinute(2), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerMinute(3),
+		core.PerMinute(2).WithAlgorithm(core.FixedWindow),
 	}, core.WithClock(clk), core.WithCapacity(1))
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +218,9 @@ func TestStackOverflow(t *testing.T) {
 func TestStackRemainingOfDenial(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerMinute(5).WithName("slow"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
-		{Limit: core.PerSecond(10).WithBurst(2).WithName("fast"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerMinute(5).WithName("slow").WithAlgorithm(core.GCRA),
+		core.PerSecond(10).WithBurst(2).WithName("fast").WithAlgorithm(core.GCRA),
 	}, core.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -245,9 +243,9 @@ func TestStackRemainingOfDenial(t *testing.T) {
 func TestStackConcurrencyLayer(t *testing.T) {
 	t.Parallel()
 	clk := coretest.NewClock(t0)
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.InFlight(2).WithName("inflight"), Options: []core.Option{core.WithAlgorithm(core.Concurrency)}},
-		{Limit: core.PerSecond(5).WithName("rate"), Options: []core.Option{core.WithAlgorithm(core.GCRA)}},
+	s, err := core.NewStack([]core.Limit{
+		core.InFlight(2).WithName("inflight").WithAlgorithm(core.Concurrency),
+		core.PerSecond(5).WithName("rate").WithAlgorithm(core.GCRA),
 	}, core.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -304,10 +302,10 @@ func TestStackSlidingLogLayer(t *testing.T) {
 	t.Parallel()
 	for _, cache := range []bool{true, false} {
 		clk := coretest.NewClock(t0)
-		s, err := core.NewStack([]core.Layer{
-			{Limit: core.PerSecond(3).WithName("log"), Options: []core.Option{core.WithAlgorithm(core.SlidingLog)}},
-			{Limit: core.Limit{Events: 5, Period: 10 * time.Second, Name: "ten"}, Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
-			{Limit: core.PerSecond(4).WithName("sub"), Options: []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(4)}},
+		s, err := core.NewStack([]core.Limit{
+			core.PerSecond(3).WithName("log").WithAlgorithm(core.SlidingLog),
+			(core.Limit{Events: 5, Period: 10 * time.Second, Name: "ten"}).WithAlgorithm(core.FixedWindow),
+			core.PerSecond(4).WithName("sub").WithAlgorithm(core.SlidingWindow).WithSubWindows(4),
 		}, core.WithClock(clk), core.WithDenyCache(cache))
 		if err != nil {
 			t.Fatal(err)

@@ -93,7 +93,7 @@ func TestIdleKeyFoundAnywhere(t *testing.T) {
 					t.Parallel()
 					// 10 per minute: one request is whole again after 6 s,
 					// a drained key after a minute.
-					lim, clk := newLimiter(t, core.PerMinute(10), core.WithAlgorithm(alg), core.WithCapacity(n), core.WithShards(1))
+					lim, clk := newLimiter(t, core.PerMinute(10).WithAlgorithm(alg), core.WithCapacity(n), core.WithShards(1))
 					for i := 0; i < n; i++ {
 						if i != pos {
 							drain(t, lim, "drained"+strconv.Itoa(i))
@@ -186,7 +186,7 @@ func TestEvictionWorkIsAmortised(t *testing.T) {
 	for name, run := range workloads {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			lim, clk := newLimiter(t, core.PerMinute(10), core.WithAlgorithm(core.GCRA), core.WithCapacity(n), core.WithShards(1))
+			lim, clk := newLimiter(t, core.PerMinute(10).WithAlgorithm(core.GCRA), core.WithCapacity(n), core.WithShards(1))
 			ops := run(lim, clk.Advance)
 			per := float64(lim.Examined()) / float64(ops)
 			t.Logf("%s: %.2f keys examined per operation", name, per)
@@ -281,7 +281,7 @@ func TestOverflowFlag(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			lim, clk := newLimiter(t, core.PerMinute(2), core.WithAlgorithm(alg), core.WithCapacity(2))
+			lim, clk := newLimiter(t, core.PerMinute(2).WithAlgorithm(alg), core.WithCapacity(2))
 			for _, k := range []string{"a", "b"} {
 				if d := allow(t, lim, k, 1); !d.Allowed || d.Overflow {
 					t.Fatalf("tracked key %s: %+v", k, d)

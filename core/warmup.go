@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,10 +25,8 @@ type warmUp struct {
 	burst          int64
 }
 
-func newWarmUp(l Limit, period time.Duration, coldFactor float64) (*warmUp, error) {
-	if period == 0 {
-		return nil, errors.New("core: WarmUp needs WithWarmUp(period, coldFactor), for example WithWarmUp(10*time.Second, 3)")
-	}
+func newWarmUp(l Limit) (*warmUp, error) {
+	period, coldFactor := l.WarmUp, l.ColdFactor
 	if coldFactor == 0 {
 		coldFactor = DefaultColdFactor
 	}

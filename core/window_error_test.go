@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // windowShape is a synthetic traffic shape: the instants (ns after the
@@ -114,16 +114,16 @@ func TestSubWindowError(t *testing.T) {
 	for _, shape := range windowShapes() {
 		var runs []*windowRun
 		for _, sub := range []int{-1, 0, 2, 4, 10, 60} {
-			opts := []core.Option{core.WithAlgorithm(core.SlidingWindow)}
+			l := l.WithAlgorithm(core.SlidingWindow)
 			name := "sliding-window"
 			switch {
 			case sub < 0:
-				opts, name = []core.Option{core.WithAlgorithm(core.SlidingLog)}, "sliding-log"
+				l, name = l.WithAlgorithm(core.SlidingLog), "sliding-log"
 			case sub > 0:
-				opts, name = append(opts, core.WithSubWindows(sub)), fmt.Sprintf("sub-windows=%d", sub)
+				l, name = l.WithSubWindows(sub), fmt.Sprintf("sub-windows=%d", sub)
 			}
 			clk := coretest.NewClock(start)
-			lim, err := core.New(l, append(opts, core.WithClock(clk))...)
+			lim, err := core.New(l, core.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}

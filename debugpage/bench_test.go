@@ -2,6 +2,8 @@ package debugpage_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -78,9 +80,14 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		p.Observe(ctx, core.Event{Outcome: o, Key: k})
 	}
+	req := httptest.NewRequest(http.MethodGet, "/debug/floodgate/?format=json", nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		p.Snapshot()
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code)
+		}
 	}
 }

@@ -3,12 +3,14 @@ package debugpage_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,7 +146,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("traffic: %d allowed, %d denied, top refused %s (%d); want all 315 answered, client-5 refused most", allowed, denied, topKey, topRefused)
 	}
 	// The observer counted the same.
-	snap := page.Snapshot()
+	snap, _ := getJSON(t, page)
 	if snap.Totals["allowed"] != uint64(allowed) || snap.Totals["denied"] != uint64(denied) ||
 		snap.RefusedKeys.Keys[0].Key != debugpage.Redact(topKey) || snap.RefusedKeys.Keys[0].Count != uint64(topRefused) {
 		t.Fatalf("observer: totals %v, top refused %+v; clients saw %d allowed, %d denied, %s refused %d times",
@@ -199,5 +201,74 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote docs/debugpage.png (%d bytes)", len(png))
+	}
+
+	// The lists' footers: six clients fit the sketches, so both say every
+	// key is counted exactly. Then 4000 more clients, one request each,
+	// overflow the hottest keys' sketch (512 keys): its footer bounds the
+	// keys it no longer monitors, in the words the server renders too.
+	const exact = "Every key seen so far is monitored, with an exact count."
+	const notes = `(() => ({hot: document.getElementById("hot-note").innerText, refused: document.getElementById("refused-note").innerText}))()`
+	waitShown := func(want map[string]string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](notes))
+			if err != nil {
+				t.Fatalf("reading the footers: %v", err)
+			}
+			if fmt.Sprint(got) == fmt.Sprint(want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the footers say %q, want %q", got, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitShown(map[string]string{"hot": exact, "refused": exact})
+	for i := range 4000 {
+		page.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "one-off-" + strconv.Itoa(i), Cost: 1})
+	}
+	snap, _ = getJSON(t, page)
+	hot := snap.HotKeys
+	if hot.Unmonitored == 0 || hot.Monitored != 512 || snap.RefusedKeys.Unmonitored != 0 {
+		t.Fatalf("after 4000 one-off keys: hot %d unmonitored of %d, refused %d; want the hot sketch full", hot.Unmonitored, hot.Monitored, snap.RefusedKeys.Unmonitored)
+	}
+	unit := "requests"
+	if hot.Unmonitored == 1 {
+		unit = "request"
+	}
+	bounded := fmt.Sprintf("Keys not monitored: the page monitors up to 512 keys per list; any other key has had at most %d %s.", hot.Unmonitored, unit)
+	waitShown(map[string]string{"hot": bounded, "refused": exact})
+	res, err := srv.Client().Get(srv.URL + "/debug/floodgate/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(html), `id="hot-note">`+bounded+`<`) || !strings.Contains(string(html), `id="refused-note">`+exact+`<`) {
+		t.Errorf("the server renders other footers than the script:\n%s", html)
+	}
+	if strings.Contains(string(html), "at most 0") {
+		t.Error("a footer says at most 0")
+	}
+
+	// The chart's time axis: its ends are labelled under the chart's
+	// left and right edges.
+	const axis = `(() => {
+		const c = document.getElementById("chart").getBoundingClientRect();
+		const a = document.getElementById("axis-start"), b = document.getElementById("axis-end");
+		const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+		return {start: a.innerText, end: b.innerText,
+			left: String(Math.abs(ra.left - c.left) <= 2), right: String(Math.abs(rb.right - c.right) <= 2),
+			below: String(ra.top >= c.bottom && rb.top >= c.bottom)};
+	})()`
+	gotAxis, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](axis))
+	if err != nil {
+		t.Fatalf("reading the axis: %v", err)
+	}
+	if want := map[string]string{"start": "60 s ago", "end": "now", "left": "true", "right": "true", "below": "true"}; fmt.Sprint(gotAxis) != fmt.Sprint(want) {
+		t.Errorf("chart axis %v, want %v", gotAxis, want)
 	}
 }

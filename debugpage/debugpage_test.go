@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
@@ -34,13 +34,16 @@ func get(t *testing.T, h http.Handler, target string) (*http.Response, string) {
 	return res, string(body)
 }
 
-func getJSON(t *testing.T, p *debugpage.Page) (debugpage.Snapshot, string) {
+// raw shows keys as they are.
+var raw = debugpage.WithKeyRedaction(func(k string) string { return k })
+
+func getJSON(t *testing.T, p *debugpage.Page) (snapshot, string) {
 	t.Helper()
 	res, body := get(t, p, "/debug/floodgate/?format=json")
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("JSON: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	var s debugpage.Snapshot
+	var s snapshot
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, body)
 	}
@@ -53,9 +56,9 @@ func TestJSON(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	api := core.PerSecond(5).WithName("api")
-	stack, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(10).WithName("burst")},
-		{Limit: core.PerMinute(100).WithName("sustained")},
+	stack, err := core.NewStack([]core.Limit{
+		core.PerSecond(10).WithName("burst"),
+		core.PerMinute(100).WithName("sustained"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +66,10 @@ func TestJSON(t *testing.T) {
 	state := fallback.Closed
 	p, err := debugpage.New(
 		debugpage.WithClock(clock),
-		debugpage.WithRawKeys(),
+		raw,
 		debugpage.WithWindow(20*time.Second),
 		debugpage.WithTop(2),
-		debugpage.WithPolicies("static", func() []core.Limit { return []core.Limit{api} }),
+		debugpage.WithLimiter("static", core.MustNew(api)),
 		debugpage.WithLimiter("stack", stack),
 		debugpage.WithHealth("redis", func() fallback.State { return state }, func() fallback.Stats {
 			return fallback.Stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1}
@@ -104,8 +107,8 @@ func TestJSON(t *testing.T) {
 	if fmt.Sprint(s.Totals) != fmt.Sprint(wantTotals) {
 		t.Errorf("totals %v, want %v", s.Totals, wantTotals)
 	}
-	if s.ShadowDenied != 1 || s.Overflow != 1 || !s.RawKeys {
-		t.Errorf("shadow %d overflow %d raw %v, want 1 1 true", s.ShadowDenied, s.Overflow, s.RawKeys)
+	if s.ShadowDenied != 1 || s.Overflow != 1 || s.KeyForm != "custom" {
+		t.Errorf("shadow %d overflow %d key form %q, want 1 1 custom", s.ShadowDenied, s.Overflow, s.KeyForm)
 	}
 	if !s.Since.Equal(t0) || !s.Time.Equal(t0.Add(10500*time.Millisecond)) {
 		t.Errorf("since %v time %v", s.Since, s.Time)
@@ -122,16 +125,16 @@ func TestJSON(t *testing.T) {
 	if w.PerSecond["allowed"] != 0.5 || w.PerSecond["denied"] != 0.3 || w.PerSecond["store_error"] != 0 {
 		t.Errorf("rates %v, want 0.5 allowed and 0.3 denied (5 and 3 in 10 s), no store error (current second)", w.PerSecond)
 	}
-	if got := fmt.Sprint(s.HotKeys); got != "{[{b 4 0} {a 3 0}] 0}" {
+	if got := fmt.Sprint(s.HotKeys); got != "{[{b 4 0} {a 3 0}] 0 512}" {
 		t.Errorf("hot keys %s", got)
 	}
-	if got := fmt.Sprint(s.RefusedKeys); got != "{[{b 2 0} {c 1 0}] 0}" {
+	if got := fmt.Sprint(s.RefusedKeys); got != "{[{b 2 0} {c 1 0}] 0 512}" {
 		t.Errorf("refused keys %s", got)
 	}
 	if got := fmt.Sprint(s.Policies); got != "[{static [{api 5 1s 5}]} {stack [{burst 10 1s 10} {sustained 100 1m0s 100}]}]" {
 		t.Errorf("policies %s", got)
 	}
-	if len(s.Health) != 2 || s.Health[0].State != "open" || *s.Health[0].Stats != (debugpage.Stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1}) ||
+	if len(s.Health) != 2 || s.Health[0].State != "open" || *s.Health[0].Stats != (stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1}) ||
 		s.Health[1].State != "half-open" || s.Health[1].Stats != nil {
 		t.Errorf("health %+v", s.Health)
 	}
@@ -175,8 +178,8 @@ func TestRedaction(t *testing.T) {
 			t.Errorf("HTML lacks redacted key %s", want)
 		}
 	}
-	if s.RawKeys {
-		t.Error("raw_keys true by default")
+	if s.KeyForm != "hashed" {
+		t.Errorf("key_form %q by default, want hashed", s.KeyForm)
 	}
 	// Stable within the process, different between keys.
 	if debugpage.Redact("x") != debugpage.Redact("x") || debugpage.Redact("x") == debugpage.Redact("y") || debugpage.Redact("") == debugpage.Redact("x") {
@@ -191,8 +194,8 @@ func TestHTMLEscaping(t *testing.T) {
 	t.Parallel()
 	hostile := `</script><script>alert(1)</script><img src=x onerror="alert(2)">'&`
 	p := debugpage.MustNew(
-		debugpage.WithRawKeys(),
-		debugpage.WithPolicies(hostile, func() []core.Limit { return []core.Limit{core.PerSecond(1).WithName(hostile)} }),
+		raw,
+		debugpage.WithLimiter(hostile, core.MustNew(core.PerSecond(1))),
 		debugpage.WithHealth(hostile, func() fallback.State { return fallback.Closed }, nil),
 	)
 	p.Observe(context.Background(), event(hostile, core.OutcomeDenied))
@@ -206,7 +209,7 @@ func TestHTMLEscaping(t *testing.T) {
 		}
 	}
 	if n := strings.Count(html, "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"); n < 4 {
-		t.Errorf("hostile text escaped for HTML %d times, want the key twice, the limiter, the policy and the store", n)
+		t.Errorf("hostile text escaped for HTML %d times, want the key twice, the limiter and the store", n)
 	}
 	// In the script's initial data it is JSON with <, > and & escaped.
 	if !strings.Contains(html, `\u003c/script\u003e\u003cscript\u003ealert(1)`) {
@@ -261,13 +264,11 @@ func TestOptionErrors(t *testing.T) {
 	}{
 		{[]debugpage.Option{debugpage.WithWindow(time.Second)}, "debugpage: WithWindow(1s): the window must be a whole number of seconds from 10s to 1h"},
 		{[]debugpage.Option{debugpage.WithWindow(10500 * time.Millisecond)}, "WithWindow(10.5s)"},
-		{[]debugpage.Option{debugpage.WithCapacity(100)}, "WithCapacity(100): the capacity must be a multiple of 8 from 64 to 65536"},
 		{[]debugpage.Option{debugpage.WithTop(0)}, "WithTop(0)"},
-		{[]debugpage.Option{debugpage.WithTop(100), debugpage.WithCapacity(64)}, "WithTop(100) exceeds WithCapacity(64)"},
-		{[]debugpage.Option{debugpage.WithClock(nil)}, "WithClock(nil)"},
-		{[]debugpage.Option{debugpage.WithPolicies("a", nil)}, `WithPolicies("a", nil)`},
+		{[]debugpage.Option{debugpage.WithTop(101)}, "WithTop(101)"},
+		{[]debugpage.Option{debugpage.WithKeyRedaction(nil)}, "WithKeyRedaction(nil)"},
 		{[]debugpage.Option{debugpage.WithLimiter("", lim)}, `WithLimiter("", ...): the name must not be empty`},
-		{[]debugpage.Option{debugpage.WithLimiter("a", lim), debugpage.WithPolicies("a", func() []core.Limit { return nil })}, `WithPolicies("a", ...) names a section already`},
+		{[]debugpage.Option{debugpage.WithLimiter("a", lim), debugpage.WithLimiter("a", lim)}, `WithLimiter("a", ...) names a section already`},
 		{[]debugpage.Option{debugpage.WithLimiter("f", fallback.MustNew(lim, lim))}, `WithLimiter("f", *fallback.Limiter): the limiter neither lists its policies`},
 		{[]debugpage.Option{debugpage.WithHealth("h", nil, nil)}, `WithHealth("h", nil, ...)`},
 		{[]debugpage.Option{nil}, "debugpage: nil Option (argument 1)"},
@@ -289,7 +290,7 @@ func TestOptionErrors(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
-	p := debugpage.MustNew(debugpage.WithClock(clock), debugpage.WithRawKeys())
+	p := debugpage.MustNew(debugpage.WithClock(clock), raw)
 	const goroutines, each = 8, 2000
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -324,7 +325,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	readers.Wait()
-	s := p.Snapshot()
+	s, _ := getJSON(t, p)
 	if s.Totals["allowed"] != goroutines*each*3/4 || s.Totals["denied"] != goroutines*each/4 {
 		t.Fatalf("totals %v", s.Totals)
 	}

@@ -31,19 +31,44 @@
 //     whole seconds;
 //   - the hottest keys (most requests) and the most refused keys (most
 //     denials), each from a Space-Saving top-k sketch of fixed size
-//     ([WithCapacity]): a key's count is an upper bound shown with its
+//     ([WithTop]): a key's count is an upper bound shown with its
 //     possible overestimate, and every key heavier than its shard's events
-//     divided by the counters per shard is listed. No full key table is
+//     divided by the counters per shard is listed. Under each list a
+//     footer says whether every key seen is monitored (counted exactly)
+//     or, once more keys came than the sketch monitors, how many requests
+//     a key it does not monitor can have had at most. No full key table is
 //     kept, whatever the number of clients;
-//   - the policies of the limiters registered with [WithLimiter] or
-//     [WithPolicies], read at each refresh;
+//   - the policies of the limiters registered with [WithLimiter], read at
+//     each refresh;
 //   - the breaker state and counters of stores registered with
 //     [WithHealth].
 //
 // The page is rendered on the server with html/template; a small inline
 // script reads the JSON (the page's own path with ?format=json) once a
-// second and updates the numbers, setting text only. The JSON is a
-// [Snapshot], which [Page.Snapshot] also returns in Go.
+// second and updates the numbers, setting text only.
+//
+// # The JSON
+//
+// One object; counts by outcome are keyed by core.Outcome's String
+// ("allowed", "shaped", "denied", "bad_key", "bad_cost", "error",
+// "store_error", "canceled", and "other" for outcomes newer than this
+// package), every outcome present:
+//
+//	time, since          RFC 3339 instants: now, and when the page was made
+//	totals               counts by outcome since then
+//	shadow_denied        denials among totals.denied that shadow mode let through
+//	overflow             decisions made on a full limiter's shared overflow state
+//	window               {start (Unix second), seconds, counts (by outcome, one
+//	                     per second, oldest first), totals, per_second (average
+//	                     of the last 10 whole seconds)}
+//	key_form             "hashed" (Redact) or "custom" (WithKeyRedaction)
+//	hot_keys,            {keys: [{key, count, error}], unmonitored, monitored}:
+//	refused_keys         a key's true count lies in [count-error, count]; a key
+//	                     not monitored has had at most unmonitored events; the
+//	                     sketch monitors up to monitored keys
+//	policies             [{limiter, limits: [{name, events, period, burst}]}]
+//	health               [{name, state, stats: {primary_decisions,
+//	                     local_decisions, primary_failures, opens}}]
 //
 // # Keys are personal data
 //
@@ -52,7 +77,8 @@
 // a keyed hash under a secret drawn at random for each process: the same
 // client keeps the same label while the process runs, which is what one
 // needs to follow an attack, and the label cannot be turned back into the
-// key by trying likely ones. [WithRawKeys] shows keys as they are.
+// key by trying likely ones. [WithKeyRedaction] shows them otherwise
+// (as they are, or as a lookup of yours names them).
 //
 // Either way the page tells outsiders how your limits work and who your
 // busiest clients are: nothing mounts it by default, and you must put it

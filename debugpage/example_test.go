@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
 // The page observes an httpmw limiter and is mounted next to the API; a
-// real server would put it behind authentication. Here its JSON is read
-// after five requests from one client against a burst of three.
+// real server would put it behind authentication (examples/operations
+// does). Here its JSON is read after five requests from one client
+// against a burst of three.
 func Example() {
 	lim := core.MustNew(core.PerMinute(3).WithName("per-client"))
 	page, err := debugpage.New(debugpage.WithLimiter("api", lim))
@@ -40,7 +39,24 @@ func Example() {
 
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/floodgate/?format=json", nil))
-	var snap debugpage.Snapshot
+	// The fields this program reads; the package documentation lists all.
+	var snap struct {
+		Totals      map[string]uint64 `json:"totals"`
+		RefusedKeys struct {
+			Keys []struct {
+				Key   string `json:"key"`
+				Count uint64 `json:"count"`
+			} `json:"keys"`
+		} `json:"refused_keys"`
+		Policies []struct {
+			Limiter string `json:"limiter"`
+			Limits  []struct {
+				Name   string `json:"name"`
+				Events int    `json:"events"`
+				Period string `json:"period"`
+			} `json:"limits"`
+		} `json:"policies"`
+	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &snap); err != nil {
 		panic(err)
 	}
@@ -55,29 +71,39 @@ func Example() {
 	// policy: api per-client 3 per 1m0s
 }
 
-// Events can be fed by hand, here on a fake clock, and read back with
-// Snapshot.
-func ExamplePage_Snapshot() {
-	clock := coretest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	page := debugpage.MustNew(debugpage.WithClock(clock), debugpage.WithRawKeys(), debugpage.WithTop(2))
-	ctx := context.Background()
-	for i := range 30 {
-		o := core.OutcomeAllowed
-		if i%3 == 0 {
-			o = core.OutcomeDenied
+// Keys shown as a lookup of the caller's gives them, here a tenant's name
+// rather than its API key.
+func ExampleWithKeyRedaction() {
+	tenants := map[string]string{"sk_live_8f2a": "acme", "sk_live_77c1": "globex"}
+	page := debugpage.MustNew(debugpage.WithKeyRedaction(func(key string) string {
+		if name, ok := tenants[key]; ok {
+			return name
 		}
-		page.Observe(ctx, core.Event{Transport: "http", Outcome: o, Key: fmt.Sprint("client-", i%4)})
-		clock.Advance(time.Second / 3)
+		return debugpage.Redact(key)
+	}))
+	for _, key := range []string{"sk_live_8f2a", "sk_live_8f2a", "sk_live_77c1"} {
+		page.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeDenied, Key: key, Cost: 1})
 	}
-	s := page.Snapshot()
-	fmt.Println("totals:", s.Totals["allowed"], "allowed,", s.Totals["denied"], "denied")
-	fmt.Println("denied per second over the last 10 s:", s.Window.PerSecond["denied"])
-	for _, k := range s.HotKeys.Keys {
-		fmt.Println(k.Key, k.Count, "requests, overestimated by at most", k.Error)
+	rec := httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
+	var snap struct {
+		KeyForm     string `json:"key_form"`
+		RefusedKeys struct {
+			Keys []struct {
+				Key   string `json:"key"`
+				Count uint64 `json:"count"`
+			} `json:"keys"`
+		} `json:"refused_keys"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &snap); err != nil {
+		panic(err)
+	}
+	fmt.Println("keys:", snap.KeyForm)
+	for _, k := range snap.RefusedKeys.Keys {
+		fmt.Println(k.Key, k.Count)
 	}
 	// Output:
-	// totals: 20 allowed, 10 denied
-	// denied per second over the last 10 s: 1
-	// client-0 8 requests, overestimated by at most 0
-	// client-1 8 requests, overestimated by at most 0
+	// keys: custom
+	// acme 2
+	// globex 1
 }

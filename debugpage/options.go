@@ -13,10 +13,13 @@ type Option func(*options)
 
 // The defaults; the option that sets each says why it was chosen.
 const (
-	DefaultWindow   = 5 * time.Minute
-	DefaultCapacity = 512
-	DefaultTop      = 10
+	DefaultWindow = 5 * time.Minute
+	DefaultTop    = 10
 )
+
+// minCapacity is how many keys each top-k sketch monitors at least; with
+// more keys shown, 32 for each (see WithTop).
+const minCapacity = 512
 
 // shards is how many independently locked parts a Page's counters are
 // split into, by key hash.
@@ -25,9 +28,9 @@ const shards = 8
 type options struct {
 	clock    core.Clock
 	window   time.Duration
-	capacity int
 	top      int
-	raw      bool
+	redact   func(string) string
+	custom   bool // redact was set by WithKeyRedaction
 	policies []policySource
 	health   []healthSource
 	names    map[string]bool
@@ -59,24 +62,14 @@ func (o *options) name(opt, section, name string) bool {
 	return true
 }
 
-// WithPolicies lists the limits returned by policies under the given name.
-// The function is called each time the page or its JSON is served, so a
-// limit changed at run time (core.Keyed.SetLimit) shows its new value. It
-// must be safe for concurrent use and must not modify what it returns.
-func WithPolicies(name string, policies func() []core.Limit) Option {
-	return func(o *options) {
-		if o.name("WithPolicies", "policies", name) && o.errs.Require(policies != nil, "WithPolicies(%q, nil): pass a function returning the limits", name) {
-			o.policies = append(o.policies, policySource{name, policies})
-		}
-	}
-}
-
 // WithLimiter lists the limits lim enforces under the given name: every
 // layer of a stack (a core.PolicyLister such as core.Stack or a
 // redisstore stack), or the one limit of a limiter with a
 // Limit() core.Limit method (core.Keyed, core.Adaptive, redisstore's
-// Limiter). Other limiters are refused at construction; use
-// [WithPolicies] for them (a fallback.Limiter: name its primary).
+// Limiter), read each time the page or its JSON is served, so that a
+// limit changed at run time (core.Keyed.SetLimit) shows its new value.
+// Other limiters are refused at construction (for a fallback.Limiter,
+// name its primary).
 func WithLimiter(name string, lim core.Limiter) Option {
 	return func(o *options) {
 		if !o.name("WithLimiter", "policies", name) {
@@ -88,7 +81,7 @@ func WithLimiter(name string, lim core.Limiter) Option {
 		case interface{ Limit() core.Limit }:
 			o.policies = append(o.policies, policySource{name, func() []core.Limit { return []core.Limit{l.Limit()} }})
 		default:
-			o.errs.Require(false, "WithLimiter(%q, %T): the limiter neither lists its policies (core.PolicyLister) nor has a Limit() core.Limit method; use WithPolicies", name, lim)
+			o.errs.Require(false, "WithLimiter(%q, %T): the limiter neither lists its policies (core.PolicyLister) nor has a Limit() core.Limit method; name the limiter it wraps", name, lim)
 		}
 	}
 }
@@ -122,23 +115,12 @@ func WithWindow(d time.Duration) Option {
 	}
 }
 
-// WithCapacity sets how many keys each of the two top-k sketches (hottest
-// keys, most refused keys) monitors: n/8 counters in each of 8 shards
-// (default [DefaultCapacity], 512, so 64 per shard). A listed count
-// overestimates a key's true count by at most the shard's events divided
-// by n/8, and shows that bound; more counters make it tighter and cost
-// about 50 bytes each. n must be a multiple of 8 from 64 to 65536.
-func WithCapacity(n int) Option {
-	return func(o *options) {
-		if o.errs.Require(n >= 64 && n <= 1<<16 && n%shards == 0,
-			"WithCapacity(%d): the capacity must be a multiple of 8 from 64 to 65536", n) {
-			o.capacity = n
-		}
-	}
-}
-
-// WithTop sets how many keys each list shows (default [DefaultTop], 10),
-// from 1 to 100. It must not exceed the capacity.
+// WithTop sets how many keys each list (hottest keys, most refused keys)
+// shows (default [DefaultTop], 10), from 1 to 100. Each list comes from a
+// Space-Saving top-k sketch that monitors 512 keys, or 32 for each key
+// shown when that is more: n/8 counters in each of 8 shards. A listed
+// count overestimates a key's true count by at most the shard's events
+// divided by its counters, and shows that bound.
 func WithTop(n int) Option {
 	return func(o *options) {
 		if o.errs.Require(n >= 1 && n <= 100, "WithTop(%d): the number of keys shown must be from 1 to 100", n) {
@@ -147,38 +129,37 @@ func WithTop(n int) Option {
 	}
 }
 
-// WithRawKeys shows keys as they are. By default a key is shown as
-// [Redact] makes it, a short keyed hash, since keys are often personal data
-// (IP addresses, user or API-key identifiers). Use it only where whoever
-// can reach the page may see those.
-func WithRawKeys() Option {
-	return func(o *options) { o.raw = true }
-}
-
-// WithClock sets the clock the per-second counts read (default
-// core.SystemClock); tests pass a coretest.Clock.
-func WithClock(c core.Clock) Option {
+// WithKeyRedaction sets the function that turns a key into what the page
+// shows (default [Redact], a short keyed hash, since keys are often
+// personal data: IP addresses, user or API-key identifiers). To show keys
+// as they are, pass a function that returns its argument; do so only where
+// whoever can reach the page may see them. To match the page with logs,
+// give slogobs.WithKeyRedaction the same function.
+func WithKeyRedaction(f func(key string) string) Option {
 	return func(o *options) {
-		if o.errs.Require(c != nil, "WithClock(nil); leave the option out for the system clock") {
-			o.clock = c
+		if o.errs.Require(f != nil, "WithKeyRedaction(nil); leave the option out for Redact, or pass func(k string) string { return k } to show keys as they are") {
+			o.redact, o.custom = f, true
 		}
 	}
 }
 
+// withClock sets the clock the per-second counts read (default
+// core.SystemClock); tests reach it through export_test.go.
+func withClock(c core.Clock) Option {
+	return func(o *options) { o.clock = c }
+}
+
 func buildOptions(opts []Option) (options, error) {
 	o := options{
-		clock:    core.SystemClock,
-		window:   DefaultWindow,
-		capacity: DefaultCapacity,
-		top:      DefaultTop,
-		names:    map[string]bool{},
-		errs:     option.Errors{Prefix: "debugpage: "},
+		clock:  core.SystemClock,
+		window: DefaultWindow,
+		top:    DefaultTop,
+		redact: Redact,
+		names:  map[string]bool{},
+		errs:   option.Errors{Prefix: "debugpage: "},
 	}
 	if err := option.Apply(&o, &o.errs, opts); err != nil {
 		return o, err
-	}
-	if o.top > o.capacity {
-		o.errs.Require(false, "WithTop(%d) exceeds WithCapacity(%d): show fewer keys or monitor more", o.top, o.capacity)
 	}
 	return o, o.errs.Err()
 }

@@ -4,12 +4,6 @@
 // limiter instead, behind a circuit breaker so that no request waits on a
 // primary that is down.
 //
-// A [core.Shadow] works as either limiter: its decisions are admissions
-// that say what enforcing would have done (core.Decision.Shadow), which
-// the adapters report as shadow decisions. A shadow primary never fails
-// (the Shadow admits through its store's errors), so the breaker never
-// opens for it and the local limiter is never asked.
-//
 // Use it where neither failure mode of the adapters fits an outage of the
 // store: FailOpen admits everything (no limit at all while Redis is down),
 // FailClosed refuses everything (an outage of the limiter becomes an outage

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // Redis is down: each request is decided by the in-process limiter, and

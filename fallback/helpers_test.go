@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // t0 is where every test's clock starts: a whole second, so that open

@@ -13,10 +13,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 

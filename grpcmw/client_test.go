@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // sleeper records the waits a client interceptor asks for and, when

@@ -111,16 +111,15 @@
 //
 // # Shadow mode
 //
-// A *core.Shadow limiter is decided, charged and observed
+// Under WithShadow every call is decided, charged and observed
 // (core.Event.Shadow), never enforced: every call and every metered
 // message goes on, whatever the decision, the store or the key; the
-// response metadata carries the rate-limit fields only when Shadow.Headers
-// is set, and never retry-after or a pushback. The same holds through
-// [Limiter.Limit], the go-grpc-middleware bridge. A Shadow inside another
-// limiter (fallback's primary, a wrapper) is known by its decisions
-// (core.Decision.Shadow): observed and never enforced alike, but without
-// rate-limit metadata, and a key or cost failure before the limiter is
-// asked is answered as usual.
+// response metadata carries the rate-limit fields only when WithHeaders is
+// given too, and never retry-after or a pushback. The same holds through
+// [Limiter.Limit], the go-grpc-middleware bridge. A limiter that returns
+// shadow decisions itself (core.Decision.Shadow) is observed and never
+// enforced alike, but without rate-limit metadata, and a key or cost
+// failure before the limiter is asked is answered as usual.
 //
 // # Clients
 //

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // A server limits each API key to one call a minute; the second call is

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // A global limit on every method, then a stricter one on List: the global

@@ -94,6 +94,7 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 		Failure:   l.o.failure,
 		Observer:  l.o.observer,
 		Hold:      l.o.hold,
+		Shadow:    l.o.shadow,
 	}
 	if pick := l.o.pick; pick != nil {
 		cfg.Select = func(c call) core.Limiter { return pick(c.ctx, c.method) }
@@ -280,7 +281,7 @@ func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pi
 	case res.Skipped:
 		return nil
 	case res.Shadow:
-		if headers && res.ShadowHeaders && res.Err == nil {
+		if headers && l.o.headersSet && res.Err == nil {
 			s.setHeader(l.headerMD(res.ShadowDecision(), list))
 		}
 		return nil

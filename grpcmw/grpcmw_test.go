@@ -23,9 +23,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -42,7 +42,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 // makes every expected value exact: 3 per minute is one unit per 20s.
 func gcra(t *testing.T, l core.Limit, clock core.Clock) *core.Keyed {
 	t.Helper()
-	lim, err := core.New(l, core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	lim, err := core.New(l.WithAlgorithm(core.GCRA), core.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 				t.Run(l.String()+"/"+style.String()+"/"+alg.String(), func(t *testing.T) {
 					t.Parallel()
 					clock := coretest.NewClock(t0)
-					base, err := core.New(l, core.WithAlgorithm(alg), core.WithClock(clock))
+					base, err := core.New(l.WithAlgorithm(alg), core.WithClock(clock))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
 )
 

@@ -73,10 +73,14 @@ type options struct {
 	observer core.Observer
 	failure  FailureMode
 	headers  HeaderStyle
-	meter    bool
-	infra    bool // health and reflection are limited too
-	pick     func(ctx context.Context, fullMethod string) core.Limiter
-	hold     pipeline.Hold
+	// headersSet reports WithHeaders given, which shadow mode needs to
+	// send the rate-limit fields at all.
+	headersSet bool
+	shadow     bool
+	meter      bool
+	infra      bool // health and reflection are limited too
+	pick       func(ctx context.Context, fullMethod string) core.Limiter
+	hold       pipeline.Hold
 	// refundInner records each admission's charge in the call's context
 	// (WithRefundOnInnerRefusal).
 	refundInner bool
@@ -222,14 +226,31 @@ func WithObserver(obs core.Observer) Option {
 // metadata, sent on every limited call. retry-after is sent on every
 // denial whatever the style. Without it, both styles' fields are sent only
 // on refusals and on admissions that leave at most a tenth of the
-// policy's burst; other admitted calls carry none (see the package
-// documentation).
+// policy's burst, other admitted calls carry none (see the package
+// documentation), and in shadow mode none at all.
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
 		if o.errs.Require(s.Valid(), "WithHeaders: unknown style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
-			o.headers = s
+			o.headers, o.headersSet = s, true
 		}
 	}
+}
+
+// WithShadow runs the limiter in shadow (dry-run) mode, to measure a new
+// limit on real traffic before enforcing it: every call and every metered
+// message is decided, charged and observed as enforcing would
+// (core.Event.Shadow), and goes on whatever the outcome, with no shaping
+// wait and no held denial; neither a store error nor a bad key or cost
+// stops it. What enforcing would charge is charged: an admission as usual,
+// a shaped one keeps its units reserved, a refusal and an error charge
+// nothing, and WithRefundOnInnerRefusal records only the admissions
+// enforcing would have made. The response metadata carries no rate-limit
+// fields unless WithHeaders is given too, and never retry-after or a
+// pushback. The same holds through [Limiter.Limit], the go-grpc-middleware
+// bridge. To enforce one limit and measure another, chain two
+// interceptors, the shadow one first.
+func WithShadow() Option {
+	return func(o *options) { o.shadow = true }
 }
 
 // WithMeterMessages makes the stream interceptor charge every message a

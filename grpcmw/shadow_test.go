@@ -11,45 +11,38 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
-// hidden hides the limiter it holds from a type assertion, as fallback or
-// a user's instrumentation does.
-type hidden struct{ core.Limiter }
-
-// TestShadowExhausted: an exhausted shadow limit, a refusing one or a
-// shaping one with a queue, given to the interceptors, chosen per call or
-// inside another limiter, never refuses a call or a metered message and
-// never waits (the call's context has ended: a wait would fail it),
-// through the unary and stream interceptors and the go-grpc-middleware
-// bridge alike; the observer hears of every decision with what enforcing
-// would have done.
+// TestShadowExhausted: an exhausted limit, a refusing one or a shaping one
+// with a queue, given to WithShadow interceptors or chosen per call by
+// them, never refuses a call or a metered message and never waits (the
+// call's context has ended: a wait would fail it), through the unary and
+// stream interceptors and the go-grpc-middleware bridge alike; the
+// observer hears of every decision with what enforcing would have done,
+// and no metadata is sent without WithHeaders.
 func TestShadowExhausted(t *testing.T) {
 	t.Parallel()
 	const method = "/floodgate.test.Chat/Talk"
 	kinds := []struct {
 		name    string
-		opts    []core.Option
+		set     func(core.Limit) core.Limit
 		outcome core.Outcome
 	}{
-		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
-		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+		{"refusing", func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }, core.OutcomeDenied},
+		{"shaping", func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }, core.OutcomeShaped},
 	}
 	ways := []struct {
 		name string
-		new  func(s *core.Shadow, opts ...grpcmw.Option) *grpcmw.Limiter
+		new  func(s core.Limiter, opts ...grpcmw.Option) *grpcmw.Limiter
 	}{
-		{"given", func(s *core.Shadow, opts ...grpcmw.Option) *grpcmw.Limiter {
+		{"given", func(s core.Limiter, opts ...grpcmw.Option) *grpcmw.Limiter {
 			return grpcmw.MustNew(s, grpcmw.Constant("k"), opts...)
 		}},
-		{"chosen", func(s *core.Shadow, opts ...grpcmw.Option) *grpcmw.Limiter {
+		{"chosen", func(s core.Limiter, opts ...grpcmw.Option) *grpcmw.Limiter {
 			opts = append(opts, grpcmw.WithLimiterFunc(func(context.Context, string) core.Limiter { return s }))
 			return grpcmw.MustNew(gcra(t, core.PerMinute(100), coretest.NewClock(t0)), grpcmw.Constant("k"), opts...)
-		}},
-		{"inside", func(s *core.Shadow, opts ...grpcmw.Option) *grpcmw.Limiter {
-			return grpcmw.MustNew(hidden{s}, grpcmw.Constant("k"), opts...)
 		}},
 	}
 	// Each entry point makes one or more decisions and reports how many.
@@ -83,7 +76,7 @@ func TestShadowExhausted(t *testing.T) {
 			for _, entry := range entries {
 				t.Run(kind.name+"/"+way.name+"/"+entry.name, func(t *testing.T) {
 					t.Parallel()
-					inner := gcraOpts(t, core.PerMinute(1).WithName("trial"), kind.opts...)
+					inner := gcraOpts(t, kind.set(core.PerMinute(1).WithName("trial")))
 					if d, err := inner.Allow(context.Background(), "k", 1); err != nil || !d.Allowed || d.Delay != 0 {
 						t.Fatalf("spending the quota: %+v, %v", d, err)
 					}
@@ -94,8 +87,8 @@ func TestShadowExhausted(t *testing.T) {
 						events = append(events, e)
 						mu.Unlock()
 					})
-					l := way.new(&core.Shadow{Limiter: inner}, grpcmw.WithObserver(obs), grpcmw.WithMeterMessages(),
-						grpcmw.WithFailureMode(grpcmw.FailClosed), grpcmw.WithDenialHold(time.Hour, 8))
+					l := way.new(inner, grpcmw.WithShadow(), grpcmw.WithObserver(obs), grpcmw.WithMeterMessages(),
+						grpcmw.WithFailureMode(core.FailClosed), grpcmw.WithDenialHold(time.Hour, 8))
 					ft := &fakeTransport{method: method}
 					ctx, cancel := context.WithCancel(grpc.NewContextWithServerTransportStream(context.Background(), ft))
 					cancel()
@@ -104,7 +97,7 @@ func TestShadowExhausted(t *testing.T) {
 						t.Fatalf("refused: %v", err)
 					}
 					if len(ft.header) != 0 || len(ft.trailer) != 0 {
-						t.Errorf("metadata sent: header %v, trailer %v; want none without Headers", ft.header, ft.trailer)
+						t.Errorf("metadata sent: header %v, trailer %v; want none without WithHeaders", ft.header, ft.trailer)
 					}
 					mu.Lock()
 					defer mu.Unlock()

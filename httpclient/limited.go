@@ -67,9 +67,10 @@ var limitedOptions = []string{"WithMaxWait", "WithSleep"}
 // ends during a wait, RoundTrip returns the context's error, also without
 // sending (and refunds a Delay's units).
 //
-// A core.Shadow limiter never refuses and never asks for a wait: every
-// request is sent at once, and the shadow limit is charged as enforcing
-// would charge it.
+// The transport has no shadow mode: it enforces what lim decides. To
+// measure a limit on outbound traffic without holding requests, ask the
+// limiter yourself in a RoundTripper of your own and send whatever it
+// says.
 //
 // An admission's concurrency Lease (core.Concurrency) is held while the
 // request runs and released when the response body is read to its end or

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpclient"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // sent is a RoundTripper that records when (on the fake clock) each
@@ -153,7 +153,7 @@ func TestLimitedShaping(t *testing.T) {
 	t.Parallel()
 	sl := newSleeper()
 	s := &sent{clock: sl.clock}
-	lim := newLimiter(t, core.PerSecond(1), sl.clock, core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(10*time.Second))
+	lim := newLimiter(t, core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(10*time.Second), sl.clock)
 	// The waits do not move the clock, so the queue builds up.
 	rt, err := httpclient.NewLimitedTransport(s, lim, nil, httpclient.WithMaxWait(1500*time.Millisecond),
 		httpclient.WithSleep(func(context.Context, time.Duration) error { return nil }))
@@ -182,7 +182,7 @@ func TestLimitedCancelDuringWait(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	s := &sent{clock: clock}
-	lim := newLimiter(t, core.PerSecond(1), clock, core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(10*time.Second))
+	lim := newLimiter(t, core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(10*time.Second), clock)
 	cancelled := &sleeper{clock: clock, err: context.Canceled}
 	c := limited(t, s, lim, cancelled)
 	if _, err := doGet(c, "http://api.test/"); err != nil {
@@ -208,7 +208,7 @@ func TestLimitedLease(t *testing.T) {
 	t.Parallel()
 	sl := newSleeper()
 	s := &sent{clock: sl.clock}
-	lim := newLimiter(t, core.Limit{Events: 1, Period: time.Second, Burst: 1}, sl.clock, core.WithAlgorithm(core.Concurrency))
+	lim := newLimiter(t, (core.Limit{Events: 1, Period: time.Second, Burst: 1}).WithAlgorithm(core.Concurrency), sl.clock)
 	c := limited(t, s, lim, sl, httpclient.WithMaxWait(time.Millisecond))
 	open, err := c.Get("http://api.test/")
 	if err != nil {
@@ -245,7 +245,7 @@ func TestLimitedKeepsWriter(t *testing.T) {
 	t.Parallel()
 	sl := newSleeper()
 	s := &sent{clock: sl.clock, rw: true}
-	lim := newLimiter(t, core.Limit{Events: 1, Period: time.Second, Burst: 1}, sl.clock, core.WithAlgorithm(core.Concurrency))
+	lim := newLimiter(t, (core.Limit{Events: 1, Period: time.Second, Burst: 1}).WithAlgorithm(core.Concurrency), sl.clock)
 	rt, err := httpclient.NewLimitedTransport(s, lim, nil)
 	if err != nil {
 		t.Fatal(err)

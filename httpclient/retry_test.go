@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpclient"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // sleeper records the waits a transport asks for and moves a fake clock
@@ -77,7 +77,7 @@ func limitedServer(t *testing.T, lim core.Limiter, wrap func(http.Handler) http.
 
 func gcra(t *testing.T, l core.Limit, clock *coretest.Clock) *core.Keyed {
 	t.Helper()
-	k, err := core.New(l, core.WithAlgorithm(core.GCRA), core.WithClock(clock))
+	k, err := core.New(l.WithAlgorithm(core.GCRA), core.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +168,9 @@ func (w *noRetryAfter) Write(b []byte) (int, error) {
 func TestRetryStackPolicies(t *testing.T) {
 	t.Parallel()
 	sl := newSleeper()
-	stack, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(5).WithName("burst")},
-		{Limit: core.PerHour(2).WithName("hourly")},
+	stack, err := core.NewStack([]core.Limit{
+		core.PerSecond(5).WithName("burst"),
+		core.PerHour(2).WithName("hourly"),
 	}, core.WithClock(sl.clock))
 	if err != nil {
 		t.Fatal(err)

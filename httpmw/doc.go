@@ -59,16 +59,15 @@
 //
 // # Shadow mode
 //
-// A *core.Shadow limiter (given to New, or chosen by WithLimiterFunc) is
-// decided, charged and observed (core.Event.Shadow), never enforced: every
-// request goes on to the handler, with no shaping wait and no held denial,
-// and neither a store error nor a bad key stops it. Its response carries
-// the rate-limit fields only when Shadow.Headers is set, and never
-// Retry-After. A Shadow inside another limiter (fallback's primary, a
-// wrapper) is known by its decisions (core.Decision.Shadow): observed and
-// never enforced alike, but without rate-limit fields, and a key or cost
-// failure before the limiter is asked is answered as usual. To enforce one
-// limit and measure another, chain two middlewares.
+// Under [WithShadow] every request is decided, charged and observed
+// (core.Event.Shadow), never enforced: every request goes on to the
+// handler, with no shaping wait and no held denial, and neither a store
+// error nor a bad key stops it. Its response carries the rate-limit fields
+// only when [WithHeaders] is given too, and never Retry-After. A limiter
+// that returns shadow decisions itself (core.Decision.Shadow) is observed
+// and never enforced alike, but without rate-limit fields, and a key or
+// cost failure before the limiter is asked is answered as usual. To
+// enforce one limit and measure another, chain two middlewares.
 //
 // # Concurrency limits, layers, stacks and choices
 //

@@ -8,22 +8,22 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // A new limit of 2 requests a minute tried in shadow mode: every request
 // is served, and the observer counts the ones the limit would refuse.
 func Example_shadow() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
-	trial := &core.Shadow{Limiter: core.MustNew(core.PerMinute(2).WithName("trial"), core.WithClock(clock))}
+	trial := core.MustNew(core.PerMinute(2).WithName("trial"), core.WithClock(clock))
 	wouldRefuse := 0
 	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
 		if e.Shadow && e.Outcome == core.OutcomeDenied {
 			wouldRefuse++
 		}
 	})
-	mw, err := httpmw.Middleware(trial, apiKey, httpmw.WithObserver(obs))
+	mw, err := httpmw.Middleware(trial, apiKey, httpmw.WithShadow(), httpmw.WithObserver(obs))
 	if err != nil {
 		panic(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // Reads and writes get different policies: GET and HEAD requests are
@@ -120,9 +120,9 @@ func ExampleWithDenialHold() {
 // RateLimit describes the one that decided.
 func Example_stack() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
-	s, err := core.NewStack([]core.Layer{
-		{Limit: core.PerSecond(2).WithName("burst")},
-		{Limit: core.PerHour(3).WithName("hourly"), Options: []core.Option{core.WithAlgorithm(core.FixedWindow)}},
+	s, err := core.NewStack([]core.Limit{
+		core.PerSecond(2).WithName("burst"),
+		core.PerHour(3).WithName("hourly").WithAlgorithm(core.FixedWindow),
 	}, core.WithClock(clock))
 	if err != nil {
 		panic(err)

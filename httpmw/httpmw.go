@@ -65,6 +65,7 @@ func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
 		Observer:  l.o.observer,
 		Select:    l.o.pick,
 		Hold:      l.o.hold,
+		Shadow:    l.o.shadow,
 	})
 	l.list = l.lists.Of(lim)
 	problem := l.o.problem

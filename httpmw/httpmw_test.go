@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -139,7 +139,7 @@ func TestExactHeaders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			k, clock := newKeyed(t, core.PerMinute(6).WithName("demo"), core.WithAlgorithm(tt.alg))
+			k, clock := newKeyed(t, core.PerMinute(6).WithName("demo").WithAlgorithm(tt.alg))
 			cost := 1
 			h := mustMiddleware(t, k, byAddr, httpmw.WithCost(func(*http.Request) (int, error) { return cost, nil }))
 			for i, s := range tt.steps {
@@ -172,7 +172,7 @@ func TestRetryAfterSuffices(t *testing.T) {
 		for _, alg := range algs {
 			t.Run(l.String()+"/"+alg.String(), func(t *testing.T) {
 				t.Parallel()
-				k, clock := newKeyed(t, l, core.WithAlgorithm(alg))
+				k, clock := newKeyed(t, l.WithAlgorithm(alg))
 				h := mustMiddleware(t, k, byAddr)
 				var w *httptest.ResponseRecorder
 				for i := 0; ; i++ {

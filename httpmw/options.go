@@ -20,11 +20,15 @@ type options struct {
 	onError  ErrorHandler
 	observer core.Observer
 	headers  HeaderStyle
-	failure  FailureMode
-	badKey   int
-	problem  bool
-	pick     func(*http.Request) core.Limiter
-	hold     pipeline.Hold
+	// headersSet reports WithHeaders given, which shadow mode needs to
+	// send the rate-limit headers at all.
+	headersSet bool
+	shadow     bool
+	failure    FailureMode
+	badKey     int
+	problem    bool
+	pick       func(*http.Request) core.Limiter
+	hold       pipeline.Hold
 	// refundInner records each admission's charge in the request's
 	// context (WithRefundOnInnerRefusal).
 	refundInner bool
@@ -87,13 +91,31 @@ func WithCost(f CostFunc) Option {
 	}
 }
 
-// WithHeaders selects the rate-limit header style (default [HeadersBoth]).
+// WithHeaders selects the rate-limit header style (default [HeadersBoth];
+// in shadow mode none unless this option is given).
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
 		if o.errs.Require(s.Valid(), "unknown header style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
-			o.headers = s
+			o.headers, o.headersSet = s, true
 		}
 	}
+}
+
+// WithShadow runs the limiter in shadow (dry-run) mode, to measure a new
+// limit on real traffic before enforcing it: every request is decided,
+// charged and observed as enforcing would (core.Event.Shadow), and goes on
+// to the handler whatever the outcome, with no shaping wait and no held
+// denial; neither a store error nor a bad key or cost stops it. The
+// handler's [Admission].Decision is a shadow one (core.Decision.Shadow,
+// Would, WouldWait). What enforcing would charge is charged: an admission
+// as usual, a shaped one keeps its units reserved, a refusal and an error
+// charge nothing, and [WithRefundOnInnerRefusal] records only the
+// admissions enforcing would have made. Responses carry no rate-limit
+// headers, so that clients see no sign of the shadow policy, unless
+// [WithHeaders] is given too (never Retry-After). To enforce one limit and
+// measure another, chain two middlewares, the shadow one outside.
+func WithShadow() Option {
+	return func(o *options) { o.shadow = true }
 }
 
 // WithDenyHandler replaces the default answer to a refused request (429

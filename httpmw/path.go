@@ -36,10 +36,9 @@ func (l *Limiter) check(h http.Header, r *http.Request, a *Admission) error {
 		a.admitted = true
 		return nil
 	case res.Shadow:
-		a.admitted, a.Decision = true, res.Decision
-		if res.ShadowHeaders && res.Err == nil {
-			sd := res.ShadowDecision()
-			l.writeHeaders(h, &sd, l.listOf(&res))
+		a.admitted, a.Decision = true, res.ShadowDecision()
+		if l.o.headersSet && res.Err == nil {
+			l.writeHeaders(h, &a.Decision, l.listOf(&res))
 		}
 		if l.o.refundInner {
 			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))

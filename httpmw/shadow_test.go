@@ -11,44 +11,42 @@ import (
 	"github.com/floodgate/floodgate/httpmw"
 )
 
-// hidden hides the limiter it holds from a type assertion, as fallback or
-// a user's instrumentation does.
-type hidden struct{ core.Limiter }
-
-// TestShadowExhausted: an exhausted shadow limit, a refusing one or a
-// shaping one with a queue, given to the middleware, chosen per request or
-// inside another limiter, never refuses and never waits (the request's
-// context has ended: a wait would fail it), whatever the failure mode and
-// the denial hold; the observer hears what enforcing would have done.
+// TestShadowExhausted: an exhausted limit, a refusing one or a shaping one
+// with a queue, given to a WithShadow middleware or chosen per request by
+// one, never refuses and never waits (the request's context has ended: a
+// wait would fail it), whatever the failure mode and the denial hold; the
+// observer hears what enforcing would have done, and the response carries
+// the rate-limit fields only when WithHeaders is given.
 func TestShadowExhausted(t *testing.T) {
 	t.Parallel()
 	kinds := []struct {
 		name    string
-		opts    []core.Option
+		set     func(core.Limit) core.Limit
 		outcome core.Outcome
 	}{
-		{"refusing", []core.Option{core.WithAlgorithm(core.GCRA)}, core.OutcomeDenied},
-		{"shaping", []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(time.Hour)}, core.OutcomeShaped},
+		{"refusing", func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) }, core.OutcomeDenied},
+		{"shaping", func(l core.Limit) core.Limit { return l.WithMaxDelay(time.Hour) }, core.OutcomeShaped},
 	}
 	ways := []struct {
 		name   string
-		fields bool // the Shadow's Headers is seen
-		build  func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error)
+		fields bool // WithHeaders is given
+		build  func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error)
 	}{
-		{"given", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"given", false, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			return httpmw.New(s, byAddr, opts...)
 		}},
-		{"chosen", true, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"given with headers", true, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+			return httpmw.New(s, byAddr, append(opts, httpmw.WithHeaders(core.HeadersBoth))...)
+		}},
+		{"chosen with headers", true, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			enforced, _ := newKeyed(t, core.PerMinute(100))
-			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
+			opts = append(opts, httpmw.WithHeaders(core.HeadersBoth),
+				httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
 			return httpmw.New(enforced, byAddr, opts...)
 		}},
-		{"inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
-			return httpmw.New(hidden{s}, byAddr, opts...)
-		}},
-		{"chosen inside", false, func(s *core.Shadow, opts ...httpmw.Option) (*httpmw.Limiter, error) {
+		{"chosen", false, func(s core.Limiter, opts ...httpmw.Option) (*httpmw.Limiter, error) {
 			enforced, _ := newKeyed(t, core.PerMinute(100))
-			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return hidden{s} }))
+			opts = append(opts, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return s }))
 			return httpmw.New(enforced, byAddr, opts...)
 		}},
 	}
@@ -56,15 +54,15 @@ func TestShadowExhausted(t *testing.T) {
 		for _, way := range ways {
 			t.Run(kind.name+"/"+way.name, func(t *testing.T) {
 				t.Parallel()
-				inner, _ := newKeyed(t, core.PerMinute(1).WithName("trial"), kind.opts...)
+				inner, _ := newKeyed(t, kind.set(core.PerMinute(1).WithName("trial")))
 				// Spend the quota (the shaper's turn) as enforcing would.
 				if d, err := inner.Allow(context.Background(), "192.0.2.1:1234", 1); err != nil || !d.Allowed || d.Delay != 0 {
 					t.Fatalf("spending the quota: %+v, %v", d, err)
 				}
 				var events []core.Event
 				obs := core.ObserverFunc(func(_ context.Context, e core.Event) { events = append(events, e) })
-				l, err := way.build(&core.Shadow{Limiter: inner, Headers: true},
-					httpmw.WithObserver(obs), httpmw.WithFailureMode(httpmw.FailClosed), httpmw.WithDenialHold(time.Hour, 8))
+				l, err := way.build(inner, httpmw.WithShadow(),
+					httpmw.WithObserver(obs), httpmw.WithFailureMode(core.FailClosed), httpmw.WithDenialHold(time.Hour, 8))
 				if err != nil {
 					t.Fatal(err)
 				}

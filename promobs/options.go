@@ -17,16 +17,16 @@ type Option func(*options)
 // says otherwise.
 const DefaultNamespace = "floodgate"
 
-// DefaultLatencyBuckets are the buckets of the decision-latency histogram,
-// in seconds: from 1 µs, where an in-memory decision falls, through the
-// 0.1-5 ms of a Redis round trip, to the 100 ms of fallback's default
-// timeout and beyond.
-var DefaultLatencyBuckets = []float64{1e-6, 5e-6, 25e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 250e-3, 1}
+// defaultLatencyBuckets are the buckets of the decision-latency
+// histogram, in seconds: from 1 µs, where an in-memory decision falls,
+// through the 0.1-5 ms of a Redis round trip, to the 100 ms of fallback's
+// default timeout and beyond.
+var defaultLatencyBuckets = []float64{1e-6, 5e-6, 25e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 250e-3, 1}
 
-// DefaultHoldBuckets are the buckets of the denial-hold histogram, in
+// defaultHoldBuckets are the buckets of the denial-hold histogram, in
 // seconds: holds are capped by the adapters' WithDenialHold, typically a
 // few seconds at most.
-var DefaultHoldBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+var defaultHoldBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
 // options is what the Options set, with errs collecting their mistakes.
 type options struct {
@@ -71,23 +71,24 @@ func WithConstLabels(l prometheus.Labels) Option {
 	}
 }
 
-// WithLatencyBuckets sets the upper bounds, in seconds and increasing, of
-// the decision-latency histogram's buckets (default
-// [DefaultLatencyBuckets]).
-func WithLatencyBuckets(b []float64) Option {
+// WithBuckets sets the upper bounds, in seconds and increasing, of the
+// two histograms' buckets: latency for floodgate_decision_duration_seconds, hold
+// for floodgate_denial_hold_seconds. A nil slice keeps that histogram's
+// default: for latency 1 µs (an in-memory decision) through 0.1-5 ms (a
+// Redis round trip) to 1 s,
+//
+//	1µs 5µs 25µs 100µs 250µs 500µs 1ms 2.5ms 5ms 10ms 25ms 100ms 250ms 1s
+//
+// and for hold, which the adapters' WithDenialHold caps at a few seconds,
+//
+//	10ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s 30s
+func WithBuckets(latency, hold []float64) Option {
 	return func(o *options) {
-		if o.errs.Require(increasing(b), "WithLatencyBuckets(%v): the bounds must be one or more positive numbers, strictly increasing", b) {
-			o.latency = slices.Clone(b)
+		if latency != nil && o.errs.Require(increasing(latency), "WithBuckets(%v, ...): the latency bounds must be one or more positive numbers, strictly increasing; nil keeps the default", latency) {
+			o.latency = slices.Clone(latency)
 		}
-	}
-}
-
-// WithHoldBuckets sets the upper bounds, in seconds and increasing, of the
-// denial-hold histogram's buckets (default [DefaultHoldBuckets]).
-func WithHoldBuckets(b []float64) Option {
-	return func(o *options) {
-		if o.errs.Require(increasing(b), "WithHoldBuckets(%v): the bounds must be one or more positive numbers, strictly increasing", b) {
-			o.hold = slices.Clone(b)
+		if hold != nil && o.errs.Require(increasing(hold), "WithBuckets(..., %v): the hold bounds must be one or more positive numbers, strictly increasing; nil keeps the default", hold) {
+			o.hold = slices.Clone(hold)
 		}
 	}
 }

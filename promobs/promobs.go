@@ -82,8 +82,8 @@ type series struct {
 func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	o := options{
 		namespace: DefaultNamespace,
-		latency:   DefaultLatencyBuckets,
-		hold:      DefaultHoldBuckets,
+		latency:   defaultLatencyBuckets,
+		hold:      defaultHoldBuckets,
 		errs:      option.Errors{Prefix: "promobs: "},
 	}
 	if err := option.Apply(&o, &o.errs, opts); err != nil {

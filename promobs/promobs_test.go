@@ -18,9 +18,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/promobs"
 )
@@ -110,7 +110,7 @@ var storeErr = &core.StoreError{Op: "allow", Err: errors.New("connection refused
 // that results.
 func TestCounts(t *testing.T) {
 	t.Parallel()
-	obs, reg := newObserver(t, promobs.WithLatencyBuckets([]float64{0.001, 0.01}), promobs.WithHoldBuckets([]float64{1}))
+	obs, reg := newObserver(t, promobs.WithBuckets([]float64{0.001, 0.01}, []float64{1}))
 	ctx := context.Background()
 	ms := time.Millisecond
 	for _, e := range []core.Event{
@@ -411,8 +411,9 @@ func TestInvalid(t *testing.T) {
 		{"namespace", prometheus.NewRegistry(), []promobs.Option{promobs.WithNamespace("rate-limit")}, `promobs: WithNamespace("rate-limit"): a namespace is letters`},
 		{"label name", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"1x": "a"})}, `promobs: WithConstLabels: label name "1x"`},
 		{"label clash", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"limit": "a"})}, "promobs: registering the metrics"},
-		{"buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithLatencyBuckets([]float64{0.1, 0.1})}, "promobs: WithLatencyBuckets([0.1 0.1]): the bounds must be"},
-		{"no buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithHoldBuckets(nil)}, "promobs: WithHoldBuckets([]): the bounds must be"},
+		{"buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets([]float64{0.1, 0.1}, nil)}, "promobs: WithBuckets([0.1 0.1], ...): the latency bounds must be"},
+		{"no buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets(nil, []float64{})}, "promobs: WithBuckets(..., []): the hold bounds must be"},
+		{"negative bucket", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets(nil, []float64{-1, 1})}, "promobs: WithBuckets(..., [-1 1]): the hold bounds must be"},
 		{"nil state", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("redis", nil)}, `promobs: WithBreaker("redis", nil)`},
 		{"nil fallback", prometheus.NewRegistry(), []promobs.Option{promobs.WithFallback("redis", nil)}, `promobs: WithFallback("redis", nil)`},
 		{"no name", prometheus.NewRegistry(), []promobs.Option{promobs.WithBreaker("", func() fallback.State { return 0 })}, "promobs: breaker name is empty"},
@@ -583,5 +584,40 @@ func TestScrapeWhileObserving(t *testing.T) {
 	}
 	if got := total(s, "floodgate_denial_hold_seconds_sum"); got != goroutines*each {
 		t.Errorf("%v seconds held, want %d", got, goroutines*each)
+	}
+}
+
+// TestBucketsDefaultPerHistogram: WithBuckets sets each histogram's bounds,
+// and a nil slice keeps that histogram's default.
+func TestBucketsDefaultPerHistogram(t *testing.T) {
+	t.Parallel()
+	bounds := func(reg prometheus.Gatherer, name string) int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return len(mf.GetMetric()[0].GetHistogram().GetBucket())
+			}
+		}
+		t.Fatalf("no %s", name)
+		return 0
+	}
+	for _, tt := range []struct {
+		latency, hold []float64
+		want          [2]int
+	}{
+		{nil, nil, [2]int{14, 10}},
+		{[]float64{0.001}, nil, [2]int{1, 10}},
+		{nil, []float64{1, 2}, [2]int{14, 2}},
+	} {
+		obs, reg := newObserver(t, promobs.WithBuckets(tt.latency, tt.hold))
+		obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeDenied, Key: "a", Cost: 1,
+			Decision: decided("api", false), Latency: time.Millisecond, Held: time.Second})
+		got := [2]int{bounds(reg, "floodgate_decision_duration_seconds"), bounds(reg, "floodgate_denial_hold_seconds")}
+		if got != tt.want {
+			t.Errorf("WithBuckets(%v, %v): %v bounds, want %v", tt.latency, tt.hold, got, tt.want)
+		}
 	}
 }

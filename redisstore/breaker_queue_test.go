@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/fallback"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -202,7 +202,7 @@ func TestBreakerRequestErrors(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
 	clk := coretest.NewClock(coretest.T0)
-	lim := redisstore.MustNew(c, core.PerHour(1000), redisstore.WithClock(clk), redisstore.WithAlgorithm(core.FixedWindow),
+	lim := redisstore.MustNew(c, core.PerHour(1000).WithAlgorithm(core.FixedWindow), redisstore.WithClock(clk),
 		redisstore.WithDenyCache(0), redisstore.WithBreaker(fallback.BreakerConfig{MinCalls: 1, FailureRate: 1}))
 	ctx := context.Background()
 	if err := c.RPush(ctx, lim.Key("list"), "x").Err(); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -183,7 +183,7 @@ func TestLeaseRenewal(t *testing.T) {
 func TestLeaseRenewalTimer(t *testing.T) {
 	c := single(t)
 	const ttl = 300 * time.Millisecond
-	a := redisstore.MustNew(c, core.InFlight(1), redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))
+	a := redisstore.MustNew(c, core.InFlight(1).WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))
 	held := decide(t, a, "k", 1, true, 0)
 	time.Sleep(4 * ttl)
 	decide(t, a, "k", 1, false, 0)
@@ -248,7 +248,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 	for range 4 {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
 		defer c.Close()
-		lim := redisstore.MustNew(c, core.InFlight(n), redisstore.WithAlgorithm(core.Concurrency), redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second))
+		lim := redisstore.MustNew(c, core.InFlight(n).WithAlgorithm(core.Concurrency), redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second))
 		lims = append(lims, lim)
 		for range 32 {
 			wg.Add(1)
@@ -300,7 +300,7 @@ func TestConcurrencyOptions(t *testing.T) {
 			t.Errorf("%v: error %v, want one saying %q", tc.opts, err, tc.want)
 		}
 	}
-	lim, err := redisstore.New(c, core.InFlight(2), redisstore.WithAlgorithm(core.Concurrency))
+	lim, err := redisstore.New(c, core.InFlight(2).WithAlgorithm(core.Concurrency))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 	defer c.Close()
 	ctx := context.Background()
 	b.Run("acquire+release", func(b *testing.B) {
-		lim := redisstore.MustNew(c, core.InFlight(1000), redisstore.WithAlgorithm(core.Concurrency))
+		lim := redisstore.MustNew(c, core.InFlight(1000).WithAlgorithm(core.Concurrency))
 		b.ReportAllocs()
 		for b.Loop() {
 			d, err := lim.Allow(ctx, "hot", 1)
@@ -350,7 +350,7 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 		}
 	})
 	b.Run("gcra", func(b *testing.B) {
-		lim := redisstore.MustNew(c, core.PerSecond(1e9), redisstore.WithAlgorithm(core.GCRA))
+		lim := redisstore.MustNew(c, core.PerSecond(1e9).WithAlgorithm(core.GCRA))
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := lim.Allow(ctx, "hot", 1); err != nil {
@@ -371,7 +371,7 @@ func TestConcurrencyMatchesMemory(t *testing.T) {
 	for _, l := range []core.Limit{core.InFlight(1), core.InFlight(5), {Events: 40, Period: 1500 * time.Millisecond}} {
 		t.Run(l.String(), func(t *testing.T) {
 			clk := coretest.NewClock(coretest.T0)
-			mem, err := core.New(l, core.WithAlgorithm(core.Concurrency), core.WithClock(clk))
+			mem, err := core.New(l.WithAlgorithm(core.Concurrency), core.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}

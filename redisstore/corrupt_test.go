@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 

@@ -38,8 +38,12 @@ const MaxCachedLimits = 1024
 // concurrent use; the limit function is called once per Allow and Refund
 // and should be fast.
 type Dynamic struct {
-	l       *Limiter
+	client  redis.UniversalClient
+	opts    options
 	limitOf func(key string) core.Limit
+
+	l    atomic.Pointer[Limiter] // made for the first limit seen
+	base core.Limit              // that limit without its rate: what all share
 
 	cache atomic.Pointer[map[core.Limit]*policy]
 	mu    sync.Mutex // adds to cache
@@ -66,23 +70,50 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
+	if err := checkClient(client, o.timeout); err != nil {
+		return nil, err
+	}
+	d := &Dynamic{client: client, opts: o, limitOf: limitOf}
+	d.cache.Store(&map[core.Limit]*policy{})
+	return d, nil
+}
+
+// rateless is l without its rate and name: its algorithm and settings.
+func rateless(l core.Limit) core.Limit {
+	return core.Limit{Algorithm: l.Algorithm, Overdraft: l.Overdraft, MaxDelay: l.MaxDelay,
+		WarmUp: l.WarmUp, ColdFactor: l.ColdFactor, SubWindows: l.SubWindows, MaxEntries: l.MaxEntries}
+}
+
+// limiter returns the Limiter that runs d's script, made for the first
+// limit seen, which fixes the algorithm and settings every limit of d
+// shares: a key's Redis key names them, not the limit, so that the key
+// keeps its state when its limit changes. d.mu is held.
+func (d *Dynamic) limiter(lim core.Limit) (*Limiter, error) {
+	if l := d.l.Load(); l != nil {
+		if rateless(lim) != d.base {
+			return nil, fmt.Errorf("%w: redisstore: limit %s uses %v, and the limiter's first limit %v; a key keeps its state when its limit changes, so a Dynamic limiter's limits share one algorithm and its settings", core.ErrSetLimitUnsupported, lim, lim.Algorithm, d.base.Algorithm)
+		}
+		return l, nil
+	}
 	switch {
-	case scripts[o.algorithm] == nil:
-		return nil, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket or core.WarmUp", int(o.algorithm))
-	case o.algorithm == core.SlidingLog || o.subWindows != 0:
-		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support %v%s, whose per-key logs are sized for one limit; use a Limiter per limit", core.ErrSetLimitUnsupported, o.algorithm, map[bool]string{true: " with WithSubWindows"}[o.subWindows != 0])
-	case o.algorithm == core.Concurrency:
+	case scripts[lim.Algorithm] == nil && lim.Algorithm != core.SlidingLog:
+		return nil, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket or core.WarmUp", int(lim.Algorithm))
+	case lim.Algorithm == core.SlidingLog || lim.SubWindows != 0:
+		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support %v%s, whose per-key logs are sized for one limit; use a Limiter per limit", core.ErrSetLimitUnsupported, lim.Algorithm, map[bool]string{true: " with sub-windows"}[lim.SubWindows != 0])
+	case lim.Algorithm == core.Concurrency:
 		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support core.Concurrency, as core.NewDynamic does not; use a Limiter per limit", core.ErrSetLimitUnsupported)
 	}
+	o := d.opts
+	o.setPolicy(lim)
 	script, tag := scriptOf(&o)
 	// The key names the algorithm and its settings, not the limit.
-	l, err := newLimiter(client, o, script, "}:"+tag+o.settingsTag())
+	l, err := newLimiter(d.client, o, script, "}:"+tag+o.settingsTag())
 	if err != nil {
 		return nil, err
 	}
-	d := &Dynamic{l: l, limitOf: limitOf}
-	d.cache.Store(&map[core.Limit]*policy{})
-	return d, nil
+	d.base = rateless(lim)
+	d.l.Store(l)
+	return l, nil
 }
 
 // policy returns lim's script arguments, cached up to MaxCachedLimits.
@@ -93,16 +124,20 @@ func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
 	if err := lim.Validate(); err != nil {
 		return nil, err
 	}
-	_, _, params, maxCost, err := compile(&d.l.opts, lim)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, err := d.limiter(lim)
 	if err != nil {
 		return nil, err
 	}
-	if hasLead(d.l.opts.algorithm) {
+	_, _, params, maxCost, err := compile(&l.opts, lim)
+	if err != nil {
+		return nil, err
+	}
+	if hasLead(l.opts.algorithm) {
 		params[len(params)-1] = anyLead
 	}
-	p := d.l.newPolicy(lim, maxCost, params)
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	p := l.newPolicy(lim, maxCost, params)
 	old := *d.cache.Load()
 	if q := old[lim]; q != nil {
 		return q, nil
@@ -126,7 +161,7 @@ func (d *Dynamic) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return d.l.allow(ctx, p, key, cost)
+	return d.l.Load().allow(ctx, p, key, cost)
 }
 
 // Refund gives back cost units charged to key, under limitOf(key), never
@@ -136,10 +171,16 @@ func (d *Dynamic) Refund(ctx context.Context, key string, cost int) error {
 	if err != nil {
 		return err
 	}
-	return d.l.refund(ctx, p, key, cost)
+	return d.l.Load().refund(ctx, p, key, cost)
 }
 
 // Key returns the Redis key that holds key's state, whatever its limit:
 // <prefix>{<tag>}:<algorithm>[:<settings>], the tag made from key as
-// Limiter.Key makes it.
-func (d *Dynamic) Key(key string) string { return d.l.Key(key) }
+// Limiter.Key makes it; "" when key's limit is invalid or cannot join
+// the limiter's (see NewDynamic).
+func (d *Dynamic) Key(key string) string {
+	if _, err := d.policy(d.limitOf(key)); err != nil {
+		return ""
+	}
+	return d.l.Load().Key(key)
+}

@@ -23,7 +23,7 @@ func ExampleNew() {
 	}
 	fmt.Println(lim.Key("203.0.113.7"))
 
-	_, err = redisstore.New(rdb, core.Limit{Events: 1, Period: 90 * 24 * time.Hour}, redisstore.WithAlgorithm(core.FixedWindow))
+	_, err = redisstore.New(rdb, (core.Limit{Events: 1, Period: 90 * 24 * time.Hour}).WithAlgorithm(core.FixedWindow))
 	fmt.Println(err != nil)
 	// Output:
 	// api:{203.0.113.7}:tb:100/60000000000:100
@@ -64,9 +64,9 @@ func ExampleWithSubWindows() {
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
-	sub := redisstore.MustNew(rdb, core.PerMinute(100), redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(6))
+	sub := redisstore.MustNew(rdb, core.PerMinute(100).WithAlgorithm(core.SlidingWindow).WithSubWindows(6))
 	fmt.Println(sub.Key("203.0.113.7"))
-	_, err := redisstore.New(rdb, core.PerMinute(100), redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(7))
+	_, err := redisstore.New(rdb, core.PerMinute(100).WithAlgorithm(core.SlidingWindow).WithSubWindows(7))
 	fmt.Println(err)
 	// Output:
 	// floodgate:{203.0.113.7}:sw6:100/60000000000:100
@@ -77,9 +77,9 @@ func ExampleWithMaxEntries() {
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
-	_, err := redisstore.New(rdb, core.PerHour(5000), redisstore.WithAlgorithm(core.SlidingLog))
+	_, err := redisstore.New(rdb, core.PerHour(5000).WithAlgorithm(core.SlidingLog))
 	fmt.Println(err)
-	lim, err := redisstore.New(rdb, core.PerHour(5000), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithMaxEntries(5000))
+	lim, err := redisstore.New(rdb, core.PerHour(5000).WithAlgorithm(core.SlidingLog).WithMaxEntries(5000))
 	fmt.Println(lim.Key("203.0.113.7"), err)
 	// Output:
 	// redisstore: core.SlidingLog: 5000 events per period need up to 5000 log entries per key, more than WithMaxEntries allows (1024); raise the cap with WithMaxEntries(5000) or use core.SlidingWindow (with WithSubWindows for a closer count)
@@ -94,13 +94,12 @@ func ExampleWithMaxDelay() {
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
-	lim, err := redisstore.New(rdb, core.PerSecond(10),
-		redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(250*time.Millisecond))
+	lim, err := redisstore.New(rdb, core.PerSecond(10).WithAlgorithm(core.LeakyBucket).WithMaxDelay(250*time.Millisecond))
 	fmt.Println(lim.Key("203.0.113.7"))
 
-	_, err = redisstore.New(rdb, core.PerSecond(10), redisstore.WithMaxDelay(250*time.Millisecond))
+	_, err = redisstore.New(rdb, core.PerSecond(10).WithMaxDelay(250*time.Millisecond))
 	fmt.Println(err)
-	_, err = redisstore.New(rdb, core.PerSecond(10), redisstore.WithAlgorithm(core.WarmUp))
+	_, err = redisstore.New(rdb, core.PerSecond(10).WithAlgorithm(core.WarmUp))
 	fmt.Println(err)
 	// Output:
 	// floodgate:{203.0.113.7}:lb:10/1000000000:10:250000000

@@ -29,7 +29,7 @@ func TestFaultKeysKeepTTLs(t *testing.T) {
 	ctx := context.Background()
 	var lims []*redisstore.Limiter
 	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow} {
-		lims = append(lims, redisstore.MustNew(c, faultLimit, redisstore.WithAlgorithm(alg), redisstore.WithTimeout(faultTimeout)))
+		lims = append(lims, redisstore.MustNew(c, faultLimit.WithAlgorithm(alg), redisstore.WithTimeout(faultTimeout)))
 	}
 	for _, lim := range lims {
 		if d, err := lim.Allow(ctx, "before", 1); err != nil || !d.Allowed {

@@ -48,7 +48,7 @@ func newKeyRig(tb testing.TB) *keyRig {
 		lim:   newOrFail(redisstore.New(c, core.PerMinute(100))),
 		stack: stack,
 		dyn:   dyn,
-		cc:    newOrFail(redisstore.New(c, core.InFlight(8), redisstore.WithAlgorithm(core.Concurrency))),
+		cc:    newOrFail(redisstore.New(c, core.InFlight(8).WithAlgorithm(core.Concurrency))),
 	}
 }
 

@@ -119,23 +119,6 @@ func defaultOptions() options {
 	}
 }
 
-// WithAlgorithm selects the algorithm: core.TokenBucket (the default),
-// core.GCRA, core.FixedWindow, core.SlidingWindow (with WithSubWindows or
-// without), core.SlidingLog, core.LeakyBucket, core.WarmUp or
-// core.Concurrency, each deciding exactly as the in-memory limiter does
-// (core.Concurrency's leases also expire: see WithLeaseTTL).
-func WithAlgorithm(a core.Algorithm) Option { return func(o *options) { o.algorithm = a } }
-
-// WithSubWindows makes core.SlidingWindow count over n sub-windows, as
-// core.WithSubWindows does (n from 2 to 2²⁰, dividing the period in
-// nanoseconds). The key is a string listing the non-empty sub-windows.
-func WithSubWindows(n int) Option { return func(o *options) { o.subWindows = n } }
-
-// WithMaxEntries caps the entries a key may need under core.SlidingLog or
-// WithSubWindows, as core.WithMaxEntries does (default
-// core.DefaultMaxEntries): a limit that needs more fails at New.
-func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n } }
-
 // WithPrefix sets the prefix of every key (default DefaultPrefix). It must
 // not contain '{' or '}', which would change the keys' hash slot.
 func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
@@ -225,17 +208,17 @@ func (o *options) validate(errs *option.Errors) error {
 		errs.Require(false, "WithBreaker: %s", p)
 	}
 	errs.Require(o.script == nil || o.script.Now() >= 0, "the script clock reads before the Unix epoch")
-	if o.leaseTTL != 0 {
-		if errs.Require(o.algorithm == core.Concurrency, "WithLeaseTTL(%v) applies to core.Concurrency only, not %v", o.leaseTTL, o.algorithm) {
-			errs.Require(o.leaseTTL >= 3*time.Millisecond && o.leaseTTL <= maxSpan, "WithLeaseTTL(%v): the TTL must be from 3ms (renewed every third of it) to %v", o.leaseTTL, maxSpan)
-		}
-	}
-	errs.Require(o.subWindows == 0 || o.subWindows >= 2 && o.subWindows <= 1<<20, "WithSubWindows(%d): the number of sub-windows must be from 2 to %d", o.subWindows, 1<<20)
-	errs.Require(o.subWindows == 0 || o.algorithm == core.SlidingWindow, "WithSubWindows applies to core.SlidingWindow only, not %v", o.algorithm)
-	errs.Require(o.maxEntries >= 0 && o.maxEntries <= 1<<20, "WithMaxEntries(%d): the cap must be from 1 to %d entries per key (0 for the default, %d)", o.maxEntries, 1<<20, core.DefaultMaxEntries)
-	errs.Require(o.maxEntries == 0 || o.algorithm == core.SlidingLog || o.subWindows != 0, "WithMaxEntries applies to core.SlidingLog and to core.SlidingWindow with WithSubWindows only, not %v", o.algorithm)
-	o.validatePolicy(errs)
+	errs.Require(o.leaseTTL == 0 || o.leaseTTL >= 3*time.Millisecond && o.leaseTTL <= maxSpan, "WithLeaseTTL(%v): the TTL must be from 3ms (renewed every third of it) to %v", o.leaseTTL, maxSpan)
 	return errs.Err()
+}
+
+// setPolicy takes the algorithm and its settings from l, which is valid:
+// what the limit is belongs to the policy, what the store is to the
+// options.
+func (o *options) setPolicy(l core.Limit) {
+	o.algorithm, o.overdraft, o.maxDelay = l.Algorithm, l.Overdraft, l.MaxDelay
+	o.warmUp, o.coldFactor = l.WarmUp, l.ColdFactor
+	o.subWindows, o.maxEntries = l.SubWindows, l.MaxEntries
 }
 
 // breakerRule is the breaker's rule under o, the defaults filled in.

@@ -7,44 +7,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/internal/option"
 )
-
-// WithOverdraft lets the token bucket lend, as core.WithOverdraft does: a
-// request larger than what is left is admitted as long as the bucket is not
-// already in debt, and the requests after it wait until the debt is paid
-// back. It applies to core.TokenBucket only; a limit may then span half as
-// long as without it (see the package documentation).
-func WithOverdraft() Option { return func(o *options) { o.overdraft = true } }
-
-// WithMaxDelay sets the longest wait a core.LeakyBucket admits a request
-// with (default core.DefaultMaxDelay; 0 also means the default), as
-// core.WithMaxDelay does. It applies to core.LeakyBucket only and must not
-// be negative; the wait plus Burst × interval must be within the span a
-// limit may have on Redis.
-func WithMaxDelay(d time.Duration) Option { return func(o *options) { o.maxDelay = d } }
-
-// WithWarmUp sets the core.WarmUp algorithm's warm-up period and cold factor
-// (at least 1; 0 means core.DefaultColdFactor), as core.WithWarmUp does.
-// WarmUp requires it. The period plus the wait of a cold request of the
-// whole burst must be within the span a limit may have on Redis.
-func WithWarmUp(period time.Duration, coldFactor float64) Option {
-	return func(o *options) { o.warmUp, o.coldFactor = period, coldFactor }
-}
-
-// validatePolicy checks the algorithm's settings as core.New does, with
-// the same messages: values out of range, and settings that do not fit the
-// algorithm.
-func (o *options) validatePolicy(errs *option.Errors) {
-	errs.Require(o.maxDelay >= 0, "WithMaxDelay(%v): the longest wait must be > 0", o.maxDelay)
-	errs.Require(o.warmUp >= 0 && o.warmUp <= maxSpan, "WithWarmUp(%v, %v): the warm-up period must be > 0 and <= %v", o.warmUp, o.coldFactor, maxSpan)
-	errs.Require(o.coldFactor == 0 || (o.coldFactor >= 1 && o.coldFactor <= 1<<20), // NaN fails both
-		"WithWarmUp(%v, %v): the cold factor must be from 1 to %d (0 for the default, %d)", o.warmUp, o.coldFactor, 1<<20, core.DefaultColdFactor)
-	errs.Require(!o.overdraft || o.algorithm == core.TokenBucket, "WithOverdraft applies to the token bucket only, not %v", o.algorithm)
-	errs.Require(o.maxDelay == 0 || o.algorithm == core.LeakyBucket, "WithMaxDelay applies to LeakyBucket only, not %v", o.algorithm)
-	errs.Require(o.warmUp == 0 || o.algorithm == core.WarmUp, "WithWarmUp applies to WarmUp only, not %v", o.algorithm)
-	errs.Require(o.warmUp != 0 || o.algorithm != core.WarmUp, "WarmUp needs WithWarmUp(period, coldFactor), for example WithWarmUp(10*time.Second, 3)")
-}
 
 // settingsTag is what the algorithm's settings add to keys, so that two
 // Limiters with different settings never read each other's state: the

@@ -71,6 +71,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err := o.validate(&errs); err != nil {
 		return nil, err
 	}
+	o.setPolicy(l)
 	script, tag, p, maxCost, err := compile(&o, l)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/pipeline"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
@@ -173,7 +173,7 @@ func TestKeyLayout(t *testing.T) {
 	if got, want := lim.Key("203.0.113.7"), "svc:{203.0.113.7}:tb:100/60000000000:100"; got != want {
 		t.Errorf("key %q, want %q", got, want)
 	}
-	lim = redisstore.MustNew(c, core.PerSecond(10).WithBurst(3), redisstore.WithAlgorithm(core.GCRA))
+	lim = redisstore.MustNew(c, core.PerSecond(10).WithBurst(3).WithAlgorithm(core.GCRA))
 	if got, want := lim.Key("u"), "floodgate:{u}:gcra:10/1000000000:3"; got != want {
 		t.Errorf("key %q, want %q", got, want)
 	}
@@ -440,16 +440,16 @@ func TestConstruction(t *testing.T) {
 	}
 	// 50 days is within the bound; so are 30 days of burst without an
 	// overdraft, a 50-day wait, and 40 days of cold start and warm-up.
-	if _, err := redisstore.New(c, core.Limit{Events: 1, Period: 50 * 24 * time.Hour}, redisstore.WithAlgorithm(core.SlidingWindow)); err != nil {
+	if _, err := redisstore.New(c, (core.Limit{Events: 1, Period: 50 * 24 * time.Hour}).WithAlgorithm(core.SlidingWindow)); err != nil {
 		t.Errorf("50-day window: %v", err)
 	}
 	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(30)); err != nil {
 		t.Errorf("30-day token bucket: %v", err)
 	}
-	if _, err := redisstore.New(c, core.PerSecond(1), redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(50*24*time.Hour)); err != nil {
+	if _, err := redisstore.New(c, core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(50*24*time.Hour)); err != nil {
 		t.Errorf("50-day wait: %v", err)
 	}
-	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(10), redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(10*24*time.Hour, 3)); err != nil {
+	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(10).WithAlgorithm(core.WarmUp).WithWarmUp(10*24*time.Hour, 3)); err != nil {
 		t.Errorf("30 cold days and a 10-day warm-up: %v", err)
 	}
 }
@@ -544,7 +544,7 @@ func TestMalformedStates(t *testing.T) {
 func TestShapedWaitCancelled(t *testing.T) {
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
-	lim := redisstore.MustNew(c, core.PerSecond(10), redisstore.WithAlgorithm(core.LeakyBucket),
+	lim := redisstore.MustNew(c, core.PerSecond(10).WithAlgorithm(core.LeakyBucket),
 		redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithTimeout(5*time.Second))
 	p := pipeline.New(pipeline.Config[string]{Key: func(k string) (string, error) { return k, nil }})
 	var res pipeline.Result

@@ -181,7 +181,7 @@ func TestReplyLostChargesOnce(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			// A timeout well above the proxy's wait: the reply is lost to a
 			// closed connection, not to the deadline.
-			lim := redisstore.MustNew(c, limit, redisstore.WithAlgorithm(core.FixedWindow),
+			lim := redisstore.MustNew(c, limit.WithAlgorithm(core.FixedWindow),
 				redisstore.WithTimeout(5*time.Second), redisstore.WithPrefix("loss"+strconv.Itoa(i)+":"))
 			ctx := context.Background()
 			if _, err := lim.Allow(ctx, "warm", 1); err != nil { // loads the script
@@ -215,7 +215,7 @@ func TestReplyLostPipelineChargesOnce(t *testing.T) {
 	proxy := newLossyProxy(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, PoolSize: 4})
 	t.Cleanup(func() { c.Close() })
-	lim := redisstore.MustNew(c, core.PerMinute(100), redisstore.WithAlgorithm(core.FixedWindow),
+	lim := redisstore.MustNew(c, core.PerMinute(100).WithAlgorithm(core.FixedWindow),
 		redisstore.WithTimeout(5*time.Second), redisstore.WithBatching(1, 64))
 	ctx := context.Background()
 	if _, err := lim.Allow(ctx, "warm", 1); err != nil {

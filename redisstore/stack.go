@@ -12,18 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/fallback"
 	"github.com/floodgate/floodgate/internal/option"
 )
-
-// Layer is one limit of a [Stack] and the options of its algorithm
-// ([WithAlgorithm] and the algorithm's own settings). Options that concern
-// the connection, the keys or the cache belong to the whole stack: give
-// them to [NewStack].
-type Layer struct {
-	Limit   core.Limit
-	Options []Option
-}
 
 // Stack enforces several limits on every key at once, each with its own
 // algorithm, all or nothing, in one script and one round trip: a request is
@@ -55,12 +45,12 @@ var (
 // opts apply to the whole stack and are the defaults of every layer. A
 // layer without a name is named after its limit, as core.NewStack names it;
 // names must be distinct.
-func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*Stack, error) {
+func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option) (*Stack, error) {
 	if client == nil {
 		return nil, errNilClient
 	}
 	if len(layers) == 0 {
-		return nil, errors.New("redisstore: NewStack needs at least one layer")
+		return nil, errors.New("redisstore: NewStack needs at least one limit")
 	}
 	o := defaultOptions()
 	errs := option.Errors{Prefix: "redisstore: "}
@@ -81,32 +71,22 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		most   = -1
 		bound  core.Limit
 	)
-	for i, layer := range layers {
-		l := layer.Limit
+	for i, l := range layers {
 		if l.Name == "" {
-			l.Name = strconv.Itoa(l.Events) + "-per-" + l.Period.String()
+			l.Name = core.DefaultName(l)
 		}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("redisstore: stack layer %d (%v): %w", i, l, err)
+			return nil, fmt.Errorf("redisstore: stack limit %d (%v): %w", i, l, err)
 		}
 		if j, ok := names[l.Name]; ok {
-			return nil, fmt.Errorf("redisstore: stack layers %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
+			return nil, fmt.Errorf("redisstore: stack limits %d and %d are both named %q; give each a distinct name with Limit.WithName", j, i, l.Name)
 		}
 		names[l.Name] = i
 		lo := o
-		lerrs := option.Errors{Prefix: fmt.Sprintf("redisstore: stack layer %d (%v): ", i, l)}
-		if err := option.Apply(&lo, &lerrs, layer.Options); err != nil {
-			return nil, err
-		}
-		if err := lo.validate(&lerrs); err != nil {
-			return nil, err
-		}
-		if o.wide() != lo.wide() {
-			return nil, fmt.Errorf("redisstore: stack layer %d (%v): only WithAlgorithm and the algorithm's own settings may be given to a layer; pass the others to NewStack", i, l)
-		}
+		lo.setPolicy(l)
 		_, tag, p, maxCost, err := compile(&lo, l)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: stack layer %d: %w", i, err)
+			return nil, fmt.Errorf("redisstore: stack limit %d: %w", i, err)
 		}
 		if lo.algorithm == core.Concurrency {
 			ttl := lo.ttl()
@@ -140,22 +120,6 @@ func NewStack(client redis.UniversalClient, layers []Layer, opts ...Option) (*St
 		lim.leases = newLeases(o, renew)
 	}
 	return &Stack{l: lim}, nil
-}
-
-// wideOptions are the settings of a whole stack, which its layers may not
-// change.
-type wideOptions struct {
-	prefix                         string
-	clock, script                  core.Clock
-	timeout, margin                time.Duration
-	denyCache, inFlight, batchSize int
-	rule                           fallback.BreakerConfig
-	batching, breaker              bool
-}
-
-func (o *options) wide() wideOptions {
-	return wideOptions{o.prefix, o.clock, o.script, o.timeout, o.margin,
-		o.denyCache, o.inFlight, o.batchSize, o.rule, o.batching, o.breaker}
 }
 
 // Allow decides whether key may spend cost units now under every limit of

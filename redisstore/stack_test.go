@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 
@@ -269,7 +269,7 @@ func TestStackLeases(t *testing.T) {
 	}
 	// The hourly layer counted the two admissions alone: 98 left, 97
 	// after one more, as a Limiter of its own on the same key reads it.
-	one := redisstore.MustNew(c, core.PerHour(100).WithName("hourly"), redisstore.WithAlgorithm(core.FixedWindow),
+	one := redisstore.MustNew(c, core.PerHour(100).WithName("hourly").WithAlgorithm(core.FixedWindow),
 		redisstore.WithPrefix("stacklease:"), redisstore.WithScriptClock(clk))
 	if d, err := one.Allow(context.Background(), "k", 1); err != nil || d.Remaining != 97 {
 		t.Fatalf("hourly layer after the stack: %+v %v, want 97 left", d, err)
@@ -324,7 +324,7 @@ func TestStackConcurrencyAllOrNothing(t *testing.T) {
 	if n := c.Exists(context.Background(), s.Keys("k")[1]).Val(); n != 0 {
 		t.Fatal("the concurrency layer's key outlives every release")
 	}
-	one := redisstore.MustNew(c, core.PerHour(100), redisstore.WithAlgorithm(core.FixedWindow),
+	one := redisstore.MustNew(c, core.PerHour(100).WithAlgorithm(core.FixedWindow),
 		redisstore.WithPrefix("aonc:"), redisstore.WithScriptClock(clk))
 	if d, err := one.Allow(context.Background(), "k", 1); err != nil || d.Remaining != 94 {
 		t.Fatalf("hourly layer after the stack: %+v %v, want 94 left", d, err)

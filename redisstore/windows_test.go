@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
@@ -58,8 +58,8 @@ func TestWindowLogs(t *testing.T) {
 		})
 	}
 	// States that do not parse are errors, never a fresh quota.
-	logLim := redisstore.MustNew(c, l, redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithPrefix("bad:"))
-	subLim := redisstore.MustNew(c, l, redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(6), redisstore.WithPrefix("bad:"))
+	logLim := redisstore.MustNew(c, l.WithAlgorithm(core.SlidingLog), redisstore.WithPrefix("bad:"))
+	subLim := redisstore.MustNew(c, l.WithAlgorithm(core.SlidingWindow).WithSubWindows(6), redisstore.WithPrefix("bad:"))
 	bad := []struct {
 		name  string
 		lim   *redisstore.Limiter
@@ -111,7 +111,7 @@ func TestWindowLogs(t *testing.T) {
 			t.Errorf("%v: error %v, want one saying %q", tc.l, err, tc.want)
 		}
 	}
-	if _, err := redisstore.New(c, core.PerMinute(1025), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithMaxEntries(1025)); err != nil {
+	if _, err := redisstore.New(c, core.PerMinute(1025).WithAlgorithm(core.SlidingLog).WithMaxEntries(1025)); err != nil {
 		t.Errorf("raised cap: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestSlidingLogSameNanoseconds(t *testing.T) {
 	c := single(t)
 	ctx := context.Background()
 	clk := coretest.NewClock(coretest.T0)
-	lim := redisstore.MustNew(c, core.PerMinute(3), redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithScriptClock(clk), redisstore.WithClock(clk))
+	lim := redisstore.MustNew(c, core.PerMinute(3).WithAlgorithm(core.SlidingLog), redisstore.WithScriptClock(clk), redisstore.WithClock(clk))
 	for i, want := range []bool{true, true, true, false} {
 		d, err := lim.Allow(ctx, "k", 1)
 		if err != nil || d.Allowed != want {

@@ -2,7 +2,7 @@
 // them while the server runs when the file changes.
 //
 //	set, err := rules.Watch("rules.yaml",
-//		rules.WithClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8")),
+//		rules.WithKey("ip", keyfunc.MustClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8"))),
 //		rules.WithHTTPOptions(httpmw.WithObserver(metrics)))
 //	if err != nil {
 //		log.Fatal(err) // rules.yaml:7: rules[1].limit: core: ...
@@ -29,7 +29,7 @@
 //	    max-delay: 500ms                 # leaky-bucket only, default 1s
 //	    key: ip+header:X-Api-Key         # default ip
 //	    cost: 2                          # or {content-length: 1KiB, unknown: refuse}
-//	    shadow: true                     # measure, never enforce (core.Shadow)
+//	    shadow: true                     # measure, never enforce (the middleware's WithShadow)
 //	    shadow-headers: true             # shadow rules send their rate-limit fields
 //
 // paths, methods, grpc and limits take a list or a single value. A path
@@ -41,17 +41,25 @@
 // algorithm is one of core's algorithms by the name its String method
 // gives: token-bucket, gcra, fixed-window, sliding-window, sliding-log,
 // leaky-bucket, warm-up, concurrency. It applies to every limit of the
-// rule.
+// rule, with warm-up, cold-factor and max-delay. A limit is a policy in
+// core.ParseLimit's syntax and may name its own algorithm and settings
+// instead ("10/s algorithm=gcra", "1000/h algorithm=fixed-window",
+// "5/s max-delay=2s"), so that the layers of one rule run different
+// algorithms; a rule gives the algorithm in one place or the other, not
+// both. Rule.Limits are the compiled policies.
 //
 // A limit without name= is named after its rule ("login"), and each of
-// several limits after the rule and itself ("api:10-per-1s"), since the
-// name is what clients see in RateLimit-Policy.
+// several limits after the rule and its period ("api-1s", "api-1h"; with
+// two limits of one period, their rates: "api-10-per-1s"), since the name
+// is what clients see in RateLimit-Policy. The name depends on nothing
+// else, so it stays the same when a reload changes the limit's rate.
 //
 // key says what the rule counts by: parts joined by "+" into one key
 // (keyfunc.Join):
 //
-//   - ip: the client's address (keyfunc.ClientIP with [WithClientIP]'s
-//     options; over gRPC the peer, grpcmw.KeyByPeerIP);
+//   - ip: the client's address (the socket peer, or what [WithKey] gives
+//     for "ip", such as a keyfunc.ClientIP that trusts your proxies; over
+//     gRPC the peer, grpcmw.KeyByPeerIP);
 //   - header:NAME: the header's value (over gRPC, the metadata of the same
 //     name in lower case); a request without it is answered 400 (a bad key);
 //   - path: the URL path (HTTP only);
@@ -67,9 +75,9 @@
 //
 // # Errors
 //
-// [Parse] checks everything at load and fails on the first problem with
-// a *[Error] that names the file, the line and the field, as compilers
-// do:
+// [Open], [New], [Watch] and every reload check everything at load and
+// fail on the first problem with a *[Error] that names the file, the line
+// and the field, as compilers do:
 //
 //	rules.yaml:7: rules[1].limit: core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 //
@@ -92,8 +100,8 @@
 // # Reloading
 //
 // [Watch] reloads the file when it changes (watching its directory with
-// fsnotify, debounced) and on SIGHUP; [Set.Reload] reloads it on demand
-// and [Set.Apply] applies rules from memory. A valid file takes effect
+// fsnotify, debounced); [Set.Reload] reloads it on demand (on SIGHUP, say:
+// see [Watch]) and [Set.Apply] applies rules from memory. A valid file takes effect
 // atomically: each request reads the rules in force once, when it starts,
 // and finishes under them. A rule whose policy is unchanged — the same
 // name, limits (events, period, burst, name), algorithm and its options,
@@ -101,11 +109,13 @@
 // rule moved in the file and whatever its match, cost or shadow setting
 // became (turning shadow mode off enforces the counts measured in it).
 // Any other rule gets a fresh limiter. An invalid file changes nothing:
-// the rules in force stay, and the error is returned, logged
-// ([WithLogger]), reported to the observer ([WithObserver]: a core.Event
-// with Transport "rules", Outcome core.OutcomeError and Err the *Error)
-// and to [WithOnReload]. Successful reloads are logged too, with how many
-// rules kept their state.
+// the rules in force stay, and the error is returned and logged to
+// slog.Default(), or handed to [WithOnReload]'s function instead.
+// Successful reloads are logged too, with how many rules kept their state.
+//
+// A file may hold up to 1000 rules in 1 MiB. To check a file before it is
+// deployed (in CI, say), make a Set of it with [New] and the options the
+// server uses.
 //
 // The package imports neither gRPC nor any web framework: gRPC
 // interceptors driven by the same Set live in package rules/grpcrules,

@@ -2,14 +2,12 @@ package rules_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 
 	"github.com/floodgate/floodgate/rules"
 )
@@ -25,14 +23,14 @@ func Example() {
     match: {paths: ["/api/*"]}
     limits: ["1/s", "100/h"]
 `
-	set, err := rules.New("rules.yaml", []byte(file), rules.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	set, err := rules.New("rules.yaml", []byte(file), rules.WithOnReload(func(error) {}),
 		rules.WithCoreOptions(core.WithClock(coretest.NewClock(time.Unix(1_700_000_000, 0))))) // a clock that stands still
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, c := range set.Table().Rules() {
-		fmt.Println(c.Rule.Name, c.Rule.Paths, c.Rule.Limits, c.Rule.Algorithm, c.Rule.Key)
+		fmt.Println(c.Rule.Name, c.Rule.Paths, c.Rule.Limits, c.Rule.Key)
 	}
 	h := set.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	send := func(method, path string) {
@@ -66,15 +64,15 @@ func Example() {
 	fmt.Println(set.Apply([]byte("rules:\n  - name: login\n    match: {paths: [/login]}\n    limit: 2/min\n    algorithm: fast\n")))
 	send("POST", "/login")
 	// Output:
-	// login [/login] [2/min name=login] token-bucket [ip]
-	// api [/api/*] [1/s name=api:1-per-1s 100/h name=api:100-per-1h0m0s] token-bucket [ip]
+	// login [/login] [2/min name=login] [ip]
+	// api [/api/*] [1/s name=api-1s 100/h name=api-1h] [ip]
 	// POST /login 200 "login";r=1;t=30
-	// GET /api/items 200 "api:1-per-1s";r=0;t=1
-	// GET /api/items 429 "api:1-per-1s";r=0;t=1
+	// GET /api/items 200 "api-1s";r=0;t=1
+	// GET /api/items 429 "api-1s";r=0;t=1
 	// GET /about 200 (no rate-limit fields)
 	// reloaded: <nil>
 	// POST /login 200 "login";r=0;t=60
-	// GET /api/items 200 "api:5-per-1s";r=4;t=1
+	// GET /api/items 200 "api-1s";r=4;t=1
 	// rules.yaml:5: rules[0].algorithm: unknown algorithm "fast"; use token-bucket, gcra, fixed-window, sliding-window, sliding-log, leaky-bucket, warm-up or concurrency
 	// POST /login 429 "login";r=0;t=30
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzParse: Parse never panics, and every error it returns is an *Error
+// FuzzParse: parse never panics, and every error it returns is an *Error
 // naming the file; what it accepts compiles unless a limit is beyond what
 // core admits, and that error names the file too.
 func FuzzParse(f *testing.F) {
@@ -16,7 +16,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rs, err := Parse("f.yaml", data)
+		rs, err := parse("f.yaml", data)
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), "f.yaml") {
@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("accepted an incomplete rule %+v", r)
 			}
 		}
-		if _, err := New("f.yaml", data, WithLogger(quiet)); err != nil && !strings.HasPrefix(err.Error(), "f.yaml:") {
+		if _, err := New("f.yaml", data, quietly); err != nil && !strings.HasPrefix(err.Error(), "f.yaml:") {
 			t.Fatalf("compile error %q does not name the file and line", err)
 		}
 	})

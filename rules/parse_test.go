@@ -2,6 +2,8 @@ package rules
 
 import (
 	"errors"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/keyfunc"
 )
 
 func TestParseSample(t *testing.T) {
@@ -16,25 +19,25 @@ func TestParseSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := Parse("rules.yaml", data)
+	rs, err := parse("rules.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Rule{
 		{Name: "login", Line: 3, Paths: []string{"/login"}, Methods: []string{"POST"},
-			Limits: []core.Limit{{Events: 5, Period: time.Minute, Burst: 5, Name: "login"}}, Algorithm: core.GCRA, Key: []string{"ip"}},
+			Limits: []core.Limit{{Events: 5, Period: time.Minute, Burst: 5, Name: "login", Algorithm: core.GCRA}}, Key: []string{"ip"}},
 		{Name: "upload", Line: 9, Paths: []string{"/upload"}, Methods: []string{"PUT", "POST"},
 			Limits: []core.Limit{{Events: 1000, Period: time.Minute, Burst: 1000, Name: "upload"}},
 			Key:    []string{"header:X-Api-Key"}, CostUnit: 1024, CostUnknown: -1},
 		{Name: "api", Line: 15, Paths: []string{"/api/*"},
-			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "api:10-per-1s"}, {Events: 10000, Period: time.Hour, Burst: 10000, Name: "api-hourly"}},
+			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "api-1s"}, {Events: 10000, Period: time.Hour, Burst: 10000, Name: "api-hourly"}},
 			Key:    []string{"ip", "header:X-Api-Key"}, Shadow: true, ShadowHeaders: true},
 		{Name: "search", Line: 22, GRPC: []string{"/pkg.Search/Query", "/pkg.Index/*"},
-			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "search"}}, Algorithm: core.SlidingWindow, Key: []string{"ip"}, Cost: 2},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "search", Algorithm: core.SlidingWindow}}, Key: []string{"ip"}, Cost: 2},
 		{Name: "reports", Line: 28, Paths: []string{"/reports/*"},
-			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "reports"}}, Algorithm: core.LeakyBucket, MaxDelay: 500 * time.Millisecond, Key: []string{"global"}},
+			Limits: []core.Limit{{Events: 10, Period: time.Second, Burst: 10, Name: "reports", Algorithm: core.LeakyBucket, MaxDelay: 500 * time.Millisecond}}, Key: []string{"global"}},
 		{Name: "cold-start", Line: 35, Paths: []string{"/warm/*"},
-			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "cold-start"}}, Algorithm: core.WarmUp, WarmUp: 30 * time.Second, ColdFactor: 3, Key: []string{"ip"}},
+			Limits: []core.Limit{{Events: 100, Period: time.Second, Burst: 100, Name: "cold-start", Algorithm: core.WarmUp, WarmUp: 30 * time.Second, ColdFactor: 3}}, Key: []string{"ip"}},
 	}
 	if len(rs) != len(want) {
 		t.Fatalf("got %d rules, want %d", len(rs), len(want))
@@ -88,12 +91,13 @@ func TestParseErrors(t *testing.T) {
 		{"bad burst", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/s burst=x\n", `r.yaml:4: rules[0].limit: core: limit burst "x": want a positive whole number`},
 		{"limit and limits", ok + "    limits: [1/s]\n", `r.yaml:5: rules[0].limits: give limit or limits, not both`},
 		{"bad layer", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits:\n      - 1/s\n      - 0/h\n", `r.yaml:6: rules[0].limits[1]: core: limit events "0": must be >= 1`},
-		{"same layer twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits: [1/s, 1/s]\n", `r.yaml:4: rules[0].limits[1]: limits 0 and 1 are both named "a:1-per-1s"; add name= to one`},
+		{"same layer twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits: [1/s, 1/s]\n", `r.yaml:4: rules[0].limits[1]: limits 0 and 1 are both named "a-1-per-1s"; add name= to one`},
 		{"unknown algorithm", ok + "    algorithm: token_bucket\n", `r.yaml:5: rules[0].algorithm: unknown algorithm "token_bucket"; use token-bucket, gcra,`},
 		{"warm-up without it", ok + "    warm-up: 10s\n", `r.yaml:5: rules[0].warm-up: only the warm-up algorithm has a warm-up period`},
 		{"warm-up missing", ok + "    algorithm: warm-up\n", `r.yaml:5: rules[0].warm-up: the warm-up algorithm needs warm-up`},
 		{"bad max-delay", ok + "    algorithm: leaky-bucket\n    max-delay: soon\n", `r.yaml:6: rules[0].max-delay: "soon": want a positive duration`},
 		{"bad cold factor", ok + "    algorithm: warm-up\n    warm-up: 1s\n    cold-factor: 0.5\n", `r.yaml:7: rules[0].cold-factor: want a number from 1 to 1000, got "0.5"`},
+		{"algorithm twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s algorithm=gcra\n    algorithm: fixed-window\n", `r.yaml:5: rules[0].algorithm: limit 0 names its algorithm (1/s name=a algorithm=gcra); give the algorithm in the rule or in its limits, not both`},
 		{"unknown key", ok + "    key: ip+cookie:x\n", `r.yaml:5: rules[0].key: "cookie:x": use ip, header:NAME, path, method, global`},
 		{"bad header", ok + "    key: header:X Api\n", `r.yaml:5: rules[0].key: "X Api": a header name is letters, digits, - and _`},
 		{"key twice", ok + "    key: ip+ip\n", `r.yaml:5: rules[0].key: "ip" is given twice`},
@@ -110,7 +114,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("r.yaml", []byte(tt.src))
+			_, err := parse("r.yaml", []byte(tt.src))
 			if err == nil {
 				t.Fatalf("no error; want %q", tt.want)
 			}
@@ -129,7 +133,8 @@ func TestParseErrors(t *testing.T) {
 // at the rule's line, and a rejected file changes nothing.
 func TestCompileErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
-		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:2: rules[0].limit: core: `},
+		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:5: rules[0].algorithm: core: SlidingLog: 100000 events`},
+		{"log too long in the limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s algorithm=sliding-log\n", `r.yaml:4: rules[0].limit: core: SlidingLog: 100000 events`},
 		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: rules: no key named "tenant"; register it with rules.WithKey`},
 	}
 	for _, tt := range tests {
@@ -142,11 +147,159 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// TestLimitsCarryTheirPolicy: a limit string may name its own algorithm
+// and settings, so that the layers of one rule run different algorithms;
+// the rule's algorithm fields give every limit theirs.
+func TestLimitsCarryTheirPolicy(t *testing.T) {
+	rs, err := parse("r.yaml", []byte(`rules:
+  - name: api
+    match: {paths: [/api/*]}
+    limits: ["10/s algorithm=gcra", "1000/h algorithm=fixed-window", "5/s max-delay=2s"]
+  - name: warm
+    match: {paths: [/warm]}
+    limits: [100/s, 1000/min]
+    algorithm: warm-up
+    warm-up: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]core.Limit{{
+		core.PerSecond(10).WithName("api-10-per-1s").WithAlgorithm(core.GCRA),
+		core.PerHour(1000).WithName("api-1h").WithAlgorithm(core.FixedWindow),
+		core.PerSecond(5).WithName("api-5-per-1s").WithMaxDelay(2 * time.Second),
+	}, {
+		core.PerSecond(100).WithName("warm-1s").WithWarmUp(30*time.Second, 0),
+		core.PerMinute(1000).WithName("warm-1min").WithWarmUp(30*time.Second, 0),
+	}}
+	for i, r := range rs {
+		if !reflect.DeepEqual(r.Limits, want[i]) {
+			t.Errorf("rule %s: limits\n %v\nwant\n %v", r.Name, r.Limits, want[i])
+		}
+	}
+	s, err := New("r.yaml", []byte("rules:\n  - name: api\n    match: {paths: [/api/*]}\n    limits: [\"10/s algorithm=gcra\", \"1000/h algorithm=fixed-window\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := s.Table().Rules()[0].Limiter.(*core.Stack)
+	if !ok || st.Policies()[0].Algorithm != core.GCRA || st.Policies()[1].Algorithm != core.FixedWindow {
+		t.Fatalf("limiter %T, want a stack of a GCRA and a fixed window", s.Table().Rules()[0].Limiter)
+	}
+}
+
 func TestOptionErrors(t *testing.T) {
 	const src = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n"
-	for _, opt := range []Option{WithKey("ip", nil), WithKey("Bad", nil), WithObserver(nil), WithLogger(nil), WithDebounce(0), WithOnReload(nil)} {
+	for _, opt := range []Option{WithKey("ip", nil), WithKey("Bad", nil), WithKey("path", keyfunc.Path()), WithOnReload(nil)} {
 		if _, err := New("r.yaml", []byte(src), opt); err == nil || !strings.HasPrefix(err.Error(), "rules: ") {
 			t.Errorf("error %v, want one starting rules: ", err)
 		}
+	}
+}
+
+// TestLayerNames: the layers of a stacked rule are named after the rule and
+// their period, or their rate where two share a period; a name= of the
+// layer's own wins; names fit core's 64 bytes and stay unique.
+func TestLayerNames(t *testing.T) {
+	long := strings.Repeat("n", 64)
+	tests := []struct {
+		name, rule, limits string
+		want               []string
+	}{
+		{"periods", "api", `["10/s", "1000/h"]`, []string{"api-1s", "api-1h"}},
+		{"every unit", "api", `["1/500ms", "1/90s", "1/min", "1/2h", "1/d", "1/36h"]`, []string{"api-500ms", "api-90s", "api-1min", "api-2h", "api-1d", "api-36h"}},
+		{"own name", "api", `["10/s name=burst", "1000/h"]`, []string{"burst", "api-1h"}},
+		{"shared period", "api", `["10/s", "100/s burst=20", "1000/h"]`, []string{"api-10-per-1s", "api-100-per-1s", "api-1h"}},
+		{"long rule name", long, `["10/s", "1000/h"]`, []string{long[:61] + "-1s", long[:61] + "-1h"}},
+		{"long, shared period", long, `["10/s", "100/s"]`, []string{long[:54] + "-10-per-1s", long[:53] + "-100-per-1s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "rules:\n  - name: " + tt.rule + "\n    match: {paths: [/a]}\n    limits: " + tt.limits + "\n"
+			rs, err := parse("r.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range rs[0].Limits {
+				got = append(got, l.Name)
+				if len(l.Name) > 64 {
+					t.Errorf("%q is longer than 64 bytes", l.Name)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("names %q, want %q", got, tt.want)
+			}
+			// The names are valid core names: the rule compiles.
+			if _, err := New("r.yaml", []byte(src), quietly); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestLayerNamesInHeaders: clients see the readable names in
+// RateLimit-Policy, and the same names after a reload that changes a
+// layer's rate but not its period.
+func TestLayerNamesInHeaders(t *testing.T) {
+	const v1 = "rules:\n  - name: api\n    match: {paths: [/a]}\n    limits: [\"10/s\", \"1000/h\"]\n"
+	s, err := New("r.yaml", []byte(v1), quietly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := func() string {
+		w := httptest.NewRecorder()
+		s.Middleware(ok).ServeHTTP(w, httptest.NewRequest("GET", "/a", nil))
+		return w.Header().Get("RateLimit-Policy")
+	}
+	if got, want := policy(), `"api-1s";q=10;w=1, "api-1h";q=1000;w=3600`; got != want {
+		t.Errorf("RateLimit-Policy %s, want %s", got, want)
+	}
+	if err := s.Apply([]byte(strings.Replace(v1, "10/s", "20/s", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := policy(), `"api-1s";q=20;w=1, "api-1h";q=1000;w=3600`; got != want {
+		t.Errorf("after the reload RateLimit-Policy %s, want %s", got, want)
+	}
+}
+
+// TestYAMLErrorLines: a YAML syntax error is reported at the line where
+// the problem is, whatever kind of error the YAML decoder found (its
+// scanner's or its parser's, which count lines differently) and wherever
+// it is in the file: first line, middle, last, inside a nested mapping or
+// a flow list, in a second document.
+func TestYAMLErrorLines(t *testing.T) {
+	const head = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n" // 4 lines
+	tests := []struct {
+		name, src string
+		line      int
+		msg       string
+	}{
+		{"bad indentation", "rules:\n  - name: a\n  bad: : x\n", 3, "did not find expected '-' indicator"},
+		{"bad indentation later", head + "  - name: b\n    match: {paths: [/b]}\n   limit: 1/s\n", 7, "did not find expected '-' indicator"},
+		{"unclosed flow list", "rules:\n  - name: a\n    match: [\n", 3, "did not find expected node content"},
+		{"unclosed flow mapping", head + "  - name: b\n    match: {paths: [/b]\n    limit: 1/s\n", 6, "did not find expected ',' or '}'"},
+		{"unclosed quote", "rules:\n  - name: a\n    limit: \"5/s\n", 3, "found unexpected end of stream"},
+		{"tab", "rules:\n  - name: a\n\tlimit: x\n", 3, "found a tab character that violates indentation"},
+		{"mapping in a scalar", "rules: []\nb: 2\n c: 3\n", 3, "mapping values are not allowed in this context"},
+		{"no colon", "rules: []\nb: 2\nc 2\nd: 3\n", 3, "could not find expected ':'"},
+		{"bad character", "rules: []\nb: @x\n", 2, "found character that cannot start any token"},
+		{"first line", "rules: @\n", 1, "found character that cannot start any token"},
+		{"first line, parser", "- a\nb: 1\n", 2, "did not find expected '-' indicator"},
+		{"unknown alias", head + "    key: *nope\n", 5, "unknown anchor 'nope' referenced"},
+		{"second document", head + "---\nrules: [\n", 6, "did not find expected node content"},
+		{"no newline at the end", head + "  - name: b\n  bad: : x", 6, "did not find expected '-' indicator"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse("r.yaml", []byte(tt.src))
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T %v, want an *Error", err, err)
+			}
+			want := fmt.Sprintf("r.yaml:%d: yaml: %s", tt.line, tt.msg)
+			if err.Error() != want {
+				t.Errorf("error\n %s\nwant\n %s", err, want)
+			}
+		})
 	}
 }

@@ -2,19 +2,14 @@ package rules
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -34,93 +29,6 @@ type Set struct {
 	builders []func(*Table) (any, error)
 
 	watch *watcher // nil unless Watch started one
-}
-
-// Table is one version of a Set's compiled rules. It never changes once
-// made: a reload makes a new Table.
-type Table struct {
-	rules    []*Compiled
-	byPolicy map[string]core.Limiter
-	attached []any
-}
-
-// Compiled is one rule made ready to enforce.
-type Compiled struct {
-	// Rule is the rule as parsed.
-	Rule Rule
-	// Limiter enforces the rule: a *core.Keyed for one limit, a
-	// *core.Stack for several, inside a *core.Shadow when the rule is in
-	// shadow mode, which never refuses, whoever asks it.
-	Limiter core.Limiter
-	// Kept reports that Limiter's state (its keys' counts) was carried
-	// over from the rules before the reload that made this Table.
-	Kept bool
-
-	base core.Limiter    // Limiter without the Shadow: what reloads keep
-	http *httpmw.Limiter // nil for a rule without paths
-}
-
-// Rules returns the table's rules, in file order. The slice is shared and
-// must not be modified.
-func (t *Table) Rules() []*Compiled { return t.rules }
-
-// MatchHTTP returns the first rule, in file order, whose paths match path
-// and whose methods, if any, include method; nil when none does.
-func (t *Table) MatchHTTP(method, path string) *Compiled {
-	for _, c := range t.rules {
-		if c.http != nil && matchPath(c.Rule.Paths, path) && matchMethod(c.Rule.Methods, method) {
-			return c
-		}
-	}
-	return nil
-}
-
-// MatchGRPC returns the first rule, in file order, whose grpc patterns
-// match fullMethod ("/pkg.Service/Method"); nil when none does.
-func (t *Table) MatchGRPC(fullMethod string) *Compiled {
-	for _, c := range t.rules {
-		for _, g := range c.Rule.GRPC {
-			if g == "*" || g == fullMethod ||
-				strings.HasSuffix(g, "/*") && strings.HasPrefix(fullMethod, g[:len(g)-1]) {
-				return c
-			}
-		}
-	}
-	return nil
-}
-
-// Attached returns what the function [Set.Attach] returned slot for made
-// of this table.
-func (t *Table) Attached(slot Slot) any {
-	if int(slot) < len(t.attached) {
-		return t.attached[slot]
-	}
-	return nil
-}
-
-func matchPath(paths []string, path string) bool {
-	for _, p := range paths {
-		if strings.HasSuffix(p, "/*") {
-			if strings.HasPrefix(path, p[:len(p)-1]) {
-				return true
-			}
-		} else if p == path {
-			return true
-		}
-	}
-	return false
-}
-
-func matchMethod(methods []string, m string) bool {
-	if len(methods) == 0 {
-		return true
-	}
-	for _, x := range methods {
-		if x == m {
-			return true
-		}
-	}
-	return false
 }
 
 // Open reads, checks and compiles the rules file at path. Errors say where
@@ -163,14 +71,14 @@ func newSet(file string, disk bool, opts []Option) (*Set, error) {
 	if len(s.o.errs) > 0 {
 		return nil, errors.New("rules: " + strings.Join(s.o.errs, "; "))
 	}
-	if s.o.logger == nil {
-		s.o.logger = slog.Default()
+	s.ip = s.o.keys[keyIP]
+	if s.ip == nil {
+		ip, err := keyfunc.ClientIP()
+		if err != nil {
+			return nil, fmt.Errorf("rules: the client IP key: %w", err)
+		}
+		s.ip = ip
 	}
-	ip, err := keyfunc.ClientIP(s.o.ip...)
-	if err != nil {
-		return nil, fmt.Errorf("rules: WithClientIP: %w", err)
-	}
-	s.ip = ip
 	return s, nil
 }
 
@@ -181,7 +89,7 @@ func readFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	var b bytes.Buffer
-	if _, err := b.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
+	if _, err := b.ReadFrom(io.LimitReader(f, maxFileSize+1)); err != nil {
 		return nil, &Error{File: path, Err: err}
 	}
 	return b.Bytes(), nil
@@ -192,7 +100,7 @@ func (s *Set) Table() *Table { return s.cur.Load() }
 
 // Reload reads the file again and, if it is valid, puts its rules in
 // force; if not, the rules in force stay, and the error (an *Error for a
-// bad file) is returned, logged and reported to the observer. Rules whose
+// bad file) is returned and reported ([WithOnReload]). Rules whose
 // policy did not change keep their limiters, and so their keys' state:
 // the same name, limits, algorithm and its options, and key. A Set made by
 // [New] has no file: Reload fails.
@@ -235,7 +143,7 @@ func (s *Set) apply(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen = append(s.seen[:0:0], data...)
-	rs, err := Parse(s.file, data)
+	rs, err := parse(s.file, data)
 	if err != nil {
 		return err
 	}
@@ -254,172 +162,33 @@ func (s *Set) apply(data []byte) error {
 	return nil
 }
 
+// report tells [WithOnReload]'s function, or the log, how a reload went.
 func (s *Set) report(err error) {
-	if err != nil {
-		s.o.logger.Error("rules: reload failed; the rules in force stay", "file", s.file, "err", err)
-		if s.o.observer != nil {
-			s.o.observer.Observe(context.Background(), core.Event{Transport: "rules", Outcome: core.OutcomeError, Err: err})
-		}
-	} else {
-		t := s.cur.Load()
-		kept := 0
-		for _, c := range t.rules {
-			if c.Kept {
-				kept++
-			}
-		}
-		s.o.logger.Info("rules: reloaded", "file", s.file, "rules", len(t.rules), "kept", kept)
-	}
 	if s.o.onReload != nil {
 		s.o.onReload(err)
+		return
 	}
+	s.logReload(err)
 }
 
-// Slot names what one [Set.Attach] function made of each Table.
-type Slot int
-
 // Attach runs build on the rules in force and then on every Table a
-// reload compiles, before the Table takes effect; what it returns is kept
-// in the Table ([Table.Attached]). An error from build on a reload
-// rejects the new rules as a bad file would. Adapters for other
-// transports (package grpcrules) build their per-rule state with it.
-func (s *Set) Attach(build func(*Table) (any, error)) (Slot, error) {
+// reload compiles, before the Table takes effect, and keeps what it
+// returns in the Table; get returns what build made of a Table. An error
+// from build on a reload rejects the new rules as a bad file would.
+// Adapters for other transports (package grpcrules) build their per-rule
+// state with it.
+func (s *Set) Attach(build func(*Table) (any, error)) (get func(*Table) any, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
 	v, err := build(old)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	t := *old
 	t.attached = append(append([]any(nil), old.attached...), v)
 	s.builders = append(s.builders, build)
 	s.cur.Store(&t)
-	return Slot(len(t.attached) - 1), nil
-}
-
-func (s *Set) compile(rs []Rule, old *Table) (*Table, error) {
-	t := &Table{byPolicy: make(map[string]core.Limiter, len(rs))}
-	for i := range rs {
-		r := &rs[i]
-		field := fmt.Sprintf("rules[%d]", i)
-		fail := func(f string, err error) error {
-			return &Error{File: s.file, Line: r.Line, Field: field + f, Err: err}
-		}
-		c := &Compiled{Rule: *r}
-		pol := r.policy()
-		if old != nil {
-			if lim, ok := old.byPolicy[pol]; ok {
-				c.base, c.Kept = lim, true
-			}
-		}
-		if c.base == nil {
-			lim, err := s.limiter(r)
-			if err != nil {
-				if len(r.Limits) > 1 {
-					return nil, fail(".limits", err)
-				}
-				return nil, fail(".limit", err)
-			}
-			c.base = lim
-		}
-		t.byPolicy[pol] = c.base
-		c.Limiter = c.base
-		if r.Shadow {
-			c.Limiter = &core.Shadow{Limiter: c.base, Headers: r.ShadowHeaders}
-		}
-		if r.Paths != nil {
-			key, err := s.httpKey(r)
-			if err != nil {
-				return nil, fail(".key", err)
-			}
-			opts := append([]httpmw.Option(nil), s.o.http...)
-			switch {
-			case r.CostUnit > 0:
-				opts = append(opts, httpmw.WithCost(httpmw.CostByContentLength(r.CostUnit, r.CostUnknown)))
-			case r.Cost > 1:
-				n := r.Cost
-				opts = append(opts, httpmw.WithCost(func(*http.Request) (int, error) { return n, nil }))
-			}
-			h, err := httpmw.New(c.Limiter, key, opts...)
-			if err != nil {
-				return nil, fail("", err)
-			}
-			c.http = h
-		}
-		t.rules = append(t.rules, c)
-	}
-	return t, nil
-}
-
-// AlgorithmOptions returns the core options that r's algorithm fields
-// stand for.
-func (r *Rule) AlgorithmOptions() []core.Option {
-	opts := []core.Option{core.WithAlgorithm(r.Algorithm)}
-	if r.WarmUp > 0 {
-		opts = append(opts, core.WithWarmUp(r.WarmUp, r.ColdFactor))
-	}
-	if r.MaxDelay > 0 {
-		opts = append(opts, core.WithMaxDelay(r.MaxDelay))
-	}
-	return opts
-}
-
-func (s *Set) limiter(r *Rule) (core.Limiter, error) {
-	if len(r.Limits) == 1 {
-		return core.New(r.Limits[0], append(r.AlgorithmOptions(), s.o.core...)...)
-	}
-	layers := make([]core.Layer, len(r.Limits))
-	for i, l := range r.Limits {
-		layers[i] = core.Layer{Limit: l, Options: r.AlgorithmOptions()}
-	}
-	return core.NewStack(layers, s.o.core...)
-}
-
-func (s *Set) httpKey(r *Rule) (keyfunc.Func, error) {
-	var fns []keyfunc.Func
-	for _, part := range r.Key {
-		switch {
-		case part == keyIP:
-			fns = append(fns, s.ip)
-		case part == keyPath:
-			fns = append(fns, keyfunc.Path())
-		case part == keyMethod:
-			fns = append(fns, keyfunc.Method())
-		case part == keyGlobal:
-			fns = append(fns, keyfunc.Constant(r.Name))
-		case strings.HasPrefix(part, "header:"):
-			fns = append(fns, keyfunc.Header(part[len("header:"):]))
-		default:
-			f, ok := s.o.keys[part]
-			if !ok {
-				return nil, fmt.Errorf("rules: no key named %q; register it with rules.WithKey", part)
-			}
-			fns = append(fns, f)
-		}
-	}
-	if len(fns) == 1 {
-		return fns[0], nil
-	}
-	return keyfunc.Join(fns...), nil
-}
-
-// Middleware returns next behind the rules: each request is checked by the
-// first rule that matches its method and path, with that rule's limiter,
-// key and cost; a request no rule matches goes to next untouched. Its
-// method value is a func(http.Handler) http.Handler.
-func (s *Set) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := s.cur.Load().MatchHTTP(r.Method, r.URL.Path)
-		if c == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		a := c.http.Enter(w, r)
-		if !a.Admitted() {
-			return
-		}
-		defer a.End()
-		next.ServeHTTP(w, a.Request())
-	})
+	slot := len(t.attached) - 1
+	return func(t *Table) any { return t.attached[slot] }, nil
 }

@@ -2,12 +2,10 @@ package rules
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -15,25 +13,30 @@ import (
 
 type watcher struct {
 	fs   *fsnotify.Watcher
-	sig  chan os.Signal
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
 }
 
 // Watch opens the rules file at path like [Open] and keeps it in force:
-// when the file changes it is reloaded, and on SIGHUP too (see
-// [WithSIGHUP]). [Set.Close] ends the watch.
+// when the file changes it is reloaded. [Set.Close] ends the watch. To
+// reload on a signal as well, call [Set.Reload] when it comes:
+//
+//	hup := make(chan os.Signal, 1)
+//	signal.Notify(hup, syscall.SIGHUP)
+//	go func() {
+//		for range hup {
+//			set.Reload()
+//		}
+//	}()
 //
 // It watches the file's directory, not the file, since editors and
 // configuration tools replace a file by renaming another over it, and
 // Kubernetes swaps a ConfigMap's files by renaming a "..data" link: a
 // change to the file or to a name starting with ".." starts the debounce
-// ([WithDebounce]), and when it ends the file is read and, if its
-// contents differ from the ones last tried, reloaded as by [Set.Reload].
-// A SIGHUP reloads at once, whatever the contents. Every reload is
-// logged and reported to [WithOnReload]; a failed one keeps the rules in
-// force and is reported to [WithObserver] too.
+// (100 ms), and when it ends the file is read and, if its contents differ
+// from the ones last tried, reloaded as by [Set.Reload]. Every reload is
+// reported as [WithOnReload] says; a failed one keeps the rules in force.
 func Watch(path string, opts ...Option) (*Set, error) {
 	s, err := Open(path, opts...)
 	if err != nil {
@@ -48,10 +51,6 @@ func Watch(path string, opts ...Option) (*Set, error) {
 		return nil, fmt.Errorf("rules: watching %s: %w", path, err)
 	}
 	w := &watcher{fs: fw, stop: make(chan struct{}), done: make(chan struct{})}
-	if s.o.sighup {
-		w.sig = make(chan os.Signal, 1)
-		signal.Notify(w.sig, syscall.SIGHUP)
-	}
 	s.watch = w
 	go s.loop(w, filepath.Clean(path))
 	return s, nil
@@ -77,9 +76,7 @@ func (s *Set) loop(w *watcher, path string) {
 			if !ok {
 				return
 			}
-			s.o.logger.Warn("rules: watching the file's directory", "file", s.file, "err", err)
-		case <-w.sig: // nil, and so never ready, without SIGHUP
-			s.Reload()
+			slog.Default().Warn("rules: watching the file's directory", "file", s.file, "err", err)
 		case <-timer.C:
 			s.reloadIfChanged()
 		}
@@ -96,9 +93,6 @@ func (s *Set) Close() error {
 	}
 	var err error
 	w.once.Do(func() {
-		if w.sig != nil {
-			signal.Stop(w.sig)
-		}
 		close(w.stop)
 		<-w.done
 		err = w.fs.Close()

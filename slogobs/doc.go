@@ -40,7 +40,7 @@
 //
 // Each kind of line (each outcome, shadow mode's apart) gets at most
 // [DefaultMaxPerSecond] (10) lines in a second of the clock
-// ([WithMaxPerSecond], [WithoutSampling]). The lines beyond are counted
+// ([WithMaxPerSecond]; 0 writes every line). The lines beyond are counted
 // and dropped, and the next line of that kind written, in a later
 // second, carries suppressed=N: how many were dropped since the last
 // one. Until such a line is written the count is kept, not lost.
@@ -54,5 +54,5 @@
 // cannot be read back, and tokens differ between processes and restarts.
 // Where an error's text quotes the key, the token replaces it there too.
 // [WithKeyRedaction] supplies another function (a lookup to a tenant name,
-// a shorter prefix); [WithRawKeys] shows keys as they are.
+// a shorter prefix, or the key itself to show keys as they are).
 package slogobs

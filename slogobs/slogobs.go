@@ -24,7 +24,7 @@ type Observer struct {
 	logger    *slog.Logger
 	perSecond int64 // 0: every line
 	allowed   bool
-	redact    func(string) string // nil: keys shown raw
+	redact    func(string) string
 	clock     core.Clock
 	kinds     [numOutcomes][2]sampler // by outcome, shadow
 	unknown   sampler                 // outcomes newer than this package
@@ -70,7 +70,7 @@ func New(logger *slog.Logger, opts ...Option) (*Observer, error) {
 		return nil, errors.New("slogobs: nil logger; pass slog.Default() for the default logger")
 	}
 	redact := o.redact
-	if redact == nil && !o.raw {
+	if redact == nil {
 		var salt [16]byte
 		if _, err := rand.Read(salt[:]); err != nil {
 			return nil, errors.New("slogobs: drawing the salt of the key hash: " + err.Error())
@@ -181,7 +181,7 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 		// An error may quote the key (a store's message naming it): hide
 		// it there too. Keys shorter than 4 bytes are left, as replacing
 		// them would garble the text for nothing.
-		if len(e.Key) >= 4 && o.redact != nil {
+		if len(e.Key) >= 4 {
 			text = strings.ReplaceAll(text, e.Key, o.redact(e.Key))
 		}
 		attrs = append(attrs, slog.String("error", text))

@@ -20,11 +20,18 @@ import (
 // policy's rate.
 const bin = 200 * time.Millisecond
 
-// Chart geometry.
+// Chart geometry and type sizes. The charts are shown scaled down (the
+// README's column is about 60 % of their width), so text is set large
+// enough to stay legible there.
 const (
 	panelWidth  = 7 * vg.Inch
 	panelHeight = 2.2 * vg.Inch
+	legendWidth = 2.4 * vg.Inch // the comparison chart's legend column
 	dpi         = 96
+
+	titleSize = 13 // points
+	labelSize = 13
+	tickSize  = 12
 )
 
 var (
@@ -51,11 +58,12 @@ func writeCharts(dir string, results []result) error {
 				rows = append(rows, r)
 			}
 		}
-		if err := save(filepath.Join(dir, policies[i].name+".png"), policyChart(rows), panelHeight); err != nil {
+		if err := save(filepath.Join(dir, policies[i].name+".png"), policyChart(rows), panelHeight, nil); err != nil {
 			return err
 		}
 	}
-	return save(filepath.Join(dir, "comparison.png"), comparisonChart(results, "boundary", "cold-start"), 1.8*panelHeight)
+	grid, legend := comparisonChart(results, "boundary", "cold-start")
+	return save(filepath.Join(dir, "comparison.png"), grid, 1.8*panelHeight, legend)
 }
 
 // policyChart is one row per shape: admitted and refused requests per bin
@@ -126,10 +134,17 @@ func delayPanel(r *result) *plot.Plot {
 // admitted requests per bin, on the right the cost it admitted within the
 // last period at each instant (the sliding count the summary's maximum is
 // taken over), one line each. Lines are drawn widest first, so that
-// policies that decide alike still show one above the other.
-func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
+// policies that decide alike still show one above the other. The legend,
+// one for every panel since a policy keeps its colour throughout, goes in
+// a column of its own beside them, where it hides no line.
+func comparisonChart(results []result, shapeNames ...string) ([][]*plot.Plot, *plot.Legend) {
 	var grid [][]*plot.Plot
-	for _, name := range shapeNames {
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(labelSize)
+	legend.ThumbnailWidth = vg.Points(28)
+	legend.Padding = vg.Points(3)
+	for row, name := range shapeNames {
 		var perBin, sliding *plot.Plot
 		var n int
 		for i := range results {
@@ -142,11 +157,11 @@ func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
 				perBin.Y.Label.Text = "admitted / " + bin.String()
 				sliding = newPanel(fmt.Sprintf("%s: cost admitted in the last %v", name, limit.Period), r.shape.length)
 				sliding.Y.Label.Text = "admitted / " + limit.Period.String()
-				// Room on the right for the legend.
-				sliding.X.Max = r.shape.length.Seconds() * 1.35
 				limitLine := horizontal(r.shape.length, float64(limit.Events))
 				sliding.Add(limitLine)
-				sliding.Legend.Add(fmt.Sprintf("%d per %v", limit.Events, limit.Period), limitLine)
+				if row == 0 {
+					legend.Add(fmt.Sprintf("limit: %d per %v", limit.Events, limit.Period), limitLine)
+				}
 			}
 			admitted, _ := r.bins(bin)
 			a, b := stepLine(admitted), &plotter.Line{XYs: r.slidingCost(10 * time.Millisecond)}
@@ -159,93 +174,47 @@ func comparisonChart(results []result, shapeNames ...string) [][]*plot.Plot {
 			}
 			perBin.Add(a)
 			sliding.Add(b)
-			sliding.Legend.Add(r.policy.name, b)
+			if row == 0 {
+				legend.Add(r.policy.name, b)
+			}
 			n++
 		}
 		if perBin != nil {
+			perBin.Y.Tick.Marker = countTicks{}
+			sliding.Y.Tick.Marker = countTicks{}
 			grid = append(grid, []*plot.Plot{perBin, sliding})
 		}
 	}
-	return grid
+	return grid, &legend
 }
 
-// newPanel is a plot over the traffic's length in seconds.
-func newPanel(title string, length time.Duration) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time (s)"
-	p.X.Min, p.X.Max = 0, length.Seconds()
-	p.X.Tick.Marker = secondTicks{}
-	p.Y.Min = 0
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	return p
-}
-
-// secondTicks marks whole seconds.
-type secondTicks struct{}
-
-// Ticks returns a labelled tick at each whole second in [lo, hi].
-func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for s := math.Ceil(lo); s <= hi; s++ {
-		ts = append(ts, plot.Tick{Value: s, Label: fmt.Sprintf("%g", s)})
-	}
-	return ts
-}
-
-// bars draws counts per bin as touching bars.
-func bars(counts []float64, c color.Color) *plotter.Histogram {
-	h := &plotter.Histogram{Width: bin.Seconds(), FillColor: c}
-	h.LineStyle.Width = 0
-	for i, v := range counts {
-		lo := float64(i) * bin.Seconds()
-		h.Bins = append(h.Bins, plotter.HistogramBin{Min: lo, Max: lo + bin.Seconds(), Weight: v})
-	}
-	return h
-}
-
-// stepLine draws counts per bin as a line that holds each bin's value
-// across the bin.
-func stepLine(counts []float64) *plotter.Line {
-	pts := make(plotter.XYs, 0, len(counts)+1)
-	for i, v := range counts {
-		pts = append(pts, plotter.XY{X: float64(i) * bin.Seconds(), Y: v})
-	}
-	// One more point so that the last bin has a width.
-	pts = append(pts, plotter.XY{X: float64(len(counts)) * bin.Seconds(), Y: counts[len(counts)-1]})
-	l := &plotter.Line{XYs: pts, StepStyle: plotter.PostStep}
-	return l
-}
-
-// rateLine marks the policy's rate, in requests per bin.
-func rateLine(length time.Duration) *plotter.Line {
-	return horizontal(length, float64(limit.Events)*bin.Seconds()/limit.Period.Seconds())
-}
-
-// horizontal is a dashed black line at y across the traffic's length.
-func horizontal(length time.Duration, y float64) *plotter.Line {
-	l := &plotter.Line{XYs: plotter.XYs{{X: 0, Y: y}, {X: length.Seconds(), Y: y}}}
-	l.Color = color.Black
-	l.Width = vg.Points(1)
-	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	return l
-}
-
-// save draws a grid of panels, each height high, into a PNG file.
-func save(path string, grid [][]*plot.Plot, height vg.Length) error {
+// save draws a grid of panels, each height high, into a PNG file, with
+// legend, when there is one, in a column of its own on the right.
+func save(path string, grid [][]*plot.Plot, height vg.Length, legend *plot.Legend) error {
 	cols := 0
 	for _, row := range grid {
 		cols = max(cols, len(row))
 	}
-	img := vgimg.NewWith(vgimg.UseWH(panelWidth*vg.Length(cols), height*vg.Length(len(grid))), vgimg.UseDPI(dpi))
+	width := panelWidth * vg.Length(cols)
+	if legend != nil {
+		width += legendWidth
+	}
+	img := vgimg.NewWith(vgimg.UseWH(width, height*vg.Length(len(grid))), vgimg.UseDPI(dpi))
+	canvas := draw.New(img)
+	if legend != nil {
+		// The legend's column starts level with the panels' tops, below
+		// the first title.
+		col := draw.Crop(canvas, width-legendWidth+vg.Millimeter*2, 0, 0, -vg.Millimeter*10)
+		legend.Draw(col)
+		canvas = draw.Crop(canvas, 0, -legendWidth, 0, 0)
+	}
 	tiles := draw.Tiles{
 		Rows: len(grid), Cols: cols,
 		PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
 		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4,
 	}
-	canvases := plot.Align(grid, tiles, draw.New(img))
+	canvases := plot.Align(grid, tiles, canvas)
 	for i, row := range grid {
 		for j, p := range row {
 			p.Draw(canvases[i][j])

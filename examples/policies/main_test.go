@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
 )
 
 const seed = 1
@@ -212,5 +216,67 @@ func TestDefaultDir(t *testing.T) {
 	}
 	if got, want := defaultDir(), filepath.Join(wd, "charts"); got != want {
 		t.Errorf("defaultDir() = %s, want %s", got, want)
+	}
+}
+
+// TestComparisonLegible: the comparison chart keeps its legend out of the
+// panels, in a column of its own that names every policy and the limit
+// once; its time axes end with the traffic (no empty stretch left for a
+// legend); the cold start's small per-bin counts get a label on every
+// level; and its text is set at the sizes chosen to stay legible scaled
+// down.
+func TestComparisonLegible(t *testing.T) {
+	results, err := simulate(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, legend := comparisonChart(results, "boundary", "cold-start")
+	texts := func(drawTo func(draw.Canvas)) (out []string) {
+		var rec recorder.Canvas
+		drawTo(draw.NewCanvas(&rec, 10*vg.Inch, 10*vg.Inch))
+		for _, a := range rec.Actions {
+			if s, ok := a.(*recorder.FillString); ok {
+				out = append(out, s.String)
+			}
+		}
+		return out
+	}
+	if legend == nil {
+		t.Fatal("no legend column")
+	}
+	want := []string{"limit: 20 per 1s"}
+	for _, p := range policies {
+		want = append(want, p.name)
+	}
+	if got := texts(legend.Draw); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("legend column %q, want %q", got, want)
+	}
+	for i, row := range grid {
+		for j, p := range row {
+			if got := texts(p.Legend.Draw); len(got) != 0 {
+				t.Errorf("panel %d,%d carries a legend over its lines: %q", i, j, got)
+			}
+			if p.X.Max != 5 {
+				t.Errorf("panel %d,%d: time axis to %gs, want it to end with the traffic at 5s", i, j, p.X.Max)
+			}
+			if p.Title.TextStyle.Font.Size < vg.Points(titleSize) || p.Y.Tick.Label.Font.Size < vg.Points(tickSize) || p.Y.Label.TextStyle.Font.Size < vg.Points(labelSize) {
+				t.Errorf("panel %d,%d: text smaller than chosen", i, j)
+			}
+		}
+	}
+	cold := grid[1][0]
+	var labels []string
+	for _, tk := range cold.Y.Tick.Marker.Ticks(0, 6) {
+		labels = append(labels, tk.Label)
+	}
+	if got := strings.Join(labels, " "); got != "0 1 2 3 4 5 6" {
+		t.Errorf("cold start per-bin labels %q, want every count from 0 to 6", got)
+	}
+	var steps []string
+	for _, tk := range (countTicks{}).Ticks(0, 40) {
+		steps = append(steps, tk.Label)
+	}
+	if got := strings.Join(steps, " "); got != "0 10 20 30 40" {
+		t.Errorf("labels up to 40: %q", got)
 	}
 }

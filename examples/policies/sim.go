@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
-	"gonum.org/v1/plot/plotter"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // limit is the one policy every algorithm enforces: 20 requests a second,
@@ -30,7 +29,8 @@ var start = time.Unix(1_700_000_000, 0)
 // policy is one algorithm with its settings.
 type policy struct {
 	name string // also the chart's file name
-	opts []core.Option
+	// set turns the shared limit into this algorithm's policy.
+	set func(core.Limit) core.Limit
 	// bound, if the algorithm promises one, is the most cost it ever
 	// admits in any period-long window, for traffic whose largest request
 	// costs maxCost. The test checks it on every run.
@@ -45,7 +45,7 @@ func (p policy) limit() core.Limit {
 	if p.own.Events != 0 {
 		return p.own
 	}
-	return limit
+	return p.set(limit)
 }
 
 // policies is every algorithm the program compares, in chart order.
@@ -53,38 +53,38 @@ func (p policy) limit() core.Limit {
 // the summary, its line in the comparison chart and, with a bound, the
 // test's check of that bound all follow from it.
 var policies = []policy{
-	{name: "token-bucket", opts: []core.Option{core.WithAlgorithm(core.TokenBucket)},
+	{name: "token-bucket", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.TokenBucket) },
 		// A full bucket, plus what refills during the period.
 		bound: func(l core.Limit, _ int) int { return l.EffectiveBurst() + l.Events }},
-	{name: "token-bucket-overdraft", opts: []core.Option{core.WithAlgorithm(core.TokenBucket), core.WithOverdraft()},
+	{name: "token-bucket-overdraft", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.TokenBucket).WithOverdraft() },
 		// As the plain bucket, plus the one request that may go into debt.
 		bound: func(l core.Limit, maxCost int) int { return l.EffectiveBurst() + l.Events + maxCost }},
-	{name: "gcra", opts: []core.Option{core.WithAlgorithm(core.GCRA)},
+	{name: "gcra", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.GCRA) },
 		bound: func(l core.Limit, _ int) int { return l.EffectiveBurst() + l.Events }},
-	{name: "fixed-window", opts: []core.Option{core.WithAlgorithm(core.FixedWindow)},
+	{name: "fixed-window", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.FixedWindow) },
 		// A sliding period overlaps two windows, each admitting Events.
 		bound: func(l core.Limit, _ int) int { return 2 * l.Events }},
 	// The sliding-window counter assumes the previous window's requests
 	// were spread evenly, so it promises no exact bound.
-	{name: "sliding-window", opts: []core.Option{core.WithAlgorithm(core.SlidingWindow)}},
-	{name: "leaky-bucket", opts: []core.Option{core.WithAlgorithm(core.LeakyBucket), core.WithMaxDelay(shaperMaxDelay)},
+	{name: "sliding-window", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingWindow) }},
+	{name: "leaky-bucket", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.LeakyBucket).WithMaxDelay(shaperMaxDelay) },
 		// Requests proceed one interval per unit of cost apart: all but the
 		// last one in the period take less than the period.
 		bound: func(l core.Limit, maxCost int) int { return l.Events - 1 + maxCost }},
-	{name: "warm-up", opts: []core.Option{core.WithAlgorithm(core.WarmUp), core.WithWarmUp(2*time.Second, 3)},
+	{name: "warm-up", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.WarmUp).WithWarmUp(2*time.Second, 3) },
 		// Each admission moves the next free instant at least one stable
 		// interval per unit of cost on.
 		bound: func(l core.Limit, maxCost int) int { return l.Events - 1 + maxCost }},
-	{name: "sliding-log", opts: []core.Option{core.WithAlgorithm(core.SlidingLog)},
+	{name: "sliding-log", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingLog) },
 		// The exact window: never more than Events in any period.
 		bound: func(l core.Limit, _ int) int { return l.Events }},
 	// Ten sub-windows of 100 ms: Events plus at most one sub-window's
 	// admissions, which promises nothing tighter than two periods' worth.
-	{name: "sub-windows-10", opts: []core.Option{core.WithAlgorithm(core.SlidingWindow), core.WithSubWindows(10)},
+	{name: "sub-windows-10", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.SlidingWindow).WithSubWindows(10) },
 		bound: func(l core.Limit, _ int) int { return 2 * l.Events }},
 	// At most 6 units in flight, each running 20–120 ms: a cap on
 	// concurrency, not on rate.
-	{name: "concurrency", opts: []core.Option{core.WithAlgorithm(core.Concurrency)}, own: core.InFlight(6).WithName("in-flight")},
+	{name: "concurrency", set: func(l core.Limit) core.Limit { return l.WithAlgorithm(core.Concurrency) }, own: core.InFlight(6).WithName("in-flight")},
 }
 
 // request is one request of synthetic traffic.
@@ -218,7 +218,7 @@ func simulate(seed uint64) ([]result, error) {
 func drive(p *policy, reqs []request) ([]outcome, error) {
 	ctx := context.Background()
 	clock := coretest.NewClock(start)
-	lim, err := core.New(p.limit(), append(slices.Clip(p.opts), core.WithClock(clock))...)
+	lim, err := core.New(p.limit(), core.WithClock(clock))
 	if err != nil {
 		return nil, err
 	}
@@ -269,99 +269,4 @@ func (h *leases) Pop() any {
 	l := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return l
-}
-
-// stats sums up one result.
-type stats struct {
-	requests, admitted, refused int
-	units                       int // cost admitted
-	maxPerPeriod                int // the most cost that proceeds in any period-long window
-	delayed                     int // admitted requests that must wait
-	meanDelay, maxDelay         time.Duration
-}
-
-func (r *result) stats() stats {
-	s := stats{requests: len(r.outcomes)}
-	var proceed []outcome // admitted, by when they proceed
-	var sum time.Duration
-	for _, o := range r.outcomes {
-		if !o.allowed {
-			s.refused++
-			continue
-		}
-		s.admitted++
-		s.units += o.cost
-		proceed = append(proceed, o)
-		sum += o.delay
-		s.maxDelay = max(s.maxDelay, o.delay)
-		if o.delay > 0 {
-			s.delayed++
-		}
-	}
-	if s.admitted > 0 {
-		s.meanDelay = sum / time.Duration(s.admitted)
-	}
-	s.maxPerPeriod = maxInWindow(proceed, limit.Period)
-	return s
-}
-
-// maxInWindow is the most cost that proceeds (arrival plus delay) within
-// any half-open window [t, t+period). The busiest window can always be
-// moved right until it starts at some request, so trying each request as
-// the start, with a second index for the window's end, is exact.
-func maxInWindow(outs []outcome, period time.Duration) int {
-	at := func(o outcome) time.Duration { return o.at + o.delay }
-	os := slices.Clone(outs)
-	slices.SortStableFunc(os, func(a, b outcome) int { return cmp.Compare(at(a), at(b)) })
-	best, sum, end := 0, 0, 0
-	for i := range os {
-		for end < len(os) && at(os[end]) < at(os[i])+period {
-			sum += os[end].cost
-			end++
-		}
-		best = max(best, sum)
-		sum -= os[i].cost
-	}
-	return best
-}
-
-// bins counts admitted and refused requests per bin of width, over length,
-// by arrival.
-func (r *result) bins(width time.Duration) (admitted, refused []float64) {
-	n := int((r.shape.length + width - 1) / width)
-	admitted, refused = make([]float64, n), make([]float64, n)
-	for _, o := range r.outcomes {
-		i := min(int(o.at/width), n-1)
-		if o.allowed {
-			admitted[i]++
-		} else {
-			refused[i]++
-		}
-	}
-	return admitted, refused
-}
-
-// slidingCost is, every step over the traffic's length, the cost that
-// proceeded within the period up to then: (t-period, t].
-func (r *result) slidingCost(step time.Duration) plotter.XYs {
-	var pts plotter.XYs
-	for t := time.Duration(0); t <= r.shape.length; t += step {
-		sum := 0
-		for _, o := range r.outcomes {
-			if at := o.at + o.delay; o.allowed && at > t-limit.Period && at <= t {
-				sum += o.cost
-			}
-		}
-		pts = append(pts, plotter.XY{X: t.Seconds(), Y: float64(sum)})
-	}
-	return pts
-}
-
-// maxCost is the largest cost among the requests.
-func maxCost(outs []outcome) int {
-	m := 0
-	for _, o := range outs {
-		m = max(m, o.cost)
-	}
-	return m
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestDemo runs the demo against a real loopback server, on a fake clock so

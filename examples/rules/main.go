@@ -12,13 +12,15 @@
 // says "rules: reloaded" and the new limit holds, without a restart. A
 // mistake in the file is logged with its line and field, and the limits
 // in force stay. kill -HUP reloads too. Ctrl-C or SIGTERM stops the server
-// gracefully.
+// gracefully: requests in flight may finish, for up to five seconds, and
+// it says "stopped".
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,7 +43,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, config{addr: *addr, rules: *file, log: log}); err != nil {
+	if err := run(ctx, config{addr: *addr, rules: *file, log: log, out: os.Stdout}); err != nil {
 		fmt.Fprintln(os.Stderr, "rules:", err)
 		os.Exit(1)
 	}
@@ -64,6 +66,7 @@ func defaultRules() string {
 type config struct {
 	addr, rules string
 	log         *slog.Logger
+	out         io.Writer         // where the shutdown is announced
 	ready       func(addr string) // called once the server listens
 	reloaded    func(err error)   // called after every reload
 }
@@ -73,17 +76,36 @@ type config struct {
 const gracePeriod = 5 * time.Second
 
 func run(ctx context.Context, cfg config) error {
-	opts := []rules.Option{rules.WithLogger(cfg.log)}
-	if cfg.reloaded != nil {
-		opts = append(opts, rules.WithOnReload(cfg.reloaded))
-	}
-	set, err := rules.Watch(cfg.rules, opts...)
+	set, err := rules.Watch(cfg.rules, rules.WithOnReload(func(err error) {
+		if err != nil {
+			cfg.log.Error("rules: reload failed; the rules in force stay", "err", err)
+		} else {
+			cfg.log.Info("rules: reloaded", "file", cfg.rules)
+		}
+		if cfg.reloaded != nil {
+			cfg.reloaded(err)
+		}
+	}))
 	if err != nil {
 		return err
 	}
 	defer set.Close()
+	// kill -HUP reloads the file at once, as many daemons do.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				set.Reload()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for _, c := range set.Table().Rules() {
-		cfg.log.Info("rule", "name", c.Rule.Name, "paths", c.Rule.Paths, "limits", c.Rule.Limits, "algorithm", c.Rule.Algorithm, "shadow", c.Rule.Shadow)
+		cfg.log.Info("rule", "name", c.Rule.Name, "paths", c.Rule.Paths, "limits", c.Rule.Limits, "shadow", c.Rule.Shadow)
 	}
 
 	mux := http.NewServeMux()
@@ -109,5 +131,9 @@ func run(ctx context.Context, cfg config) error {
 		cfg.ready(ln.Addr().String())
 	}
 	srv := &http.Server{Handler: set.Middleware(mux), ReadHeaderTimeout: 5 * time.Second}
-	return graceful.Serve(ctx, srv, ln, gracePeriod)
+	if err := graceful.Serve(ctx, srv, ln, gracePeriod); err != nil {
+		return err
+	}
+	fmt.Fprintln(cfg.out, "stopped")
+	return nil
 }

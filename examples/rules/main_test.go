@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,7 +17,8 @@ import (
 // TestLiveEdit runs the example on a loopback port with a copy of its
 // rules file, exhausts the login limit, raises it in the file, and checks
 // that the next login passes without a restart; then breaks the file and
-// checks that the raised limit stays.
+// checks that the raised limit stays, that SIGHUP reloads, and that the
+// server says it stopped.
 func TestLiveEdit(t *testing.T) {
 	src, err := os.ReadFile("rules.yaml")
 	if err != nil {
@@ -37,18 +40,21 @@ func TestLiveEdit(t *testing.T) {
 	addrs := make(chan string, 1)
 	reloads := make(chan error, 8)
 	done := make(chan error, 1)
+	var out bytes.Buffer
 	go func() {
 		done <- run(ctx, config{
 			addr: "127.0.0.1:0", rules: path,
 			log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+			out:      &out,
 			ready:    func(a string) { addrs <- a },
 			reloaded: func(err error) { reloads <- err },
 		})
 	}()
+	stopped := false
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
+		if !stopped {
+			stop()
+			<-done
 		}
 	}()
 	var base string
@@ -116,5 +122,23 @@ func TestLiveEdit(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET / in shadow mode: %d", resp.StatusCode)
 		}
+	}
+
+	// SIGHUP reloads the unchanged file at once.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err == nil || !strings.Contains(err.Error(), "rules[0].burst: unknown field") {
+		t.Fatalf("reload on SIGHUP: %v, want the broken file's error again", err)
+	}
+
+	// Stopped, it shuts down and says so.
+	stop()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "stopped\n" {
+		t.Errorf("output %q, want stopped", out.String())
 	}
 }

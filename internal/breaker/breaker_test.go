@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/internal/breaker"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 var errDown = errors.New("connection refused")

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/floodgate/floodgate/core/coretest"
 	"github.com/floodgate/floodgate/internal/breaker"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // A breaker that needs two calls in its window, half of them failed: two

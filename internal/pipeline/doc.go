@@ -12,10 +12,10 @@
 // refunds the outer one when it refuses a request ([Attach]; [Pipeline.Run]
 // refunds them).
 //
-// Shadow (dry-run) mode is known two ways: a *core.Shadow given to Run
-// (or chosen by Config.Select) before any decision, so that a failure
-// before the limiter is asked admits too; and any limiter's shadow
-// decision (core.Decision.Shadow) after one, so that a Shadow inside
-// another limiter is reported as one and never enforced. Either way the
-// Result carries the decision enforcing would have made.
+// Shadow (dry-run) mode is a setting of the adapter (Config.Shadow): every
+// request is decided, charged and observed as enforcing would, and
+// admitted, so that a failure before the limiter is asked admits too. A
+// limiter's own shadow decision (core.Decision.Shadow) is recognised after
+// it is made, reported as one and never enforced. Either way the Result
+// carries the decision enforcing would have made.
 package pipeline

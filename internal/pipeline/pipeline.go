@@ -37,6 +37,10 @@ type Config[R any] struct {
 	// Hold holds denials before they are answered; the zero Hold answers
 	// at once.
 	Hold Hold
+	// Shadow runs the pipeline in shadow (dry-run) mode: every request is
+	// decided, charged and observed as enforcing would, and admitted
+	// whatever the outcome (see [Result.Shadow]).
+	Shadow bool
 }
 
 // Pipeline runs Config's steps for each request. It is safe for concurrent
@@ -93,13 +97,20 @@ type Result struct {
 	Limiter core.Limiter
 	// Held is how long a denial was held before its answer (Config.Hold).
 	Held time.Duration
-	// Shadow reports a request in shadow mode: the limiter was a
-	// *core.Shadow, or its decision a shadow one (core.Decision.Shadow, a
-	// Shadow inside it). Whatever the outcome, the request is admitted;
-	// Decision is what enforcing would have decided, and the adapter
-	// writes the rate-limit fields only when ShadowHeaders is set (see
-	// [Result.ShadowDecision]), which only a *core.Shadow's Headers sets.
-	Shadow, ShadowHeaders bool
+	// Shadow reports a request in shadow mode: Config.Shadow is set, or
+	// the limiter's decision was a shadow one (core.Decision.Shadow).
+	// Whatever the outcome, the request is admitted: no shaping wait, no
+	// held denial, and an error (a bad key or cost, a failing key or cost
+	// function, a store error) admits whatever the failure mode. Decision
+	// is what enforcing would have decided; [Result.ShadowDecision] is
+	// the one the caller hands on.
+	//
+	// What enforcing would charge is charged: an admission as usual (its
+	// Lease is released when the request ends), a shaped admission keeps
+	// its units reserved, a refusal and an error charge nothing, and
+	// [Attach] records only the admissions enforcing would have made, so
+	// that no refund gives back units that were never taken.
+	Shadow bool
 }
 
 // Admitted reports whether the request goes on to the handler: skipped,
@@ -124,8 +135,7 @@ func (p *Pipeline[R]) Run(ctx context.Context, req R, lim core.Limiter, cost int
 }
 
 func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int, res *Result) {
-	*res = Result{}
-	_, res.Shadow = lim.(*core.Shadow)
+	*res = Result{Shadow: p.c.Shadow}
 	if p.c.Skip != nil && p.c.Skip(req) {
 		res.Skipped = true
 		return
@@ -155,7 +165,6 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 	if p.c.Select != nil {
 		if l := p.c.Select(req); l != nil {
 			lim, res.Limiter = l, l
-			_, res.Shadow = l.(*core.Shadow)
 		}
 	}
 	p.decide(ctx, lim, key, cost, res)
@@ -180,25 +189,16 @@ func (p *Pipeline[R]) cost(req R) (int, error) {
 // calls it directly for each message of a metered stream, whose key was
 // found when the stream opened.
 func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
-	_, res.Shadow = lim.(*core.Shadow)
+	res.Shadow = p.c.Shadow
 	p.decide(ctx, lim, key, cost, res)
 }
 
-// decide is Decide once res.Shadow says whether lim is a *core.Shadow
-// (run's type assertion is then the only one a request not in shadow mode
-// pays for). A *core.Shadow's
-// own limiter is asked, so that the observer hears of its errors as they
-// are; a shadow decision from any other limiter (a Shadow inside it) is
-// recognised by its Decision.Shadow. Either way, nothing of a shadow
-// decision is enforced: no shaping wait, no hold, and an error admits
-// whatever the failure mode.
+// decide is Decide once res.Shadow says whether the pipeline is in shadow
+// mode. A shadow decision from the limiter (core.Decision.Shadow) is
+// recognised as well. Nothing of a shadow decision is enforced: no
+// shaping wait, no hold, and an error admits whatever the failure mode.
 func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
-	if res.Shadow {
-		if s, ok := lim.(*core.Shadow); ok {
-			res.ShadowHeaders, lim = s.Headers, s.Limiter
-		}
-	}
 	var err error
 	if p.c.Observer == nil {
 		// Nothing to time: the limiter straight away.

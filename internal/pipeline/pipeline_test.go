@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
@@ -32,14 +32,25 @@ func (f *fixed) Allow(context.Context, string, int) (core.Decision, error) { ret
 func (f *fixed) Refund(context.Context, string, int) error                 { f.refunds++; return nil }
 
 func newPipeline(mode core.FailureMode, obs core.Observer) *pipeline.Pipeline[req] {
-	return pipeline.New(pipeline.Config[req]{
+	return pipeline.New(config(mode, obs))
+}
+
+// newShadowPipeline is newPipeline in shadow mode.
+func newShadowPipeline(mode core.FailureMode, obs core.Observer) *pipeline.Pipeline[req] {
+	c := config(mode, obs)
+	c.Shadow = true
+	return pipeline.New(c)
+}
+
+func config(mode core.FailureMode, obs core.Observer) pipeline.Config[req] {
+	return pipeline.Config[req]{
 		Transport: "test",
 		Key:       func(r req) (string, error) { return r.key, r.keyErr },
 		Cost:      func(r req) (int, error) { return r.cost, r.costErr },
 		Skip:      func(r req) bool { return r.skip },
 		Failure:   mode,
 		Observer:  obs,
-	})
+	}
 }
 
 var (
@@ -176,9 +187,9 @@ func TestSleep(t *testing.T) {
 	}
 }
 
-// TestShadow: under a core.Shadow every request is admitted, whatever the
-// decision, the failure mode or the error, a shaped one without waiting,
-// and the observer hears what enforcing would have done.
+// TestShadow: in shadow mode (Config.Shadow) every request is admitted,
+// whatever the decision, the failure mode or the error, a shaped one
+// without waiting, and the observer hears what enforcing would have done.
 func TestShadow(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -197,10 +208,10 @@ func TestShadow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []core.Event
 			obs := core.ObserverFunc(func(_ context.Context, e core.Event) { got = append(got, e) })
-			p := newPipeline(core.FailClosed, obs)
+			p := newShadowPipeline(core.FailClosed, obs)
 			slept := 0
 			pipeline.SetSleep(p, func(context.Context, time.Duration) error { slept++; return nil })
-			lim := &core.Shadow{Limiter: &fixed{d: tc.d, err: tc.err}}
+			lim := &fixed{d: tc.d, err: tc.err}
 			var res pipeline.Result
 			p.Run(context.Background(), tc.r, lim, 0, &res)
 			if !res.Admitted() || !res.Shadow || res.Outcome != tc.outcome || slept != 0 {
@@ -212,7 +223,7 @@ func TestShadow(t *testing.T) {
 			}
 		})
 	}
-	// Without a Shadow the same store error is refused (FailClosed).
+	// Without shadow mode the same store error is refused (FailClosed).
 	p := newPipeline(core.FailClosed, nil)
 	var res pipeline.Result
 	p.Run(context.Background(), req{key: "k", cost: 1}, &fixed{err: &core.StoreError{Op: "allow", Err: errors.New("down")}}, 0, &res)

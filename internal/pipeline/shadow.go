@@ -8,20 +8,32 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// ShadowDecision is the Decision whose fields a shadow request's response
-// carries: a refusal's, less its RetryAfter (the request was not refused).
+// ShadowDecision is Decision as a shadow one, the Decision a shadow
+// request's caller gets and whose rate-limit fields its response carries
+// when asked to: admitted (Allowed, Shadow), with no RetryAfter or Delay,
+// and Would and WouldWait saying what enforcing would have done (for a
+// failure, the kind of failure it was, with the zero Decision otherwise).
 func (r *Result) ShadowDecision() core.Decision {
 	d := r.Decision
-	d.Allowed, d.RetryAfter = true, 0
+	switch {
+	case r.Err != nil:
+		d.Would = r.Outcome
+	case !d.Allowed:
+		d.Would, d.WouldWait = core.OutcomeDenied, d.RetryAfter
+	case d.Delay > 0:
+		d.Would, d.WouldWait = core.OutcomeShaped, d.Delay
+	default:
+		d.Would = core.OutcomeAllowed
+	}
+	d.Allowed, d.Shadow, d.RetryAfter, d.Delay = true, true, 0, 0
 	return d
 }
 
-// unshadow turns res.Decision, a shadow decision (Decision.Shadow: a
-// core.Shadow decided, maybe inside another limiter), into the decision
-// enforcing would have made, from which the request's outcome, its
-// observer event and its response fields are made as for a
-// *core.Shadow's own limiter, and marks res as a shadow request. A failure
-// that the Shadow admitted fails res (admitted, as a shadow request is)
+// unshadow turns res.Decision, a shadow decision the limiter returned
+// (Decision.Shadow), into the decision enforcing would have made, from
+// which the request's outcome, its observer event and its response fields
+// are made as in shadow mode, and marks res as a shadow request. A failure
+// that the limiter admitted fails res (admitted, as a shadow request is)
 // with the generic error of its kind, since the limiter's own was not
 // kept; unshadow reports false then.
 func (p *Pipeline[R]) unshadow(ctx context.Context, res *Result) bool {
@@ -41,7 +53,7 @@ func (p *Pipeline[R]) unshadow(ctx context.Context, res *Result) bool {
 	return true
 }
 
-// The errors that stand for those a core.Shadow inside another limiter
+// The errors that stand for those a limiter returning shadow decisions
 // admitted and dropped; Classify gives each the outcome it had.
 var (
 	errShadowCost   = fmt.Errorf("pipeline: a shadow limiter refused the cost (its error was not kept): %w", core.ErrInvalidCost)

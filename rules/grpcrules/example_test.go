@@ -3,8 +3,6 @@ package grpcrules_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/rules"
 	"github.com/floodgate/floodgate/rules/grpcrules"
 )
@@ -25,7 +23,7 @@ func Example() {
   - name: query
     match: {grpc: ["/pkg.Search/*"]}
     limit: "2/min"
-`), rules.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+`), rules.WithOnReload(func(error) {}),
 		rules.WithCoreOptions(core.WithClock(coretest.NewClock(time.Unix(1_700_000_000, 0))))) // a clock that stands still
 	if err != nil {
 		fmt.Println(err)

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/rules"
@@ -56,10 +57,10 @@ func WithKey(name string, f grpcmw.KeyFunc) Option {
 // Interceptors limits gRPC calls by the rules of a Set. It is safe for
 // concurrent use.
 type Interceptors struct {
-	set  *rules.Set
-	slot rules.Slot
-	o    options
-	ip   grpcmw.KeyFunc
+	set *rules.Set
+	get func(*rules.Table) any // this Interceptors' state in a Table
+	o   options
+	ip  grpcmw.KeyFunc
 }
 
 // table is what Interceptors keeps in each rules.Table.
@@ -91,11 +92,11 @@ func New(set *rules.Set, opts ...Option) (*Interceptors, error) {
 		return nil, fmt.Errorf("grpcrules: WithPeerIP: %w", err)
 	}
 	ic.ip = ip
-	slot, err := set.Attach(ic.build)
+	get, err := set.Attach(ic.build)
 	if err != nil {
 		return nil, err
 	}
-	ic.slot = slot
+	ic.get = get
 	return ic, nil
 }
 
@@ -109,7 +110,14 @@ func (ic *Interceptors) build(t *rules.Table) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grpcrules: rules[%d] (%s, line %d): %w", i, c.Rule.Name, c.Rule.Line, err)
 		}
-		opts := append([]grpcmw.Option(nil), ic.o.grpc...)
+		var opts []grpcmw.Option
+		if c.Rule.Shadow && c.Rule.ShadowHeaders {
+			opts = append(opts, grpcmw.WithHeaders(core.HeadersBoth))
+		}
+		opts = append(opts, ic.o.grpc...)
+		if c.Rule.Shadow {
+			opts = append(opts, grpcmw.WithShadow())
+		}
 		if n := c.Rule.Cost; n > 1 {
 			opts = append(opts, grpcmw.WithCost(func(context.Context, string) (int, error) { return n, nil }))
 		}
@@ -156,7 +164,7 @@ func (ic *Interceptors) lookup(fullMethod string) *rule {
 	if c == nil {
 		return nil
 	}
-	return t.Attached(ic.slot).(*table).byRule[c]
+	return ic.get(t).(*table).byRule[c]
 }
 
 // UnaryServerInterceptor limits unary calls by the rules in force when

@@ -2,8 +2,6 @@ package grpcrules
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -16,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/rules"
 )
 
@@ -53,7 +51,7 @@ func newSet(t *testing.T) *rules.Set {
 	t.Helper()
 	clock := coretest.NewClock(time.Unix(1_700_000_000, 0))
 	s, err := rules.New("r.yaml", []byte(file), rules.WithCoreOptions(core.WithClock(clock)),
-		rules.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		rules.WithOnReload(func(error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +139,7 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("New with a bad option: %v", err)
 	}
 	s, err := rules.New("r.yaml", []byte("rules:\n  - name: a\n    match: {grpc: ['*']}\n    limit: 1/s\n    key: tenant\n"),
-		rules.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		rules.WithOnReload(func(error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

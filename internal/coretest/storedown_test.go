@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/core/coretest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 func TestStoreDown(t *testing.T) {

@@ -85,9 +85,9 @@ func StackTables() []StackTable {
 			{Algorithm: core.TokenBucket, Limit: core.PerHour(3)},
 		},
 		Steps: []StackStep{
-			{0, 2, true, "3-per-1h0m0s", 1, 0, 40*time.Minute - 1, 0},
-			{0, 2, false, "3-per-1h0m0s", 1, 20*time.Minute - 1, 40*time.Minute - 1, 0},
-			{0, 1, true, "3-per-1h0m0s", 0, 0, time.Hour - 1, 0},
+			{0, 2, true, "3-per-h", 1, 0, 40*time.Minute - 1, 0},
+			{0, 2, false, "3-per-h", 1, 20*time.Minute - 1, 40*time.Minute - 1, 0},
+			{0, 1, true, "3-per-h", 0, 0, time.Hour - 1, 0},
 		},
 	}, {
 		// A slow and a fast GCRA: the denial names the slow one (the

@@ -1,0 +1,209 @@
+package debugpage
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// snapshot is what the page shows at one instant, and the JSON it serves
+// (?format=json). Counts by outcome are keyed by core.Outcome's String
+// ("allowed", "shaped", "denied", "bad_key", "bad_cost", "error",
+// "store_error", "canceled", and "other" for outcomes this package does not
+// know), and every outcome is present.
+type snapshot struct {
+	// Time is when the snapshot was taken, Since when the page was made,
+	// both read from the page's clock.
+	Time  time.Time `json:"time"`
+	Since time.Time `json:"since"`
+	// Totals counts every observed request since the page was made.
+	Totals map[string]uint64 `json:"totals"`
+	// ShadowDenied counts the denials among Totals["denied"] that a
+	// limiter in shadow mode let through.
+	ShadowDenied uint64 `json:"shadow_denied"`
+	// Overflow counts decisions made on a limiter's shared overflow state
+	// (core.Decision.Overflow): a steady rate means its capacity is too
+	// small.
+	Overflow uint64 `json:"overflow"`
+	// windowCounts is the per-second counts of the last minutes.
+	Window windowCounts `json:"window"`
+	// KeyForm says how keys are shown: "hashed" by Redact, or "custom"
+	// by the function given to WithKeyRedaction.
+	KeyForm string `json:"key_form"`
+	// HotKeys are the keys with the most requests, RefusedKeys those with
+	// the most denials, both since the page was made.
+	HotKeys     topList `json:"hot_keys"`
+	RefusedKeys topList `json:"refused_keys"`
+	// Policies lists the limits of each limiter registered with
+	// WithLimiter, in the order of the options.
+	Policies []limiterPolicies `json:"policies"`
+	// Health lists each store registered with WithHealth.
+	Health []healthView `json:"health"`
+}
+
+// windowCounts holds the counts by outcome of the last Seconds seconds, the
+// current one included.
+type windowCounts struct {
+	// Start is the Unix second of the first count.
+	Start   int64 `json:"start"`
+	Seconds int   `json:"seconds"`
+	// Counts holds, by outcome, one count per second, oldest first.
+	Counts map[string][]uint64 `json:"counts"`
+	// Totals is the sum of each outcome's Counts.
+	Totals map[string]uint64 `json:"totals"`
+	// PerSecond is each outcome's average rate over the last 10 whole
+	// seconds (the current second left out, as it is not over).
+	PerSecond map[string]float64 `json:"per_second"`
+}
+
+// topList is a top-k list from a Space-Saving sketch. Keys are ordered by
+// Count, highest first. A key's true count lies between Count-Error and
+// Count; Error is 0 while the key's shard had a free counter for it. A key
+// not listed may have a higher true count than the last one listed only
+// if it was not monitored, and then its count is at most Unmonitored.
+type topList struct {
+	Keys        []keyCount `json:"keys"`
+	Unmonitored uint64     `json:"unmonitored"`
+	// Monitored is how many keys the sketch keeps counters for.
+	Monitored int `json:"monitored"`
+}
+
+// keyCount is one key of a [topList].
+type keyCount struct {
+	Key   string `json:"key"`
+	Count uint64 `json:"count"`
+	Error uint64 `json:"error"`
+}
+
+// limiterPolicies is the limits one registered limiter enforces.
+type limiterPolicies struct {
+	Limiter string       `json:"limiter"`
+	Limits  []policyView `json:"limits"`
+}
+
+// policyView is one core.Limit, as the page shows it.
+type policyView struct {
+	Name   string `json:"name"`
+	Events int    `json:"events"`
+	// Period is the limit's period as time.Duration's String writes it.
+	Period string `json:"period"`
+	// Burst is the effective burst (core.Limit.EffectiveBurst).
+	Burst int `json:"burst"`
+}
+
+// healthView is the state of one store registered with WithHealth.
+type healthView struct {
+	Name string `json:"name"`
+	// State is the breaker's state: "closed", "open" or "half-open".
+	State string `json:"state"`
+	// Stats is nil when no stats function was given.
+	Stats *breakerStats `json:"stats,omitempty"`
+}
+
+// breakerStats mirrors fallback.Stats.
+type breakerStats struct {
+	PrimaryDecisions uint64 `json:"primary_decisions"`
+	LocalDecisions   uint64 `json:"local_decisions"`
+	PrimaryFailures  uint64 `json:"primary_failures"`
+	Opens            uint64 `json:"opens"`
+}
+
+// snapshot returns what the page shows now. It locks each shard in turn
+// for as long as it takes to copy its counters, so concurrent Observe
+// calls wait at most that long.
+func (p *Page) snapshot() snapshot {
+	now := p.clock.Now()
+	nowSec := floorSecond(now)
+	var (
+		totals      [numKinds]uint64
+		perSec      = make([][numKinds]uint64, p.window)
+		hot, ref    []counter
+		hotU, refU  uint64
+		shadow, ovf uint64
+	)
+	for _, s := range p.shards {
+		s.mu.Lock()
+		for k, v := range s.totals {
+			totals[k] += v
+		}
+		shadow += s.shadowDenied
+		ovf += s.overflow
+		s.ring.sumInto(perSec, nowSec)
+		hot = s.hot.appendTo(hot)
+		ref = s.refused.appendTo(ref)
+		hotU = max(hotU, s.hot.min())
+		refU = max(refU, s.refused.min())
+		s.mu.Unlock()
+	}
+	snap := snapshot{
+		Time:         time.Unix(0, now),
+		Since:        p.since,
+		Totals:       make(map[string]uint64, numKinds),
+		ShadowDenied: shadow,
+		Overflow:     ovf,
+		Window: windowCounts{
+			Start:     nowSec - int64(p.window) + 1,
+			Seconds:   p.window,
+			Counts:    make(map[string][]uint64, numKinds),
+			Totals:    make(map[string]uint64, numKinds),
+			PerSecond: make(map[string]float64, numKinds),
+		},
+		KeyForm:     "hashed",
+		HotKeys:     p.topKeys(hot, hotU),
+		RefusedKeys: p.topKeys(ref, refU),
+		Policies:    []limiterPolicies{},
+		Health:      []healthView{},
+	}
+	const rateSeconds = 10
+	for k := range numKinds {
+		name := kindName(k)
+		snap.Totals[name] = totals[k]
+		counts := make([]uint64, p.window)
+		var sum, recent uint64
+		for i := range perSec {
+			counts[i] = perSec[i][k]
+			sum += counts[i]
+			if i >= p.window-1-rateSeconds && i < p.window-1 {
+				recent += counts[i]
+			}
+		}
+		snap.Window.Counts[name] = counts
+		snap.Window.Totals[name] = sum
+		snap.Window.PerSecond[name] = float64(recent) / rateSeconds
+	}
+	for _, src := range p.policies {
+		ps := limiterPolicies{Limiter: src.name, Limits: []policyView{}}
+		for _, l := range src.limits() {
+			ps.Limits = append(ps.Limits, policyView{Name: l.Name, Events: l.Events, Period: l.Period.String(), Burst: l.EffectiveBurst()})
+		}
+		snap.Policies = append(snap.Policies, ps)
+	}
+	for _, src := range p.health {
+		h := healthView{Name: src.name, State: src.state().String()}
+		if src.stats != nil {
+			st := src.stats()
+			h.Stats = &breakerStats{st.PrimaryDecisions, st.LocalDecisions, st.PrimaryFailures, st.Opens}
+		}
+		snap.Health = append(snap.Health, h)
+	}
+	if p.custom {
+		snap.KeyForm = "custom"
+	}
+	return snap
+}
+
+// topKeys orders the counters of every shard and keeps the page's top.
+func (p *Page) topKeys(cs []counter, unmonitored uint64) topList {
+	slices.SortFunc(cs, func(a, b counter) int {
+		if c := cmp.Compare(b.count, a.count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key, b.key)
+	})
+	cs = cs[:min(len(cs), p.top)]
+	t := topList{Keys: make([]keyCount, len(cs)), Unmonitored: unmonitored, Monitored: p.capacity}
+	for i, c := range cs {
+		t.Keys[i] = keyCount{Key: p.redact(c.key), Count: c.count, Error: c.err}
+	}
+	return t
+}
