@@ -99,11 +99,11 @@ type floodgate struct {
 
 func newFloodgate(alg core.Algorithm) func(testing.TB, setup) decider {
 	return func(tb testing.TB, s setup) decider {
-		opts := []core.Option{core.WithAlgorithm(alg), core.WithCapacity(s.capacity)}
+		opts := []core.Option{core.WithCapacity(s.capacity)}
 		if s.frozen {
 			opts = append(opts, core.WithClock(coretest.NewClock(time.Unix(1_700_000_000, 0))))
 		}
-		k, err := core.New(policy, opts...)
+		k, err := core.New(policy.WithAlgorithm(alg), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}

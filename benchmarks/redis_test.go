@@ -179,8 +179,8 @@ type floodgateRedis struct{ l *redisstore.Limiter }
 
 func newFloodgateRedis(alg core.Algorithm, opts ...redisstore.Option) func(testing.TB, *redis.Client) redisDecider {
 	return func(tb testing.TB, c *redis.Client) redisDecider {
-		opts := append([]redisstore.Option{redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0)}, opts...)
-		l, err := redisstore.New(c, policy, opts...)
+		opts := append([]redisstore.Option{redisstore.WithDenyCache(0)}, opts...)
+		l, err := redisstore.New(c, policy.WithAlgorithm(alg), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -191,9 +191,9 @@ func newFloodgateRedis(alg core.Algorithm, opts ...redisstore.Option) func(testi
 // newFloodgateStack is a redisstore stack of the policy and 100,000/h
 // (fixed window), deny cache off.
 func newFloodgateStack(tb testing.TB, c *redis.Client) redisDecider {
-	s, err := redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: policy},
-		{Limit: core.PerHour(100_000), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+	s, err := redisstore.NewStack(c, []core.Limit{
+		policy,
+		core.PerHour(100_000).WithAlgorithm(core.FixedWindow),
 	}, redisstore.WithDenyCache(0))
 	if err != nil {
 		tb.Fatal(err)

@@ -61,7 +61,7 @@ func (r *renewals) fire() int {
 // its renewals in r.
 func inFlight(t *testing.T, c redis.UniversalClient, prefix string, n int, clk *coretest.Clock, r *renewals, opts ...redisstore.Option) *redisstore.Limiter {
 	t.Helper()
-	o := append([]redisstore.Option{redisstore.WithAlgorithm(core.Concurrency), redisstore.WithPrefix(prefix),
+	o := append([]redisstore.Option{redisstore.WithPrefix(prefix),
 		redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithAfterFunc(r.after)}, opts...)
 	lim, err := redisstore.New(c, core.InFlight(n), o...)
 	if err != nil {
@@ -183,7 +183,7 @@ func TestLeaseRenewal(t *testing.T) {
 func TestLeaseRenewalTimer(t *testing.T) {
 	c := single(t)
 	const ttl = 300 * time.Millisecond
-	a := redisstore.MustNew(c, core.InFlight(1).WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))
+	a := redisstore.MustNew(c, core.InFlight(1), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))
 	held := decide(t, a, "k", 1, true, 0)
 	time.Sleep(4 * ttl)
 	decide(t, a, "k", 1, false, 0)
@@ -248,7 +248,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 	for range 4 {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32, ContextTimeoutEnabled: true})
 		defer c.Close()
-		lim := redisstore.MustNew(c, core.InFlight(n).WithAlgorithm(core.Concurrency), redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second))
+		lim := redisstore.MustNew(c, core.InFlight(n), redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second))
 		lims = append(lims, lim)
 		for range 32 {
 			wg.Add(1)
@@ -292,15 +292,14 @@ func TestConcurrencyOptions(t *testing.T) {
 		opts []redisstore.Option
 		want string
 	}{
-		{[]redisstore.Option{redisstore.WithLeaseTTL(time.Minute)}, "applies to core.Concurrency only"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(time.Millisecond)}, "from 3ms"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(-time.Second)}, "from 3ms"},
+		{[]redisstore.Option{redisstore.WithLeaseTTL(time.Millisecond)}, "from 3ms"},
+		{[]redisstore.Option{redisstore.WithLeaseTTL(-time.Second)}, "from 3ms"},
 	} {
 		if _, err := redisstore.New(c, core.InFlight(2), tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one saying %q", tc.opts, err, tc.want)
 		}
 	}
-	lim, err := redisstore.New(c, core.InFlight(2).WithAlgorithm(core.Concurrency))
+	lim, err := redisstore.New(c, core.InFlight(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +336,7 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 	defer c.Close()
 	ctx := context.Background()
 	b.Run("acquire+release", func(b *testing.B) {
-		lim := redisstore.MustNew(c, core.InFlight(1000).WithAlgorithm(core.Concurrency))
+		lim := redisstore.MustNew(c, core.InFlight(1000))
 		b.ReportAllocs()
 		for b.Loop() {
 			d, err := lim.Allow(ctx, "hot", 1)

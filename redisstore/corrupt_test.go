@@ -115,24 +115,24 @@ func corruptTables() []struct {
 			bad("infinite tokens", str("inf "+fmt.Sprint(t0s)+" 0")),
 			bad("tokens in debt beyond any burst", str("-1e300 "+fmt.Sprint(t0s)+" 0")),
 			corrupt{name: "huge tokens", write: str("1e300 " + ahead31 + " 0")})},
-		{"gcra", l, []redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}, 300 * time.Millisecond,
+		{"gcra", l.WithAlgorithm(core.GCRA), nil, 300 * time.Millisecond,
 			append(instants("", ""), bad("negative nanoseconds", str(fmt.Sprint(t0s)+" -1")))},
-		{"fixed-window", win, []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, time.Second, append(instants("", " 3"),
+		{"fixed-window", win.WithAlgorithm(core.FixedWindow), nil, time.Second, append(instants("", " 3"),
 			bad("negative count", str(fmt.Sprint(t0s)+" 0 -1")),
 			bad("count from 2^31", str(fmt.Sprint(t0s)+" 0 2147483648")),
 			corrupt{name: "huge count now", write: str(fmt.Sprint(t0s) + " 0 2147483647"), refused: true})},
-		{"sliding-window", win, []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow)}, 2 * time.Second, append(instants("", " 0 3"),
+		{"sliding-window", win.WithAlgorithm(core.SlidingWindow), nil, 2 * time.Second, append(instants("", " 0 3"),
 			bad("negative count", str(fmt.Sprint(t0s)+" 0 -1 3")),
 			bad("count from 2^31", str(fmt.Sprint(t0s)+" 0 2147483648 3")),
 			bad("NaN count", str(fmt.Sprint(t0s)+" 0 0 nan")))},
-		{"sub-windows", win, []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(4)}, time.Second,
+		{"sub-windows", win.WithSubWindows(4), nil, time.Second,
 			append(instants("", " 0:3"),
 				bad("zero cost", str(fmt.Sprint(t0s)+" 0 0:0")),
 				bad("cost from 2^31", str(fmt.Sprint(t0s)+" 0 0:2147483648")),
 				bad("newest not last", str(fmt.Sprint(t0s)+" 0 1:3")),
 				bad("out of order", str(fmt.Sprint(t0s)+" 0 0:1 1:1")),
 				spent("31 years ahead, older ones too", str(ahead31+" 0 3:1 1:1 0:1")))},
-		{"sliding-log", win, []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog)}, time.Second, []corrupt{
+		{"sliding-log", win.WithAlgorithm(core.SlidingLog), nil, time.Second, []corrupt{
 			bad("wrong type", str("x")),
 			bad("no sum", zset(fmt.Sprint(t0s)+" 000000000:3", float64(t0s))),
 			bad("negative sum", zset("sum", 5.0, fmt.Sprint(t0s)+" 000000000:3", float64(t0s))),
@@ -145,15 +145,15 @@ func corruptTables() []struct {
 			spent("31 years ahead, one now", zset("sum", -4.0, fmt.Sprint(t0s)+" 000000000:1", float64(t0s),
 				ahead11+" 000000000:1", float64(t0s+1_000_000), ahead31+" 000000000:1", float64(t0s+1_000_000_000))),
 		}},
-		{"leaky-bucket", l, []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(200 * time.Millisecond)},
+		{"leaky-bucket", l.WithMaxDelay(200 * time.Millisecond), nil,
 			500 * time.Millisecond, instants("", "")},
-		{"warm-up", l, []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)},
+		{"warm-up", l.WithWarmUp(time.Second, 3), nil,
 			900*time.Millisecond + time.Second, append(instants("0 ", ""),
 				bad("NaN permits", str("nan "+fmt.Sprint(t0s)+" 0")),
 				bad("negative permits", str("-1 "+fmt.Sprint(t0s)+" 0")),
 				bad("infinite permits", str("1e999 "+fmt.Sprint(t0s)+" 0")),
 				corrupt{name: "huge permits", write: str("1e300 " + ahead31 + " 0")})},
-		{"concurrency", core.InFlight(2), []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(lease)},
+		{"concurrency", core.InFlight(2), []redisstore.Option{redisstore.WithLeaseTTL(lease)},
 			lease, []corrupt{
 				bad("wrong type", str("x")),
 				bad("units held negative", zset("#", 1.0)),
@@ -249,9 +249,9 @@ func TestCorruptStateInStack(t *testing.T) {
 	c := single(t)
 	ctx := context.Background()
 	clk := coretest.NewClock(coretest.T0)
-	s, err := redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: core.PerSecond(10).WithBurst(3).WithName("gcra"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}},
-		{Limit: core.PerMinute(100).WithName("tb")},
+	s, err := redisstore.NewStack(c, []core.Limit{
+		core.PerSecond(10).WithBurst(3).WithName("gcra").WithAlgorithm(core.GCRA),
+		core.PerMinute(100).WithName("tb"),
 	}, redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithPrefix("corruptstack:"),
 		redisstore.WithDenyCache(0), redisstore.WithoutBreaker(), redisstore.WithTimeout(5*time.Second))
 	if err != nil {

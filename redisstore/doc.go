@@ -13,9 +13,10 @@
 // # Decisions
 //
 // Every algorithm of package core decides exactly as the in-memory limiter
-// does, with the same settings (WithOverdraft, WithMaxDelay and WithWarmUp
-// mirror core's options and are checked at New as core checks them): the
-// decision tables of core/coretest pass on both, and a randomized test
+// does under the same policy: the core.Limit given to New carries the
+// algorithm and its settings (Overdraft, MaxDelay, WarmUp, SubWindows,
+// MaxEntries), checked by Limit.Validate as core.New checks them. The
+// shared decision tables pass on both, and a randomized test
 // compares them step by step, refunds included. The same requests at the
 // same instants get the same Allowed, Remaining, RetryAfter, ResetAfter and
 // Delay, to the nanosecond.
@@ -28,7 +29,7 @@
 // core.LeakyBucket shapes on Redis as in memory: the key's line is one
 // state on the server, so requests from every instance take turns in one
 // line, one interval apart, each admitted with the Delay of its turn (up to
-// WithMaxDelay, default core.DefaultMaxDelay) and refused beyond it. The
+// the limit's MaxDelay, default core.DefaultMaxDelay) and refused beyond it. The
 // adapters wait the Delay out; a request whose context ends while it waits
 // gives its turn back with Refund, which moves the line back by the
 // request's intervals, never before the server's now.
@@ -44,7 +45,7 @@
 // amd64 built for v3, would otherwise do); Go's truncations are of values
 // never negative, where they equal Lua's math.floor; integers stay below
 // 2⁵³, where doubles are exact. The token bucket script matches
-// x/time/rate's float arithmetic the same way, and WithOverdraft is a
+// x/time/rate's float arithmetic the same way, and Overdraft is a
 // parameter of it.
 //
 // # Batching
@@ -77,7 +78,7 @@
 // nanoseconds apart, and each script computes relative to the current second,
 // where every instant it handles fits in 53 bits. That bounds the limits
 // Redis can hold: Burst × interval (token bucket, GCRA) or Period (windows) at
-// most 2⁵² ns − 2 s, about 52 days; with WithOverdraft, half that, since a
+// most 2⁵² ns − 2 s, about 52 days; with Overdraft, half that, since a
 // bucket in debt by a whole burst takes two spans to fill; for
 // core.LeakyBucket, the longest wait plus Burst × interval; for core.WarmUp,
 // a cold request of the whole burst (Burst × interval × cold factor) plus
@@ -140,7 +141,7 @@
 // oldest entries until the cost would fit: O(log n) per command and a
 // handful of commands per decision, whatever the log's length. A set
 // without its sum, or with a member that does not parse, is an error, never
-// a fresh quota. WithMaxEntries caps the entries a limit may need (default
+// a fresh quota. The limit's MaxEntries caps the entries it may need (default
 // core.DefaultMaxEntries), as in memory. Redis memory per key (MEMORY
 // USAGE, Redis 7 defaults): about 30 bytes per entry while the set holds
 // at most 128 members (a listpack: 3.1 KB at 100 entries), about 120
@@ -160,9 +161,11 @@
 // the same clock), the leaky bucket and warm-up included (warm-up's stored
 // permits, kept above a lowered maximum, are capped when spent, as in
 // core). The script arguments of up to MaxCachedLimits distinct limits are
-// made once and reused. As in core, a Dynamic cannot run core.SlidingLog,
-// sub-windows or core.Concurrency: NewDynamic fails with an error wrapping
-// core.ErrSetLimitUnsupported.
+// made once and reused. The first limit a Dynamic sees fixes the algorithm
+// and its settings, which every later limit must share (its key names
+// them); as in core, a Dynamic cannot run core.SlidingLog, sub-windows or
+// core.Concurrency. A limit that breaks either rule fails its request with
+// an error wrapping core.ErrSetLimitUnsupported.
 //
 // Every write sets a TTL: the time until the key's quota is whole again (when
 // forgetting it changes nothing), plus a margin (WithTTLMargin, default one
@@ -197,7 +200,7 @@
 // lease is a member of every concurrency layer's sorted set, renewed and
 // released through the stack's script (one round trip each), and it
 // expires as a Limiter's does. It decides exactly as core.Stack does: the
-// shared tables (coretest.StackTables) and random traffic over every pair
+// shared stack tables and random traffic over every pair
 // of algorithms compared with memory show the same decisions and the same
 // limit named.
 //

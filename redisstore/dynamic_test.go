@@ -51,24 +51,25 @@ func TestDynamicMatchesMemory(t *testing.T) {
 	ctx := context.Background()
 	for _, alg := range algs {
 		t.Run(alg.String(), func(t *testing.T) {
-			var memOpts []core.Option
-			var redOpts []redisstore.Option
-			if alg == core.WarmUp {
-				memOpts = append(memOpts, core.WithWarmUp(2*time.Second, 3))
-				redOpts = append(redOpts, redisstore.WithWarmUp(2*time.Second, 3))
+			// Every tier shares the algorithm and its settings.
+			policy := func(l core.Limit) core.Limit {
+				if alg == core.WarmUp {
+					return l.WithWarmUp(2*time.Second, 3)
+				}
+				return l.WithAlgorithm(alg)
 			}
 			clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
 			tr := &tiers{of: map[string]core.Limit{}}
 			keys := []string{"a", "b", "c"}
 			for _, k := range keys {
-				tr.set(k, limits[0])
+				tr.set(k, policy(limits[0]))
 			}
-			mem, err := core.NewDynamic(tr.limitOf, append(memOpts, core.WithAlgorithm(alg), core.WithClock(clk))...)
+			mem, err := core.NewDynamic(tr.limitOf, core.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
-			red, err := redisstore.NewDynamic(c, tr.limitOf, append(redOpts, redisstore.WithAlgorithm(alg), redisstore.WithClock(clk),
-				redisstore.WithScriptClock(clk), redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())))...)
+			red, err := redisstore.NewDynamic(c, tr.limitOf, redisstore.WithClock(clk),
+				redisstore.WithScriptClock(clk), redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +83,7 @@ func TestDynamicMatchesMemory(t *testing.T) {
 				}
 				key := keys[r.IntN(len(keys))]
 				if r.IntN(8) == 0 {
-					tr.set(key, limits[r.IntN(len(limits))])
+					tr.set(key, policy(limits[r.IntN(len(limits))]))
 				}
 				l := tr.limitOf(key)
 				maxCost := l.EffectiveBurst()
@@ -199,21 +200,67 @@ func TestDynamicErrors(t *testing.T) {
 }
 
 // TestDynamicUnsupported: the algorithms core's Dynamic refuses are
-// refused here too, with the same sentinel error.
+// refused here too, when first seen, with the same sentinel error, and
+// so is a limit whose algorithm or settings differ from the first limit's:
+// on Allow, Refund and Key alike, without contacting the server.
 func TestDynamicUnsupported(t *testing.T) {
 	c := single(t)
-	per := func(string) core.Limit { return core.PerSecond(2) }
-	for name, opts := range map[string][]redisstore.Option{
-		"sliding-log": {redisstore.WithAlgorithm(core.SlidingLog)},
-		"sub-windows": {redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(4)},
-		"concurrency": {redisstore.WithAlgorithm(core.Concurrency)},
+	ctx := context.Background()
+	for name, l := range map[string]core.Limit{
+		"sliding-log": core.PerSecond(2).WithAlgorithm(core.SlidingLog),
+		"sub-windows": core.PerSecond(2).WithSubWindows(2),
+		"concurrency": core.InFlight(2),
 	} {
-		if _, err := redisstore.NewDynamic(c, per, opts...); !errors.Is(err, core.ErrSetLimitUnsupported) {
+		d := must(redisstore.NewDynamic(c, func(string) core.Limit { return l }))
+		if _, err := d.Allow(ctx, "k", 1); !errors.Is(err, core.ErrSetLimitUnsupported) || errors.Is(err, core.ErrStore) {
 			t.Errorf("%s: %v, want ErrSetLimitUnsupported", name, err)
 		}
+		if err := d.Refund(ctx, "k", 1); !errors.Is(err, core.ErrSetLimitUnsupported) {
+			t.Errorf("%s: refund %v, want ErrSetLimitUnsupported", name, err)
+		}
+		if k := d.Key("k"); k != "" {
+			t.Errorf("%s: key %q, want none", name, k)
+		}
 	}
-	if _, err := redisstore.NewDynamic(c, per, redisstore.WithAlgorithm(core.Algorithm(99))); err == nil || !strings.Contains(err.Error(), "unknown algorithm") {
+	d := must(redisstore.NewDynamic(c, func(string) core.Limit { return core.PerSecond(2).WithAlgorithm(core.Algorithm(99)) }))
+	if _, err := d.Allow(ctx, "k", 1); err == nil || !strings.Contains(err.Error(), "unknown algorithm") {
 		t.Errorf("unknown algorithm: %v", err)
+	}
+
+	// The first limit fixes the algorithm and its settings; the same
+	// algorithm at another rate joins it.
+	tr := &tiers{of: map[string]core.Limit{
+		"first": core.PerSecond(2).WithAlgorithm(core.GCRA),
+		"rate":  core.PerMinute(7).WithBurst(3).WithName("other").WithAlgorithm(core.GCRA),
+		"alg":   core.PerSecond(2),
+		"log":   core.PerSecond(2).WithAlgorithm(core.SlidingLog),
+		"cc":    core.InFlight(2),
+		"leaky": core.PerSecond(2).WithMaxDelay(time.Second),
+	}}
+	d = must(redisstore.NewDynamic(c, tr.limitOf, redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))))
+	for _, key := range []string{"first", "rate"} {
+		if dec, err := d.Allow(ctx, key, 1); err != nil || !dec.Allowed || dec.Limit != tr.limitOf(key) {
+			t.Fatalf("%s: %+v %v, want an admission under its limit", key, dec, err)
+		}
+	}
+	for _, key := range []string{"alg", "log", "cc", "leaky"} {
+		if _, err := d.Allow(ctx, key, 1); !errors.Is(err, core.ErrSetLimitUnsupported) || !strings.Contains(err.Error(), "first limit") {
+			t.Errorf("%s: %v, want ErrSetLimitUnsupported naming the first limit", key, err)
+		}
+		if err := d.Refund(ctx, key, 1); !errors.Is(err, core.ErrSetLimitUnsupported) {
+			t.Errorf("%s: refund %v, want ErrSetLimitUnsupported", key, err)
+		}
+	}
+	// WithMaxDelay's LeakyBucket at another longest wait differs in
+	// its settings alone.
+	tr.set("first", core.PerSecond(2).WithMaxDelay(time.Second))
+	tr.set("other", core.PerSecond(2).WithMaxDelay(2*time.Second))
+	d = must(redisstore.NewDynamic(c, tr.limitOf, redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64()))))
+	if _, err := d.Allow(ctx, "first", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Allow(ctx, "other", 1); !errors.Is(err, core.ErrSetLimitUnsupported) {
+		t.Errorf("another MaxDelay: %v, want ErrSetLimitUnsupported", err)
 	}
 }
 
@@ -223,9 +270,10 @@ func TestDynamicUnsupported(t *testing.T) {
 func TestDynamicDenyCache(t *testing.T) {
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
-	free, paid := core.PerMinute(1).WithName("free"), core.PerMinute(5).WithName("paid")
+	free := core.PerMinute(1).WithName("free").WithAlgorithm(core.GCRA)
+	paid := core.PerMinute(5).WithName("paid").WithAlgorithm(core.GCRA)
 	tr := &tiers{of: map[string]core.Limit{"k": free}}
-	red, err := redisstore.NewDynamic(c, tr.limitOf, redisstore.WithAlgorithm(core.GCRA), redisstore.WithClock(clk),
+	red, err := redisstore.NewDynamic(c, tr.limitOf, redisstore.WithClock(clk),
 		redisstore.WithScriptClock(clk), redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())))
 	if err != nil {
 		t.Fatal(err)

@@ -98,16 +98,16 @@ func hostileLimiters(t *testing.T, c redis.UniversalClient, clk *coretest.Clock,
 			redisstore.WithDenyCache(0), redisstore.WithTimeout(5 * time.Second)}
 	}
 	lim := must(redisstore.New(c, l, opts("lim:")...))
-	stack := must(redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: l},
-		{Limit: core.PerHour(100), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+	stack := must(redisstore.NewStack(c, []core.Limit{
+		l,
+		core.PerHour(100).WithAlgorithm(core.FixedWindow),
 	}, opts("stack:")...))
-	leased := must(redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: l, Options: []redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}},
-		{Limit: core.InFlight(10), Options: []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency)}},
+	leased := must(redisstore.NewStack(c, []core.Limit{
+		l.WithAlgorithm(core.GCRA),
+		core.InFlight(10),
 	}, opts("leased:")...))
 	dyn := must(redisstore.NewDynamic(c, func(string) core.Limit { return l }, opts("dyn:")...))
-	cc := must(redisstore.New(c, core.InFlight(5), append(opts("cc:"), redisstore.WithAlgorithm(core.Concurrency))...))
+	cc := must(redisstore.New(c, core.InFlight(5), opts("cc:")...))
 	return []hostileLimiter{
 		{"limiter", lim, lim.BreakerState, true},
 		{"stack", stack, stack.BreakerState, true},

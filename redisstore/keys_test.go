@@ -32,15 +32,15 @@ func newKeyRig(tb testing.TB) *keyRig {
 		}
 		return l
 	}
-	stack, err := redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: core.PerSecond(5)},
-		{Limit: core.PerHour(1000), Options: []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog)}},
-		{Limit: core.InFlight(8), Options: []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency)}},
+	stack, err := redisstore.NewStack(c, []core.Limit{
+		core.PerSecond(5),
+		core.PerHour(1000).WithAlgorithm(core.SlidingLog),
+		core.InFlight(8),
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dyn, err := redisstore.NewDynamic(c, func(string) core.Limit { return core.PerMinute(5) }, redisstore.WithAlgorithm(core.GCRA))
+	dyn, err := redisstore.NewDynamic(c, func(string) core.Limit { return core.PerMinute(5).WithAlgorithm(core.GCRA) })
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func newKeyRig(tb testing.TB) *keyRig {
 		lim:   newOrFail(redisstore.New(c, core.PerMinute(100))),
 		stack: stack,
 		dyn:   dyn,
-		cc:    newOrFail(redisstore.New(c, core.InFlight(8).WithAlgorithm(core.Concurrency))),
+		cc:    newOrFail(redisstore.New(c, core.InFlight(8))),
 	}
 }
 

@@ -31,17 +31,17 @@ func TestExactAdmission(t *testing.T) {
 	l := core.PerHour(burst) // one token back every 36 s: none during the test
 	cases := []struct {
 		name string
-		opts []redisstore.Option
+		l    core.Limit
 		want int64
 	}{
-		{"token-bucket", nil, burst},
-		{"gcra", []redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}, burst},
-		{"fixed-window", []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, burst},
-		{"sliding-window", []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow)}, burst},
-		{"sliding-log", []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog)}, burst},
-		{"token-bucket-overdraft", []redisstore.Option{redisstore.WithOverdraft()}, burst + 1},
-		{"leaky-bucket", []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(99 * l.Interval())}, 100},
-		{"warm-up", []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Hour, 3)}, 1},
+		{"token-bucket", l, burst},
+		{"gcra", l.WithAlgorithm(core.GCRA), burst},
+		{"fixed-window", l.WithAlgorithm(core.FixedWindow), burst},
+		{"sliding-window", l.WithAlgorithm(core.SlidingWindow), burst},
+		{"sliding-log", l.WithAlgorithm(core.SlidingLog), burst},
+		{"token-bucket-overdraft", l.WithOverdraft(), burst + 1},
+		{"leaky-bucket", l.WithMaxDelay(99 * l.Interval()), 100},
+		{"warm-up", l.WithWarmUp(time.Hour, 3), 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestExactAdmission(t *testing.T) {
 			for range 4 {
 				c := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 64, ContextTimeoutEnabled: true})
 				defer c.Close()
-				lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithTimeout(5*time.Second))...)
+				lim := redisstore.MustNew(c, tc.l, redisstore.WithTimeout(5*time.Second))
 				for range 64 {
 					wg.Add(1)
 					go func() {
@@ -102,26 +102,26 @@ func TestTTL(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	ctx := context.Background()
+	l := core.PerMinute(2)
 	cases := []struct {
-		alg  core.Algorithm
-		opts []redisstore.Option
-		seq  []bool // after the first admission: allowed, with the TTL lost before each
+		l   core.Limit
+		seq []bool // after the first admission: allowed, with the TTL lost before each
 	}{
-		{core.TokenBucket, nil, []bool{true, false}},
-		{core.GCRA, nil, []bool{true, false}},
-		{core.FixedWindow, nil, []bool{true, false}},
-		{core.SlidingWindow, nil, []bool{true, false}},
-		{core.SlidingLog, nil, []bool{true, false}},
+		{l, []bool{true, false}},
+		{l.WithAlgorithm(core.GCRA), []bool{true, false}},
+		{l.WithAlgorithm(core.FixedWindow), []bool{true, false}},
+		{l.WithAlgorithm(core.SlidingWindow), []bool{true, false}},
+		{l.WithAlgorithm(core.SlidingLog), []bool{true, false}},
 		// Lending: the third goes into debt.
-		{core.TokenBucket, []redisstore.Option{redisstore.WithOverdraft()}, []bool{true, true, false}},
+		{l.WithOverdraft(), []bool{true, true, false}},
 		// Turns 30 s apart: the second waits 30 s, the third would wait 60.
-		{core.LeakyBucket, []redisstore.Option{redisstore.WithMaxDelay(45 * time.Second)}, []bool{true, false}},
+		{l.WithMaxDelay(45 * time.Second), []bool{true, false}},
 		// A cold key's next free instant is 84 s away.
-		{core.WarmUp, []redisstore.Option{redisstore.WithWarmUp(time.Minute, 3)}, []bool{false, false}},
+		{l.WithWarmUp(time.Minute, 3), []bool{false, false}},
 	}
 	for _, tc := range cases {
-		alg := tc.alg
-		lim := redisstore.MustNew(c, core.PerMinute(2), append(tc.opts, redisstore.WithAlgorithm(alg), redisstore.WithDenyCache(0))...)
+		alg := tc.l.Algorithm
+		lim := redisstore.MustNew(c, tc.l, redisstore.WithDenyCache(0))
 		d, err := lim.Allow(ctx, "a", 1)
 		if err != nil || !d.Allowed {
 			t.Fatalf("%v: %+v %v", alg, d, err)
@@ -179,18 +179,19 @@ func TestKeyLayout(t *testing.T) {
 	}
 	// The algorithms' settings, defaults written out: two Limiters share
 	// state only when they decide alike.
+	l := core.PerSecond(10).WithBurst(3)
 	for _, tc := range []struct {
-		opts []redisstore.Option
+		l    core.Limit
 		want string
 	}{
-		{[]redisstore.Option{redisstore.WithOverdraft()}, "floodgate:{u}:tb:10/1000000000:3:overdraft"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket)}, "floodgate:{u}:lb:10/1000000000:3:1000000000"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(time.Second)}, "floodgate:{u}:lb:10/1000000000:3:1000000000"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(250 * time.Millisecond)}, "floodgate:{u}:lb:10/1000000000:3:250000000"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 0)}, "floodgate:{u}:wu:10/1000000000:3:1000000000x3"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 2.5)}, "floodgate:{u}:wu:10/1000000000:3:1000000000x2.5"},
+		{l.WithOverdraft(), "floodgate:{u}:tb:10/1000000000:3:overdraft"},
+		{l.WithAlgorithm(core.LeakyBucket), "floodgate:{u}:lb:10/1000000000:3:1000000000"},
+		{l.WithMaxDelay(time.Second), "floodgate:{u}:lb:10/1000000000:3:1000000000"},
+		{l.WithMaxDelay(250 * time.Millisecond), "floodgate:{u}:lb:10/1000000000:3:250000000"},
+		{l.WithWarmUp(time.Second, 0), "floodgate:{u}:wu:10/1000000000:3:1000000000x3"},
+		{l.WithWarmUp(time.Second, 2.5), "floodgate:{u}:wu:10/1000000000:3:1000000000x2.5"},
 	} {
-		lim := redisstore.MustNew(c, core.PerSecond(10).WithBurst(3), tc.opts...)
+		lim := redisstore.MustNew(c, tc.l)
 		if got := lim.Key("u"); got != tc.want {
 			t.Errorf("key %q, want %q", got, tc.want)
 		}
@@ -407,7 +408,7 @@ func TestConstruction(t *testing.T) {
 		{"nil client", nil, core.PerMinute(1), nil, "nil client"},
 		{"invalid limit", c, core.Limit{Events: 0, Period: time.Second}, nil, "events must be >= 1"},
 		{"span too long", c, core.PerDay(1).WithBurst(60), nil, "at most"},
-		{"window too long", c, core.Limit{Events: 1, Period: 60 * 24 * time.Hour}, []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, "shorten the period"},
+		{"window too long", c, core.Limit{Events: 1, Period: 60 * 24 * time.Hour}.WithAlgorithm(core.FixedWindow), nil, "shorten the period"},
 		{"brace in prefix", c, core.PerMinute(1), []redisstore.Option{redisstore.WithPrefix("a{b}")}, "brace"},
 		{"negative timeout", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTimeout(-1)}, "timeout"},
 		{"small margin", c, core.PerMinute(1), []redisstore.Option{redisstore.WithTTLMargin(0)}, "margin"},
@@ -416,21 +417,21 @@ func TestConstruction(t *testing.T) {
 		{"empty batches", c, core.PerMinute(1), []redisstore.Option{redisstore.WithBatching(2, 0), redisstore.WithoutBatching()}, "both numbers must be >= 1"},
 		{"nil option", c, core.PerMinute(1), []redisstore.Option{nil}, "nil Option"},
 		{"nil clock", c, core.PerMinute(1), []redisstore.Option{redisstore.WithClock(nil)}, "nil clock"},
-		{"unknown algorithm", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.Algorithm(9))}, "unknown algorithm"},
-		// The algorithms' settings, checked as core checks them.
-		{"overdraft on GCRA", c, core.PerMinute(1), []redisstore.Option{redisstore.WithOverdraft(), redisstore.WithAlgorithm(core.GCRA)}, "WithOverdraft applies to the token bucket only, not gcra"},
-		{"max delay on a token bucket", c, core.PerMinute(1), []redisstore.Option{redisstore.WithMaxDelay(time.Second)}, "WithMaxDelay applies to LeakyBucket only"},
-		{"negative max delay", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(-1)}, "WithMaxDelay(-1ns): the longest wait must be > 0"},
-		{"warm-up on a token bucket", c, core.PerMinute(1), []redisstore.Option{redisstore.WithWarmUp(time.Second, 3)}, "WithWarmUp applies to WarmUp only"},
-		{"warm-up without a period", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp)}, "WarmUp needs WithWarmUp"},
-		{"small cold factor", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 0.5)}, "cold factor must be from 1"},
-		{"NaN cold factor", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, math.NaN())}, "cold factor must be from 1"},
-		{"negative warm-up", c, core.PerMinute(1), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(-time.Second, 3)}, "warm-up period must be > 0"},
-		// Spans: 60 days of waiting; 10 cold days of 10 permits; 30 days
-		// of burst in debt.
-		{"long wait", c, core.PerSecond(1), []redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket), redisstore.WithMaxDelay(60 * 24 * time.Hour)}, "shorten the wait"},
-		{"long cold start", c, core.PerDay(1).WithBurst(10), []redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Hour, 10)}, "lower the burst, the cold factor or the warm-up period"},
-		{"long debt", c, core.PerDay(1).WithBurst(30), []redisstore.Option{redisstore.WithOverdraft()}, "with WithOverdraft a limit may span at most"},
+		{"unknown algorithm", c, core.PerMinute(1).WithAlgorithm(core.Algorithm(9)), nil, "unknown algorithm"},
+		// The algorithms' settings, checked by Limit.Validate as in core.
+		{"overdraft on GCRA", c, core.PerMinute(1).WithOverdraft().WithAlgorithm(core.GCRA), nil, "Overdraft applies to the token bucket only, not gcra"},
+		{"max delay on a token bucket", c, core.PerMinute(1).WithMaxDelay(time.Second).WithAlgorithm(core.TokenBucket), nil, "MaxDelay applies to LeakyBucket only"},
+		{"negative max delay", c, core.PerMinute(1).WithMaxDelay(-1), nil, "MaxDelay -1ns: the longest wait must be > 0"},
+		{"warm-up on a token bucket", c, core.PerMinute(1).WithWarmUp(time.Second, 3).WithAlgorithm(core.TokenBucket), nil, "WarmUp and ColdFactor apply to the WarmUp algorithm only"},
+		{"warm-up without a period", c, core.PerMinute(1).WithAlgorithm(core.WarmUp), nil, "the WarmUp algorithm needs a warm-up period"},
+		{"small cold factor", c, core.PerMinute(1).WithWarmUp(time.Second, 0.5), nil, "cold factor must be from 1"},
+		{"NaN cold factor", c, core.PerMinute(1).WithWarmUp(time.Second, math.NaN()), nil, "cold factor must be from 1"},
+		{"negative warm-up", c, core.PerMinute(1).WithWarmUp(-time.Second, 3), nil, "warm-up period > 0"},
+		// Spans on Redis, which Lua's doubles bound: 60 days of waiting;
+		// 10 cold days of 10 permits; 30 days of burst in debt.
+		{"long wait", c, core.PerSecond(1).WithMaxDelay(60 * 24 * time.Hour), nil, "shorten the wait"},
+		{"long cold start", c, core.PerDay(1).WithBurst(10).WithWarmUp(time.Hour, 10), nil, "lower the burst, the cold factor or the warm-up period"},
+		{"long debt", c, core.PerDay(1).WithBurst(30).WithOverdraft(), nil, "with WithOverdraft a limit may span at most"},
 	}
 	for _, tc := range cases {
 		_, err := redisstore.New(tc.client, tc.l, tc.opts...)
@@ -446,10 +447,10 @@ func TestConstruction(t *testing.T) {
 	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(30)); err != nil {
 		t.Errorf("30-day token bucket: %v", err)
 	}
-	if _, err := redisstore.New(c, core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(50*24*time.Hour)); err != nil {
+	if _, err := redisstore.New(c, core.PerSecond(1).WithMaxDelay(50*24*time.Hour)); err != nil {
 		t.Errorf("50-day wait: %v", err)
 	}
-	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(10).WithAlgorithm(core.WarmUp).WithWarmUp(10*24*time.Hour, 3)); err != nil {
+	if _, err := redisstore.New(c, core.PerDay(1).WithBurst(10).WithWarmUp(10*24*time.Hour, 3)); err != nil {
 		t.Errorf("30 cold days and a 10-day warm-up: %v", err)
 	}
 }
@@ -507,25 +508,26 @@ func TestMalformedStates(t *testing.T) {
 	c := single(t)
 	ctx := context.Background()
 	l := core.PerSecond(10).WithBurst(3)
+	warm := l.WithWarmUp(time.Second, 3)
 	cases := []struct {
-		opts  []redisstore.Option
+		l     core.Limit
 		state string
 	}{
-		{nil, "not a state"},
-		{[]redisstore.Option{redisstore.WithOverdraft()}, "nan 1700000000 0"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.GCRA)}, "1700000000"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}, "x"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow)}, "x"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.LeakyBucket)}, "1700000000 x"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "2 1700000000"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "nan 1700000000 0"},
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "-1 1700000000 0"},
+		{l, "not a state"},
+		{l.WithOverdraft(), "nan 1700000000 0"},
+		{l.WithAlgorithm(core.GCRA), "1700000000"},
+		{l.WithAlgorithm(core.FixedWindow), "x"},
+		{l.WithAlgorithm(core.SlidingWindow), "x"},
+		{l.WithAlgorithm(core.LeakyBucket), "1700000000 x"},
+		{warm, "2 1700000000"},
+		{warm, "nan 1700000000 0"},
+		{warm, "-1 1700000000 0"},
 		// Above full (10) is a state kept across a limit change (a
 		// Dynamic's), read capped as in core; infinite is malformed.
-		{[]redisstore.Option{redisstore.WithAlgorithm(core.WarmUp), redisstore.WithWarmUp(time.Second, 3)}, "1e999 1700000000 0"},
+		{warm, "1e999 1700000000 0"},
 	}
 	for i, tc := range cases {
-		lim := redisstore.MustNew(c, l, append(tc.opts, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithoutBreaker())...)
+		lim := redisstore.MustNew(c, tc.l, redisstore.WithPrefix(fmt.Sprintf("m%d:", i)), redisstore.WithoutBreaker())
 		if err := c.Set(ctx, lim.Key("k"), tc.state, 0).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -276,7 +276,7 @@ func TestNewRefusesClientIgnoringDeadlines(t *testing.T) {
 				!strings.Contains(err.Error(), "ContextTimeoutEnabled") && !strings.Contains(err.Error(), "ReadTimeout") {
 				t.Errorf("New = %v; want an error naming the option to set", err)
 			}
-			if _, err := redisstore.NewStack(c, []redisstore.Layer{{Limit: core.PerSecond(1)}, {Limit: core.PerMinute(10)}}); err == nil {
+			if _, err := redisstore.NewStack(c, []core.Limit{core.PerSecond(1), core.PerMinute(10)}); err == nil {
 				t.Error("NewStack accepted the client")
 			}
 			if _, err := redisstore.New(c, core.PerMinute(10), redisstore.WithTimeout(0)); err != nil {

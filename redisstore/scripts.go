@@ -29,7 +29,7 @@ var sources = map[core.Algorithm][]string{
 	core.Concurrency:   {"concurrency.lua"},
 }
 
-// subWindowsSource is SlidingWindow's script under WithSubWindows.
+// subWindowsSource is SlidingWindow's script with sub-windows.
 var (
 	subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
 	subWindowsScript = newScript(source(subWindowsSource...))
@@ -112,9 +112,9 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 	return nil, 0, fmt.Errorf("redisstore: unknown algorithm %d; use core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.SlidingLog, core.LeakyBucket, core.WarmUp or core.Concurrency", int(alg))
 }
 
-// logParams checks the log's settings against l as core.New does
-// (WithSubWindows must divide the period; the entries a key may need must
-// be within WithMaxEntries) and returns the extra script parameter of
+// logParams checks the log's settings against l as Limit.Validate does
+// (SubWindows must divide the period; the entries a key may need must
+// be within MaxEntries) and returns the extra script parameter of
 // sub-windows, the sub-window's length in ns.
 func logParams(o *options, l core.Limit) ([]string, error) {
 	maxEntries := o.maxEntries
@@ -124,16 +124,16 @@ func logParams(o *options, l core.Limit) ([]string, error) {
 	need := int64(l.Events)
 	if o.subWindows == 0 {
 		if need > int64(maxEntries) {
-			return nil, fmt.Errorf("redisstore: core.SlidingLog: %d events per period need up to %d log entries per key, more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use core.SlidingWindow (with WithSubWindows for a closer count)", l.Events, need, maxEntries, need)
+			return nil, fmt.Errorf("redisstore: core.SlidingLog: %d events per period need up to %d log entries per key, more than MaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use core.SlidingWindow (with sub-windows for a closer count)", l.Events, need, maxEntries, need)
 		}
 		return nil, nil
 	}
 	n := int64(o.subWindows)
 	if int64(l.Period)%n != 0 {
-		return nil, fmt.Errorf("redisstore: WithSubWindows(%d): the period %v is not a whole number of nanoseconds times %d; pick a number of sub-windows that divides it", n, l.Period, n)
+		return nil, fmt.Errorf("redisstore: SubWindows %d: the period %v is not a whole number of nanoseconds times %d; pick a number of sub-windows that divides it", n, l.Period, n)
 	}
 	if need = min(need, n); need > int64(maxEntries) {
-		return nil, fmt.Errorf("redisstore: WithSubWindows(%d): %d events in %d sub-windows need up to %d entries per key, more than WithMaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, maxEntries, need)
+		return nil, fmt.Errorf("redisstore: SubWindows %d: %d events in %d sub-windows need up to %d entries per key, more than MaxEntries allows (%d); raise the cap with WithMaxEntries(%d) or use fewer sub-windows", n, l.Events, n, need, maxEntries, need)
 	}
 	return []string{strconv.FormatInt(int64(l.Period)/n, 10)}, nil
 }

@@ -26,8 +26,8 @@ import (
 // keys of one request share a hash slot, so a stack runs on a Cluster as
 // one script on one master. A layer may be any algorithm; with a
 // concurrency layer (core.Concurrency) every admission carries a Lease,
-// held in each concurrency layer, renewed every third of the shortest
-// layer's WithLeaseTTL while held and released in one round trip: release
+// held in each concurrency layer, renewed every third of WithLeaseTTL while
+// held and released in one round trip: release
 // the Lease or Refund the cost, not both (Refund lowers the units held, as
 // a Limiter's does). Batching, the circuit breaker, the deny cache (never
 // for a refusal a concurrency layer names) and the failure reporting are a
@@ -42,9 +42,10 @@ var (
 )
 
 // NewStack returns a Stack of layers, in order (at least one), on client.
-// opts apply to the whole stack and are the defaults of every layer. A
-// layer without a name is named after its limit, as core.NewStack names it;
-// names must be distinct.
+// Each limit is a whole policy, its algorithm and settings included; opts
+// configure the store and apply to the whole stack. A layer without a name
+// is named after its limit, as core.NewStack names it; names must be
+// distinct.
 func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option) (*Stack, error) {
 	if client == nil {
 		return nil, errNilClient

@@ -20,18 +20,15 @@ import (
 // stackFactory makes Redis stacks deciding at the fake clock's time.
 func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.StackFactory {
 	return func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
-		var layers []redisstore.Layer
+		var layers []core.Limit
 		for _, l := range tab.Layers {
-			o := tableOptions(l)
-			if l.Algorithm == core.Concurrency {
-				// Leases in memory never expire: here they outlive
-				// every table's fake time.
-				o = append(o, redisstore.WithLeaseTTL(time.Hour))
-			}
-			layers = append(layers, redisstore.Layer{Limit: l.Limit, Options: o})
+			layers = append(layers, l.Policy())
 		}
+		// Leases in memory never expire: here they outlive every table's
+		// fake time.
 		o := append([]redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
-			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5 * time.Second)}, opts...)
+			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5 * time.Second),
+			redisstore.WithLeaseTTL(time.Hour)}, opts...)
 		s, err := redisstore.NewStack(c, layers, o...)
 		if err != nil {
 			t.Fatal(err)
@@ -79,9 +76,9 @@ func TestStackMatchesMemory(t *testing.T) {
 				b.Limit = core.Limit{Events: 12, Period: 5 * time.Second, Burst: 6, Name: "slow"}
 				tab := coretest.StackTable{Layers: []coretest.Table{a, b}}
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
-				var layers []core.Layer
+				var layers []core.Limit
 				for _, l := range tab.Layers {
-					layers = append(layers, core.Layer{Limit: l.Limit, Options: l.CoreOptions()})
+					layers = append(layers, l.Policy())
 				}
 				mem, err := core.NewStack(layers, core.WithClock(clk))
 				if err != nil {
@@ -144,9 +141,9 @@ func TestStackMatchesMemory(t *testing.T) {
 func TestStackAllOrNothing(t *testing.T) {
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
-	s, err := redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: core.PerMinute(100)},
-		{Limit: core.PerMinute(40), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
+	s, err := redisstore.NewStack(c, []core.Limit{
+		core.PerMinute(100),
+		core.PerMinute(40).WithAlgorithm(core.FixedWindow),
 	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aon:"),
 		// 128 calls at once on a busy machine under -race: a long timeout,
 		// which changes no decision.
@@ -187,20 +184,20 @@ func TestNewStackErrors(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer c.Close()
 	for _, tc := range []struct {
-		layers []redisstore.Layer
+		layers []core.Limit
 		want   string
 	}{
-		{nil, "at least one layer"},
-		{[]redisstore.Layer{{Limit: core.PerSecond(1)}, {Limit: core.PerSecond(1)}}, `both named "1-per-1s"`},
-		{[]redisstore.Layer{{Limit: core.PerSecond(1), Options: []redisstore.Option{redisstore.WithPrefix("x:")}}}, "only WithAlgorithm"},
-		{[]redisstore.Layer{{Limit: core.Limit{Events: 1}}}, "period must be > 0"},
-		{[]redisstore.Layer{{Limit: core.PerDay(1).WithBurst(100)}}, "may span at most"},
+		{nil, "at least one limit"},
+		{[]core.Limit{core.PerSecond(1), core.PerSecond(1)}, `both named "1-per-s"`},
+		{[]core.Limit{{Events: 1}}, "period must be > 0"},
+		{[]core.Limit{core.PerSecond(1).WithMaxDelay(time.Second).WithAlgorithm(core.GCRA)}, "MaxDelay applies to LeakyBucket only"},
+		{[]core.Limit{core.PerDay(1).WithBurst(100)}, "may span at most"},
 	} {
 		if _, err := redisstore.NewStack(c, tc.layers); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewStack(%v): %v, want %q", tc.layers, err, tc.want)
 		}
 	}
-	if _, err := redisstore.NewStack(nil, []redisstore.Layer{{Limit: core.PerSecond(1)}}); err == nil {
+	if _, err := redisstore.NewStack(nil, []core.Limit{core.PerSecond(1)}); err == nil {
 		t.Error("nil client accepted")
 	}
 }
@@ -215,11 +212,10 @@ func TestStackLeases(t *testing.T) {
 	var r renewals
 	const ttl = 9 * time.Second
 	newStack := func() *redisstore.Stack {
-		s, err := redisstore.NewStack(c, []redisstore.Layer{
-			{Limit: core.InFlight(1).WithName("inflight"), Options: []redisstore.Option{
-				redisstore.WithAlgorithm(core.Concurrency), redisstore.WithLeaseTTL(ttl)}},
-			{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
-		}, redisstore.WithPrefix("stacklease:"), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+		s, err := redisstore.NewStack(c, []core.Limit{
+			core.InFlight(1).WithName("inflight"),
+			core.PerHour(100).WithName("hourly").WithAlgorithm(core.FixedWindow),
+		}, redisstore.WithPrefix("stacklease:"), redisstore.WithLeaseTTL(ttl), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithAfterFunc(r.after), redisstore.WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -283,9 +279,9 @@ func TestStackLeases(t *testing.T) {
 func TestStackConcurrencyAllOrNothing(t *testing.T) {
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
-	s, err := redisstore.NewStack(c, []redisstore.Layer{
-		{Limit: core.PerHour(100).WithName("hourly"), Options: []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow)}},
-		{Limit: core.InFlight(5), Options: []redisstore.Option{redisstore.WithAlgorithm(core.Concurrency)}},
+	s, err := redisstore.NewStack(c, []core.Limit{
+		core.PerHour(100).WithName("hourly").WithAlgorithm(core.FixedWindow),
+		core.InFlight(5),
 	}, redisstore.WithScriptClock(clk), redisstore.WithClock(clk), redisstore.WithPrefix("aonc:"),
 		redisstore.WithTimeout(5*time.Second)) // as TestStackAllOrNothing's
 	if err != nil {

@@ -24,38 +24,15 @@ func single(t *testing.T) redis.UniversalClient {
 	return c
 }
 
-// tableOptions returns the Redis options for tab's algorithm and settings,
-// as tab.CoreOptions does for the in-memory limiter.
-func tableOptions(tab coretest.Table) []redisstore.Option {
-	opts := []redisstore.Option{redisstore.WithAlgorithm(tab.Algorithm)}
-	if tab.Overdraft {
-		opts = append(opts, redisstore.WithOverdraft())
-	}
-	if tab.MaxDelay != 0 {
-		opts = append(opts, redisstore.WithMaxDelay(tab.MaxDelay))
-	}
-	if tab.WarmUp != 0 || tab.ColdFactor != 0 {
-		opts = append(opts, redisstore.WithWarmUp(tab.WarmUp, tab.ColdFactor))
-	}
-	if tab.SubWindows != 0 {
-		opts = append(opts, redisstore.WithSubWindows(tab.SubWindows))
-	}
-	if tab.MaxEntries != 0 {
-		opts = append(opts, redisstore.WithMaxEntries(tab.MaxEntries))
-	}
-	return opts
-}
-
 // factory makes Redis limiters deciding at the fake clock's time. Their
 // timeout is long: a first call on a busy machine under -race (a Cluster's
 // slots fetched, the script loaded) can outlast the default, and the
 // timeout changes no decision.
 func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factory {
 	return func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
-		o := append(tableOptions(tab), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
-			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5*time.Second))
-		o = append(o, opts...)
-		lim, err := redisstore.New(c, tab.Limit, o...)
+		o := append([]redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5 * time.Second)}, opts...)
+		lim, err := redisstore.New(c, tab.Policy(), o...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +133,7 @@ func TestMatchesMemory(t *testing.T) {
 			tab := p.tab(l)
 			t.Run(fmt.Sprintf("%s/%v", p.name, l), func(t *testing.T) {
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
-				mem, err := core.New(l, append(tab.CoreOptions(), core.WithClock(clk))...)
+				mem, err := core.New(tab.Policy(), core.WithClock(clk))
 				if err != nil {
 					t.Fatal(err)
 				}

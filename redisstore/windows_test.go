@@ -25,13 +25,13 @@ func TestWindowLogs(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	l := core.PerMinute(2)
-	kinds := map[string][]redisstore.Option{
-		"log":         {redisstore.WithAlgorithm(core.SlidingLog)},
-		"sub-windows": {redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(6)},
+	kinds := map[string]core.Limit{
+		"log":         l.WithAlgorithm(core.SlidingLog),
+		"sub-windows": l.WithSubWindows(6),
 	}
-	for name, opts := range kinds {
+	for name, l := range kinds {
 		t.Run(name+"/ttl", func(t *testing.T) {
-			lim := redisstore.MustNew(c, l, append(opts, redisstore.WithDenyCache(0), redisstore.WithPrefix("ttl:"))...)
+			lim := redisstore.MustNew(c, l, redisstore.WithDenyCache(0), redisstore.WithPrefix("ttl:"))
 			for i, wantAllowed := range []bool{true, true, false} {
 				d, err := lim.Allow(ctx, "a", 1)
 				if err != nil || d.Allowed != wantAllowed {
@@ -92,21 +92,20 @@ func TestWindowLogs(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want a store error", b.name, d, err)
 		}
 	}
-	// New fails where core.New does.
+	// New fails where core.New does, with Limit.Validate's messages.
 	for _, tc := range []struct {
 		l    core.Limit
-		opts []redisstore.Option
 		want string
 	}{
-		{core.PerMinute(1025), []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog)}, "raise the cap with WithMaxEntries(1025)"},
-		{core.PerMinute(10), []redisstore.Option{redisstore.WithAlgorithm(core.SlidingLog), redisstore.WithMaxEntries(9)}, "WithMaxEntries allows (9)"},
-		{core.PerSecond(10), []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(7)}, "pick a number of sub-windows that divides it"},
-		{core.PerSecond(10), []redisstore.Option{redisstore.WithAlgorithm(core.GCRA), redisstore.WithSubWindows(4)}, "WithSubWindows applies to core.SlidingWindow only"},
-		{core.PerSecond(10), []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(1)}, "from 2 to"},
-		{core.PerSecond(10), []redisstore.Option{redisstore.WithAlgorithm(core.FixedWindow), redisstore.WithMaxEntries(10)}, "WithMaxEntries applies to"},
-		{core.PerSecond(1_000_000), []redisstore.Option{redisstore.WithAlgorithm(core.SlidingWindow), redisstore.WithSubWindows(2000)}, "WithMaxEntries(2000)"},
+		{core.PerMinute(1025).WithAlgorithm(core.SlidingLog), "raise the cap with WithMaxEntries(1025)"},
+		{core.PerMinute(10).WithAlgorithm(core.SlidingLog).WithMaxEntries(9), "MaxEntries allows (9)"},
+		{core.PerSecond(10).WithSubWindows(7), "pick a number of sub-windows that divides it"},
+		{core.PerSecond(10).WithSubWindows(4).WithAlgorithm(core.GCRA), "SubWindows applies to SlidingWindow only"},
+		{core.PerSecond(10).WithSubWindows(1), "from 2 to"},
+		{core.PerSecond(10).WithAlgorithm(core.FixedWindow).WithMaxEntries(10), "MaxEntries applies to"},
+		{core.PerSecond(1_000_000).WithSubWindows(2000), "WithMaxEntries(2000)"},
 	} {
-		_, err := redisstore.New(c, tc.l, tc.opts...)
+		_, err := redisstore.New(c, tc.l)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one saying %q", tc.l, err, tc.want)
 		}
