@@ -624,10 +624,13 @@ func buildGRPC(t *testing.T, a app) client {
 		grpcmw.WithFailureMode(a.mode),
 		grpcmw.WithObserver(a.obs),
 		grpcmw.WithLimitedInfrastructure(),
+	}
+	if !a.shadow {
 		// Every call's fields, as HTTP sends them, so that the targets
 		// compare field by field (grpcmw's default sends them only on
-		// refusals and near the limit).
-		grpcmw.WithHeaders(grpcmw.HeadersBoth),
+		// refusals and near the limit; in shadow mode only the login
+		// limiter sends them, below, on every target).
+		opts = append(opts, grpcmw.WithHeaders(grpcmw.HeadersBoth))
 	}
 	if a.hold > 0 {
 		opts = append(opts, grpcmw.WithDenialHold(a.hold, 1))

@@ -50,7 +50,7 @@ func newEchoLimiter(tb testing.TB, events, burst int) http.Handler {
 // Echo's limiter on equal footing.
 func newEchomw(alg core.Algorithm) func(testing.TB, int, int) http.Handler {
 	return func(tb testing.TB, events, burst int) http.Handler {
-		lim, err := core.New(core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}, core.WithAlgorithm(alg))
+		lim, err := core.New((core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}).WithAlgorithm(alg))
 		if err != nil {
 			tb.Fatal(err)
 		}

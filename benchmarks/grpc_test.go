@@ -99,7 +99,7 @@ type grpcRow struct {
 
 func newGRPCMW(alg core.Algorithm, opts ...grpcmw.Option) func(testing.TB, int, int) grpc.UnaryServerInterceptor {
 	return func(tb testing.TB, events, burst int) grpc.UnaryServerInterceptor {
-		lim, err := core.New(core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}, core.WithAlgorithm(alg))
+		lim, err := core.New((core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}).WithAlgorithm(alg))
 		if err != nil {
 			tb.Fatal(err)
 		}

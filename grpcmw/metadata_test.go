@@ -6,8 +6,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestDefaultMetadataNearLimit checks the default: no rate-limit metadata
