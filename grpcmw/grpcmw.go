@@ -73,7 +73,6 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	l := &Limiter{def: lim}
 	l.defList = l.lists.Of(lim)
 	l.o.errs.Prefix = "grpcmw: "
-	l.o.headers = headersNearLimit
 	if err := option.Apply(&l.o, &l.o.errs, opts); err != nil {
 		return nil, err
 	}

@@ -8,17 +8,9 @@ import (
 	"github.com/floodgate/floodgate/internal/fields"
 )
 
-// headersNearLimit is the default style: both styles' fields on a refusal
-// and on an admission that leaves at most a tenth of the policy's burst,
-// none on the other admissions. gRPC clients rarely read rate-limit
-// metadata on success, and setting five fields on every call costs more
-// than the decision (grpc joins and encodes each). It is no
-// core.HeaderStyle a caller can pass: WithHeaders refuses it.
-const headersNearLimit HeaderStyle = 0xff
-
 // nearLimit reports whether d leaves at most a tenth of its policy's burst
-// (Events when Burst is 0), rounded down: the last tenth of a burst of 100,
-// the last call of a burst under 20.
+// (Events when Burst is 0), rounded down: 10 or fewer of a burst of 100,
+// none left of a burst under 10.
 func nearLimit(d *core.Decision) bool {
 	quota := d.Limit.Burst
 	if quota <= 0 {
@@ -32,12 +24,13 @@ func nearLimit(d *core.Decision) bool {
 // lower-case keys, or nil when the style sends none for d. list is the
 // deciding limiter's RateLimit-Policy list when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
-	style := l.o.headers
-	if style == headersNearLimit {
-		if d.Allowed && !nearLimit(&d) {
-			return nil
-		}
-		style = HeadersBoth
+	style := l.o.headers // HeadersBoth unless WithHeaders said otherwise
+	if !l.o.headersSet && d.Allowed && !nearLimit(&d) {
+		// The default: gRPC clients rarely read rate-limit metadata on
+		// success, and five fields on every call cost more than the
+		// decision (grpc joins and encodes each), so only refusals and
+		// admissions near the limit carry them.
+		return nil
 	}
 	if style == HeadersNone && d.Allowed {
 		return nil

@@ -222,12 +222,9 @@ func WithObserver(obs core.Observer) Option {
 	}
 }
 
-// WithHeaders selects which rate-limit fields go into response header
-// metadata, sent on every limited call. retry-after is sent on every
-// denial whatever the style. Without it, both styles' fields are sent only
-// on refusals and on admissions that leave at most a tenth of the
-// policy's burst, other admitted calls carry none (see the package
-// documentation), and in shadow mode none at all.
+// WithHeaders sends its style's rate-limit fields in header metadata on every
+// limited call (default: both styles, only on refusals and near the limit, see
+// the package documentation; none in shadow mode); retry-after on every denial.
 func WithHeaders(s HeaderStyle) Option {
 	return func(o *options) {
 		if o.errs.Require(s.Valid(), "WithHeaders: unknown style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
