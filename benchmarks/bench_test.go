@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/benchwork"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 // The workloads of core/bench_test.go, for every implementation at once.

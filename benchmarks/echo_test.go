@@ -11,6 +11,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -54,10 +55,10 @@ func newEchomw(alg core.Algorithm) func(testing.TB, int, int) http.Handler {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		mw, err := echomw.New(lim, keyfunc.MustClientIP())
+		l, err := httpmw.New(lim, keyfunc.MustClientIP())
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return echoServer(mw)
+		return echoServer(echomw.New(l))
 	}
 }

@@ -119,7 +119,7 @@ var grpcRows = []grpcRow{
 	{"floodgate", newGRPCMW(core.TokenBucket), false},
 	{"floodgate-gcra", newGRPCMW(core.GCRA), false},
 	// The full metadata on every call: the default before issue 19.
-	{"floodgate-allmd", newGRPCMW(core.TokenBucket, grpcmw.WithHeaders(grpcmw.HeadersBoth)), true},
+	{"floodgate-allmd", newGRPCMW(core.TokenBucket, grpcmw.WithHeaders(core.HeadersBoth)), true},
 }
 
 // serveGRPC starts a server with ic (none if nil) and returns a client

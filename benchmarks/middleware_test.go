@@ -140,10 +140,10 @@ func newFloodgateMW(alg core.Algorithm) func(testing.TB, int, int) http.Handler 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
+		l, err := httpmw.New(lim, keyfunc.MustClientIP())
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return mw(bare)
+		return l.Handler(bare)
 	}
 }

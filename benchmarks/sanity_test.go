@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 	"github.com/floodgate/floodgate/internal/redistest"
 )
 

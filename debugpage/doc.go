@@ -10,7 +10,7 @@
 //		debugpage.WithHealth("redis", fb.State, fb.Stats), // a fallback.Limiter's breaker
 //	)
 //	...
-//	mw, err := httpmw.Middleware(lim, byIP, httpmw.WithObserver(page))
+//	mw, err := httpmw.New(lim, byIP, httpmw.WithObserver(page))
 //	...
 //	admin.Handle("/debug/floodgate/", requireOperator(page))
 //

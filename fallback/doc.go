@@ -16,7 +16,7 @@
 //	...
 //	lim, err := fallback.New(shared, local)
 //	...
-//	mw, err := httpmw.Middleware(lim, byIP)
+//	mw, err := httpmw.New(lim, byIP)
 //
 // # What a degraded fleet admits
 //

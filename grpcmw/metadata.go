@@ -25,18 +25,18 @@ func nearLimit(d *core.Decision) bool {
 // deciding limiter's RateLimit-Policy list when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
 	style := l.o.headers // HeadersBoth unless WithHeaders said otherwise
-	if !l.o.headersSet && d.Allowed && !nearLimit(&d) {
+	if !l.o.HeadersSet && d.Allowed && !nearLimit(&d) {
 		// The default: gRPC clients rarely read rate-limit metadata on
 		// success, and five fields on every call cost more than the
 		// decision (grpc joins and encodes each), so only refusals and
 		// admissions near the limit carry them.
 		return nil
 	}
-	if style == HeadersNone && d.Allowed {
+	if style == core.HeadersNone && d.Allowed {
 		return nil
 	}
 	var pt *fields.PolicyText
-	if style != HeadersNone {
+	if style != core.HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
 	md := make(metadata.MD, 6)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/floodgate/floodgate/core"
 )
 
 // testTrusted is the proxy set most tests run behind: a private range, an
@@ -261,16 +263,16 @@ func TestClientIPBounds(t *testing.T) {
 	}
 	huge := strings.Repeat("1", 1<<20)
 	runIPCases(t, fn, []ipCase{
-		{name: "too many trusted hops", remote: peer, header: "X-Forwarded-For", lines: []string{manyTrusted}, wantErr: ErrTooLarge},
-		{name: "too many lines", remote: peer, header: "X-Forwarded-For", lines: manyLines, wantErr: ErrTooLarge},
-		{name: "too many empty items", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat(",", 1000)}, wantErr: ErrTooLarge},
-		{name: "huge item", remote: peer, header: "X-Forwarded-For", lines: []string{huge}, wantErr: ErrTooLarge},
+		{name: "too many trusted hops", remote: peer, header: "X-Forwarded-For", lines: []string{manyTrusted}, wantErr: core.ErrKeyTooLarge},
+		{name: "too many lines", remote: peer, header: "X-Forwarded-For", lines: manyLines, wantErr: core.ErrKeyTooLarge},
+		{name: "too many empty items", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat(",", 1000)}, wantErr: core.ErrKeyTooLarge},
+		{name: "huge item", remote: peer, header: "X-Forwarded-For", lines: []string{huge}, wantErr: core.ErrKeyTooLarge},
 		{name: "huge junk left of client", remote: peer, header: "X-Forwarded-For", lines: []string{huge + ", 203.0.113.7"}, want: "203.0.113.7"},
 		{name: "many items left of client", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat("6.6.6.6,", 10000) + "203.0.113.7"}, want: "203.0.113.7"},
 	})
 	runIPCases(t, fw, []ipCase{
-		{name: "forwarded too many elements", remote: peer, header: "Forwarded", lines: []string{strings.Repeat("for=10.0.0.2, ", 100)}, wantErr: ErrTooLarge},
-		{name: "forwarded huge line", remote: peer, header: "Forwarded", lines: []string{"for=203.0.113.7;x=" + huge}, wantErr: ErrTooLarge},
+		{name: "forwarded too many elements", remote: peer, header: "Forwarded", lines: []string{strings.Repeat("for=10.0.0.2, ", 100)}, wantErr: core.ErrKeyTooLarge},
+		{name: "forwarded huge line", remote: peer, header: "Forwarded", lines: []string{"for=203.0.113.7;x=" + huge}, wantErr: core.ErrKeyTooLarge},
 		{name: "forwarded huge line left of client line", remote: peer, header: "Forwarded", lines: []string{huge, "for=203.0.113.7"}, want: "203.0.113.7"},
 	})
 }

@@ -7,7 +7,7 @@
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
+//	mw, err := httpmw.New(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
 //
 // To count as well as log, give the adapter both, joined:
 // core.JoinObservers(metrics, logs).

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/retry"
 )
 
 // TestDemo runs the self-test against a real loopback server on a fake
@@ -37,7 +38,7 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, &out, clock, sleep); err != nil {
+	if err := run(retry.WithSleep(ctx, sleep), &out, clock); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	got := out.String()

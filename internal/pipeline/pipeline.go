@@ -31,8 +31,9 @@ type Config[R any] struct {
 	// Observer hears of every request that is not skipped; nil is free.
 	Observer core.Observer
 	// Select picks the limiter for a request in place of the one Run is
-	// given; nil, or a nil answer, keeps Run's. It runs after the key and
-	// cost functions, only for requests that are charged.
+	// given (nil: Run's for every request). A nil answer means the request
+	// is not limited: it is skipped. It runs after Skip, before the key and
+	// cost functions, so that a request no limit applies to needs no key.
 	Select func(R) core.Limiter
 	// Hold holds denials before they are answered; the zero Hold answers
 	// at once.
@@ -70,9 +71,10 @@ func New[R any](c Config[R]) *Pipeline[R] {
 
 // Result is how one request ended.
 type Result struct {
-	// Skipped reports that the request was exempt (the skip function) or
-	// free (cost 0): it was not counted, gets no rate-limit fields and is
-	// not observed. Outcome is then meaningless.
+	// Skipped reports that the request was exempt (the skip function, or
+	// no limiter chosen by Config.Select) or free (cost 0): it was not
+	// counted, gets no rate-limit fields and is not observed. Outcome is
+	// then meaningless.
 	Skipped bool
 	// Outcome is how the request ended.
 	Outcome core.Outcome
@@ -140,6 +142,14 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		res.Skipped = true
 		return
 	}
+	if p.c.Select != nil {
+		l := p.c.Select(req)
+		if l == nil {
+			res.Skipped = true
+			return
+		}
+		lim, res.Limiter = l, l
+	}
 	key, err := p.c.Key(req)
 	if err != nil {
 		p.fail(ctx, res, fmt.Errorf("%w: %w", core.ErrKey, err))
@@ -160,11 +170,6 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		if cost == 0 {
 			res.Skipped = true
 			return
-		}
-	}
-	if p.c.Select != nil {
-		if l := p.c.Select(req); l != nil {
-			lim, res.Limiter = l, l
 		}
 	}
 	p.decide(ctx, lim, key, cost, res)

@@ -23,6 +23,7 @@
 // registered here is rejected like any other bad file and the rules in
 // force stay.
 //
-// Like grpcmw, each rule's Limiter exempts the health and reflection
-// services unless grpcmw.WithLimitedInfrastructure is among the options.
+// Like grpcmw, each rule's Limiter skips the health and reflection
+// services (grpcmw.SkipInfrastructure) unless a grpcmw.WithSkip function
+// among the options replaces that default.
 package grpcrules
