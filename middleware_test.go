@@ -635,6 +635,13 @@ func buildGRPC(t *testing.T, a app) client {
 		grpcmw.WithFailureMode(a.mode),
 		grpcmw.WithObserver(a.obs),
 	}
+	if !a.shadow {
+		// Every call's fields, as HTTP sends them, so that the targets
+		// compare field by field (grpcmw's default sends them only on
+		// refusals and near the limit; in shadow mode only the login
+		// limiter sends them, below, on every target).
+		opts = append(opts, grpcmw.WithHeaders(core.HeadersBoth))
+	}
 	if a.hold > 0 {
 		opts = append(opts, grpcmw.WithDenialHold(a.hold, 1))
 	}

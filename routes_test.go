@@ -174,7 +174,9 @@ func serveRoute(h http.Handler) func(path string) response {
 // routeGRPC serves the health service keyed by method: /users/… calls
 // Check, /items/… calls List.
 func routeGRPC(t *testing.T, lim core.Limiter) func(path string) response {
-	l := grpcmw.MustNew(lim, grpcmw.KeyByMethod(), grpcmw.WithSkip(func(context.Context, string) bool { return false }))
+	l := grpcmw.MustNew(lim, grpcmw.KeyByMethod(), grpcmw.WithSkip(func(context.Context, string) bool { return false }),
+		// Every call's fields, as HTTP sends them (the default: refusals and near the limit).
+		grpcmw.WithHeaders(core.HeadersBoth))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -40,12 +40,18 @@
 // checks and grpcurl spend no quota and are never refused; a WithSkip
 // function replaces that default.
 //
-// Every limited call, admitted or refused, carries the rate-limit fields in
+// A refused call, and an admitted one that leaves at most a tenth of its
+// policy's burst (Events when Burst is 0), carries the rate-limit fields in
 // its response header metadata, with the values httpmw writes in HTTP
 // headers for the same core.Decision (one formatter serves both):
-// x-ratelimit-limit,
-// x-ratelimit-remaining, x-ratelimit-reset, ratelimit-policy and ratelimit
-// (WithHeaders picks the style), and on a refusal retry-after.
+// x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset,
+// ratelimit-policy and ratelimit, and on a refusal retry-after. Other
+// admitted calls carry none: gRPC clients rarely read rate-limit metadata
+// on success, and five fields on every call cost more than the decision
+// (grpc joins and encodes each; about 4 µs and 18 allocations a call).
+// WithHeaders sends the fields of its style on every limited call, as
+// httpmw does with headers (WithHeaders(HeadersBoth): all five);
+// retry-after goes with every refusal whatever the style.
 //
 // A refused call ends with codes.ResourceExhausted, the fixed message
 // "rate limit exceeded", and three details:

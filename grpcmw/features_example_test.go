@@ -30,7 +30,8 @@ func ExampleWithRefundOnInnerRefusal() {
 	list := core.MustNew(core.PerMinute(1).WithName("list"), core.WithClock(clock))
 	key := grpcmw.KeyByMetadata("x-api-key")
 
-	global := grpcmw.MustNew(nil, key,
+	// WithHeaders(core.HeadersBoth): every call's metadata, to show the quotas.
+	global := grpcmw.MustNew(nil, key, grpcmw.WithHeaders(core.HeadersBoth),
 		// The example serves the health service, which is skipped by
 		// default (SkipInfrastructure): limit every method.
 		grpcmw.WithSkip(func(context.Context, string) bool { return false }),
@@ -41,7 +42,7 @@ func ExampleWithRefundOnInnerRefusal() {
 			}
 			return free
 		}))
-	inner := grpcmw.MustNew(list, key,
+	inner := grpcmw.MustNew(list, key, grpcmw.WithHeaders(core.HeadersBoth),
 		grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != "/grpc.health.v1.Health/List" }))
 
 	lis := bufconn.Listen(1 << 20)

@@ -221,7 +221,9 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	lim := gcra(t, core.PerMinute(3), clock)
-	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), limitAll))
+	// Every call's metadata, not only the default's refusals and calls
+	// near the limit.
+	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), limitAll, grpcmw.WithHeaders(core.HeadersBoth)))
 	ctx := callCtx(t)
 	const policy = `"default";q=3;w=60`
 
@@ -379,6 +381,7 @@ func TestPerMethodLimiter(t *testing.T) {
 			return def
 		}),
 		limitAll,
+		grpcmw.WithHeaders(core.HeadersBoth),
 	))
 	ctx := callCtx(t)
 

@@ -84,10 +84,9 @@ func WithObserver(obs core.Observer) Option {
 	return func(o *options) { o.Observer(obs) }
 }
 
-// WithHeaders selects which rate-limit fields go into response header
-// metadata (default core.HeadersBoth; in shadow mode none unless this
-// option is given). retry-after is sent on every denial whatever the
-// style.
+// WithHeaders sends its style's rate-limit fields in header metadata on every
+// limited call (default: both styles, only on refusals and near the limit, see
+// the package documentation; none in shadow mode); retry-after on every denial.
 func WithHeaders(s core.HeaderStyle) Option {
 	return func(o *options) { o.HeaderStyle(s) }
 }

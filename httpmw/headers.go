@@ -27,22 +27,14 @@ func newPolicy(l core.Limit) *policy {
 // capacity equals its length, so a later h.Add copies rather than
 // overwriting a neighbour. list is the RateLimit-Policy list of the
 // limiter that decided ("" for a single limit).
-func (l *Limiter) writeHeaders(h http.Header, d core.Decision, list string) {
+func (l *Limiter) writeHeaders(h http.Header, d *core.Decision, list string) {
 	var pt *fields.PolicyText
 	if l.o.headers != core.HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
-	var v fields.Values
-	v.Format(d, pt, l.o.headers)
-	v.SetPolicies(list)
-	// The text and the value slots come from a slab (see fields.Take): no
-	// allocation on most requests.
-	vals, text := fields.Take(v.Len(), v.Text())
-	for i := range vals {
-		f, val := v.Field(i, text)
-		vals[i] = val
-		h[f.HTTP()] = vals[i : i+1 : i+1]
-	}
+	// The values and their text come from a slab (see fields.Take): no
+	// allocation on most requests, and the keys are already canonical.
+	fields.Put(h, fields.HTTPKeys, d, pt, l.o.headers, list)
 }
 
 // problemType is the RFC 9457 problem type URI of a [ProblemDetails]

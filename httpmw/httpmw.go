@@ -106,6 +106,11 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		if !a.admitted {
 			return
 		}
+		if a.Decision.Lease == nil {
+			// Nothing to end: no defer on the common path.
+			next.ServeHTTP(w, a.request)
+			return
+		}
 		defer a.End()
 		next.ServeHTTP(w, a.request)
 	})
@@ -237,7 +242,7 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 	case res.Shadow:
 		a.admitted, a.Decision = true, res.ShadowDecision()
 		if l.o.HeadersSet && res.Err == nil {
-			l.writeHeaders(h, a.Decision, l.listOf(&res))
+			l.writeHeaders(h, &a.Decision, l.listOf(&res))
 		}
 		if l.o.RefundInner {
 			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
@@ -246,7 +251,7 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 	case res.Err != nil:
 		return a, res.Err
 	}
-	l.writeHeaders(h, res.Decision, l.listOf(&res))
+	l.writeHeaders(h, &res.Decision, l.listOf(&res))
 	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
 	if a.admitted && l.o.RefundInner {
 		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))

@@ -106,6 +106,9 @@ func newServer(clock core.Clock) (*grpc.Server, *health.Server, error) {
 	}
 	// Health and reflection are exempt by default: a load balancer's health
 	// checks and a developer's grpcurl spend no quota and are never refused.
+	// Rate-limit metadata goes with refusals and with calls that leave at
+	// most a tenth of the burst (here the last); grpcmw.WithHeaders sends
+	// it on every call.
 	limiter, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP())
 	if err != nil {
 		return nil, nil, err

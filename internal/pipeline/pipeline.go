@@ -160,7 +160,9 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		return
 	}
 	res.Key = key
-	if cost <= 0 {
+	if cost <= 0 && p.c.Cost == nil {
+		cost = 1 // the usual case, without a call
+	} else if cost <= 0 {
 		if cost, err = p.cost(req); err != nil {
 			p.fail(ctx, res, err)
 			return
@@ -202,7 +204,13 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 // shaping wait, no hold, and an error admits whatever the failure mode.
 func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
-	err := p.allow(ctx, lim, res)
+	var err error
+	if p.c.Observer == nil {
+		// Nothing to time: the limiter straight away.
+		res.Decision, err = lim.Allow(ctx, key, cost)
+	} else {
+		err = p.allow(ctx, lim, res)
+	}
 	if err != nil {
 		p.fail(ctx, res, err)
 		return
@@ -236,8 +244,8 @@ func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, 
 
 // allow asks lim about res.Key and res.Cost and sets res.Decision, timing
 // the call when an observer is set and the request is among the sampled
-// ones (TimingEvery): without an observer, a decision costs what it did
-// before latency was reported.
+// ones (TimingEvery). decide calls lim itself when there is no observer:
+// a decision then costs what it did before latency was reported.
 func (p *Pipeline[R]) allow(ctx context.Context, lim core.Limiter, res *Result) error {
 	var err error
 	if p.c.Observer == nil || rand.Uint32()&p.timing != 0 {
