@@ -28,8 +28,8 @@ import (
 //     stops with an error matching core.ErrKeyTooLarge.
 //
 // An IPv4 key is the dotted quad ("203.0.113.7"), or the masked network
-// in CIDR form when WithIPv4Prefix is below 32. An IPv6 key is the masked
-// prefix in canonical form ("2001:db8:1:2::/64", see WithIPv6Prefix). A
+// in CIDR form when WithPrefixes sets fewer than 32 bits. An IPv6 key is the masked
+// prefix in canonical form ("2001:db8:1:2::/64", see WithPrefixes). A
 // RemoteAddr that is not an IP address (a Unix socket) is an error matching
 // ErrInvalidRemoteAddr.
 //

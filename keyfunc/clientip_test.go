@@ -193,9 +193,9 @@ func TestClientIPRealIP(t *testing.T) {
 
 func TestClientIPPrefixes(t *testing.T) {
 	t.Parallel()
-	v4 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithIPv4Prefix(24))
-	v6 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithIPv6Prefix(48))
-	full := MustClientIP(WithIPv6Prefix(128))
+	v4 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithPrefixes(24, 0))
+	v6 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithPrefixes(0, 48))
+	full := MustClientIP(WithPrefixes(0, 128))
 	t.Run("v4/24", func(t *testing.T) {
 		t.Parallel()
 		runIPCases(t, v4, []ipCase{
@@ -344,18 +344,18 @@ func TestClientIPOptions(t *testing.T) {
 		{"zone", []Option{WithTrustedProxies("fe80::1%eth0")}, "zone"},
 		{"empty header", []Option{WithHeader("")}, "WithHeader"},
 		{"header with space", []Option{WithHeader("X Forwarded For")}, "not a valid header name"},
-		{"v6 prefix 0", []Option{WithIPv6Prefix(0)}, "1..128"},
-		{"v6 prefix 129", []Option{WithIPv6Prefix(129)}, "1..128"},
-		{"v4 prefix 33", []Option{WithIPv4Prefix(33)}, "1..32"},
-		{"v4 prefix -1", []Option{WithIPv4Prefix(-1)}, "1..32"},
-		{"first error reported", []Option{WithIPv4Prefix(0), WithIPv6Prefix(0)}, "WithIPv4Prefix"},
+		{"v6 prefix -1", []Option{WithPrefixes(0, -1)}, "1..128"},
+		{"v6 prefix 129", []Option{WithPrefixes(0, 129)}, "1..128"},
+		{"v4 prefix 33", []Option{WithPrefixes(33, 0)}, "1..32"},
+		{"v4 prefix -1", []Option{WithPrefixes(-1, 0)}, "1..32"},
+		{"first error reported", []Option{WithPrefixes(33, 0), WithPrefixes(0, 129)}, "IPv4 prefix 33"},
 		{"header without trusted proxies", []Option{WithHeader("X-Forwarded-For")}, `WithHeader("X-Forwarded-For") has no effect without WithTrustedProxies`},
 		{"header named as given", []Option{WithHeader("forwarded")}, `WithHeader("forwarded") has no effect`},
 		{"last header named", []Option{WithHeader("Forwarded"), WithHeader("X-Real-IP")}, `WithHeader("X-Real-IP")`},
 		{"header says what to do", []Option{WithHeader("X-Real-IP")}, "add WithTrustedProxies with your proxies' ranges, or drop WithHeader"},
 		{"header with empty trusted list", []Option{WithTrustedProxies(), WithHeader("X-Real-IP")}, "without WithTrustedProxies"},
-		{"header after prefix", []Option{WithIPv6Prefix(48), WithHeader("Forwarded")}, "without WithTrustedProxies"},
-		{"invalid option reported before header", []Option{WithHeader("Forwarded"), WithIPv4Prefix(0)}, "WithIPv4Prefix"},
+		{"header after prefix", []Option{WithPrefixes(0, 48), WithHeader("Forwarded")}, "without WithTrustedProxies"},
+		{"invalid option reported before header", []Option{WithHeader("Forwarded"), WithPrefixes(33, 0)}, "WithPrefixes"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,13 +41,10 @@ func WithTrustedProxies(cidrs ...string) Option { return clientip.WithTrustedPro
 // RFC 7239 asks to quote but proxies often do not.
 func WithHeader(name string) Option { return clientip.WithHeader(name) }
 
-// WithIPv4Prefix sets how many leading bits of an IPv4 client address form
-// its key (default 32, the whole address). Below 32 the key is the masked
-// network in CIDR form ("203.0.113.0/24"). bits must be in 1..32.
-func WithIPv4Prefix(bits int) Option { return clientip.WithIPv4Prefix(bits) }
-
-// WithIPv6Prefix sets how many leading bits of an IPv6 client address form
-// its key (default 64). One host usually controls a whole /64, so keying by
-// the full address would let it rotate through 2^64 fresh keys. bits must be
-// in 1..128.
-func WithIPv6Prefix(bits int) Option { return clientip.WithIPv6Prefix(bits) }
+// WithPrefixes sets how many leading bits of a client address form its
+// key: v4 for IPv4 (default 32, the whole address; below 32 the key is the
+// masked network in CIDR form, "203.0.113.0/24"), v6 for IPv6 (default 64:
+// one host usually controls a whole /64, so keying by the full address
+// would let it rotate through 2^64 fresh keys). v4 must be in 1..32 and v6
+// in 1..128; 0 keeps a default, so WithPrefixes(0, 48) sets IPv6 only.
+func WithPrefixes(v4, v6 int) Option { return clientip.WithPrefixes(v4, v6) }

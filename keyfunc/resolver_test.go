@@ -23,7 +23,7 @@ func TestIPResolverMatchesClientIP(t *testing.T) {
 		{"xff", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...)}},
 		{"forwarded", "Forwarded", []Option{WithTrustedProxies(testTrusted...), WithHeader("Forwarded")}},
 		{"x-real-ip", "X-Real-Ip", []Option{WithTrustedProxies(testTrusted...), WithHeader("x-real-ip")}},
-		{"prefixes", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...), WithIPv4Prefix(24), WithIPv6Prefix(48)}},
+		{"prefixes", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...), WithPrefixes(24, 48)}},
 	}
 	requests := []struct {
 		remote string
@@ -113,7 +113,7 @@ func TestIPResolverNoProxiesIgnoresValues(t *testing.T) {
 
 func TestNewIPResolverInvalidOptions(t *testing.T) {
 	t.Parallel()
-	for _, opt := range []Option{WithTrustedProxies("0.0.0.0/0"), WithHeader(""), WithIPv6Prefix(0), WithHeader("Forwarded")} {
+	for _, opt := range []Option{WithTrustedProxies("0.0.0.0/0"), WithHeader(""), WithPrefixes(0, 129), WithHeader("Forwarded")} {
 		res, err := clientip.New(opt)
 		if err == nil || res != nil {
 			t.Errorf("NewIPResolver = %v, %v; want an error", res, err)

@@ -128,25 +128,22 @@ func WithHeader(name string) Option {
 	}
 }
 
-// WithIPv6Prefix is keyfunc.WithIPv6Prefix.
-func WithIPv6Prefix(bits int) Option {
+// WithPrefixes is keyfunc.WithPrefixes.
+func WithPrefixes(v4, v6 int) Option {
 	return func(o *options) {
-		if bits < 1 || bits > 128 {
-			o.fail("WithIPv6Prefix: %d is out of range; use 1..128 (64 is typical)", bits)
-			return
+		switch {
+		case v4 < 0 || v4 > 32:
+			o.fail("WithPrefixes: IPv4 prefix %d is out of range; use 1..32 (32 keys each address), or 0 for the default", v4)
+		case v6 < 0 || v6 > 128:
+			o.fail("WithPrefixes: IPv6 prefix %d is out of range; use 1..128 (64 is typical), or 0 for the default", v6)
+		default:
+			if v4 != 0 {
+				o.v4Bits = v4
+			}
+			if v6 != 0 {
+				o.v6Bits = v6
+			}
 		}
-		o.v6Bits = bits
-	}
-}
-
-// WithIPv4Prefix is keyfunc.WithIPv4Prefix.
-func WithIPv4Prefix(bits int) Option {
-	return func(o *options) {
-		if bits < 1 || bits > 32 {
-			o.fail("WithIPv4Prefix: %d is out of range; use 1..32 (32 keys each address)", bits)
-			return
-		}
-		o.v4Bits = bits
 	}
 }
 
