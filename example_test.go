@@ -17,11 +17,11 @@ import (
 func Example() {
 	clock := coretest.NewClock(time.Unix(0, 0))
 	lim := core.MustNew(core.PerMinute(2).WithName("demo"), core.WithClock(clock))
-	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
+	mw, err := httpmw.New(lim, keyfunc.MustClientIP())
 	if err != nil {
 		panic(err)
 	}
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for i := 0; i < 3; i++ {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = "198.51.100.4:5555"

@@ -35,6 +35,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/grpcclient"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
@@ -55,8 +56,8 @@ var (
 
 // config is what scenarios vary.
 type config struct {
-	down bool               // global's store fails with storeErr (login's works)
-	mode httpmw.FailureMode // for both limiters; grpcmw.FailureMode is the same type
+	down bool             // global's store fails with storeErr (login's works)
+	mode core.FailureMode // for both limiters; core.FailureMode is the same type
 }
 
 var storeErr = &core.StoreError{Op: "allow", Err: errors.New("redis: connection refused")}
@@ -196,7 +197,7 @@ var scenarios = []struct {
 		expect(get("/login", ""), bare(400)),
 		expect(get("/", "alice"), pass(global, 2, 20)),
 	}},
-	{"store down, fail closed", config{down: true, mode: httpmw.FailClosed}, []step{
+	{"store down, fail closed", config{down: true, mode: core.FailClosed}, []step{
 		expect(get("/", "alice"), unavailable),
 		expect(get("/", "alice"), unavailable),
 		expect(get("/", ""), bare(400)), // the key is needed before the store is asked
@@ -204,7 +205,7 @@ var scenarios = []struct {
 		expect(get("/login", "alice"), pass(login, 0, 60)), // login's store works
 		expect(get("/health", "alice"), bare(200)),
 	}},
-	{"store down, fail open", config{down: true, mode: httpmw.FailOpen}, []step{
+	{"store down, fail open", config{down: true, mode: core.FailOpen}, []step{
 		expect(get("/", "alice"), bare(200)),
 		expect(get("/", "alice"), bare(200)),
 		expect(get("/", "alice"), bare(200)),
@@ -231,7 +232,7 @@ type target struct {
 
 type app struct {
 	global, login core.Limiter
-	mode          httpmw.FailureMode
+	mode          core.FailureMode
 	obs           core.Observer
 	// The features of the scenarios in features_test.go; zero elsewhere.
 	layered  bool                          // global on every route (but /health) outside login, refunded when login refuses
@@ -412,7 +413,7 @@ func wantEvent(cfg config, r response) (string, bool) {
 	switch {
 	case r.status == 200 && len(r.fields) > 0:
 		return "allowed+admitted", true
-	case r.status == 200 && cfg.down && cfg.mode == httpmw.FailOpen:
+	case r.status == 200 && cfg.down && cfg.mode == core.FailOpen:
 		return "", false
 	case r.status == 429 && r.fields["ratelimit"] != "":
 		return "denied", true
@@ -461,13 +462,25 @@ func httpOpts(a app) []httpmw.Option {
 	if a.hold > 0 {
 		opts = append(opts, httpmw.WithDenialHold(a.hold, 1))
 	}
-	if pick := a.pick; pick != nil {
-		opts = append(opts, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter { return pick(r.Header.Get("X-Api-Key")) }))
-	}
 	if a.shadow {
 		opts = append(opts, httpmw.WithShadow())
 	}
 	return opts
+}
+
+// httpLimiter is def behind apiKey with opts or, when a.pick chooses the
+// limiter by API key, the choice, def where it chooses none.
+func httpLimiter(a app, def core.Limiter, opts ...httpmw.Option) *httpmw.Limiter {
+	pick := a.pick
+	if pick == nil {
+		return httpmw.MustNew(def, apiKey, opts...)
+	}
+	return httpmw.MustNew(nil, apiKey, append(opts, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
+		if l := pick(r.Header.Get("X-Api-Key")); l != nil {
+			return l
+		}
+		return def
+	}))...)
 }
 
 // loginOpts are the login limiter's options: in shadow mode it sends the
@@ -529,17 +542,17 @@ func buildHTTP(_ *testing.T, a app) client {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", h)
 	mux.Handle("GET /health", h)
-	mux.Handle("GET /login", httpmw.MustNew(a.login, apiKey, loginOpts(a)...).Handler(h))
-	return httpClient{httpmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...).Handler(mux), a}
+	mux.Handle("GET /login", httpLimiter(a, a.login, loginOpts(a)...).Handler(h))
+	return httpClient{httpLimiter(a, a.global, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...).Handler(mux), a}
 }
 
 func buildGin(_ *testing.T, a app) client {
 	h := gin.WrapH(behaving(a))
 	e := gin.New()
-	e.Use(ginmw.MustNew(a.global, apiKey, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...))
+	e.Use(ginmw.New(httpLimiter(a, a.global, append(globalOpts(a), httpmw.WithSkip(globalSkip(a)))...)))
 	e.GET("/", h)
 	e.GET("/health", h)
-	e.GET("/login", ginmw.MustNew(a.login, apiKey, loginOpts(a)...), h)
+	e.GET("/login", ginmw.New(httpLimiter(a, a.login, loginOpts(a)...)), h)
 	return httpClient{e, a}
 }
 
@@ -547,13 +560,11 @@ func buildEcho(_ *testing.T, a app) client {
 	h := echo.WrapHandler(behaving(a))
 	e := echo.New()
 	skip := globalSkip(a)
-	e.Use(echomw.MustNewWithConfig(echomw.Config{
-		Skipper: func(c echo.Context) bool { return skip(c.Request()) },
-		Limiter: a.global, KeyFunc: apiKey, Options: globalOpts(a),
-	}))
+	e.Use(echomw.New(httpLimiter(a, a.global, globalOpts(a)...),
+		echomw.WithSkipper(func(c echo.Context) bool { return skip(c.Request()) })))
 	e.GET("/", h)
 	e.GET("/health", h)
-	e.GET("/login", h, echomw.MustNew(a.login, apiKey, loginOpts(a)...))
+	e.GET("/login", h, echomw.New(httpLimiter(a, a.login, loginOpts(a)...)))
 	return httpClient{e, a}
 }
 
@@ -623,18 +634,33 @@ func buildGRPC(t *testing.T, a app) client {
 		}),
 		grpcmw.WithFailureMode(a.mode),
 		grpcmw.WithObserver(a.obs),
-		grpcmw.WithLimitedInfrastructure(),
+	}
+	if !a.shadow {
+		// Every call's fields, as HTTP sends them, so that the targets
+		// compare field by field (grpcmw's default sends them only on
+		// refusals and near the limit; in shadow mode only the login
+		// limiter sends them, below, on every target).
+		opts = append(opts, grpcmw.WithHeaders(core.HeadersBoth))
 	}
 	if a.hold > 0 {
 		opts = append(opts, grpcmw.WithDenialHold(a.hold, 1))
 	}
-	if pick := a.pick; pick != nil {
-		opts = append(opts, grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
-			return pick(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-api-key"), ""))
-		}))
-	}
 	if a.shadow {
 		opts = append(opts, grpcmw.WithShadow())
+	}
+	// limiter is def or, when a.pick chooses the limiter by API key, the
+	// choice, def where it chooses none.
+	limiter := func(def core.Limiter, opts ...grpcmw.Option) *grpcmw.Limiter {
+		pick := a.pick
+		if pick == nil {
+			return grpcmw.MustNew(def, key, opts...)
+		}
+		return grpcmw.MustNew(nil, key, append(opts, grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
+			if l := pick(strings.Join(metadata.ValueFromIncomingContext(ctx, "x-api-key"), "")); l != nil {
+				return l
+			}
+			return def
+		}))...)
 	}
 	// Two interceptors, as the HTTP targets have two middlewares: global
 	// on every method but Watch (and List unless layered), then login on
@@ -649,8 +675,8 @@ func buildGRPC(t *testing.T, a app) client {
 	if a.shadow {
 		innerOpts = append(innerOpts, grpcmw.WithHeaders(core.HeadersBoth))
 	}
-	outer := grpcmw.MustNew(a.global, key, outerOpts...)
-	inner := grpcmw.MustNew(a.login, key, innerOpts...)
+	outer := limiter(a.global, outerOpts...)
+	inner := limiter(a.login, innerOpts...)
 	unary := []grpc.UnaryServerInterceptor{outer.UnaryServerInterceptor(), inner.UnaryServerInterceptor()}
 	stream := []grpc.StreamServerInterceptor{outer.StreamServerInterceptor(), inner.StreamServerInterceptor()}
 	unary = append([]grpc.UnaryServerInterceptor{recovering}, append(unary, behavingRPC(a))...)
@@ -754,7 +780,7 @@ func (c grpcClient) do(t *testing.T, req request) response {
 		res.probe = v[0]
 	}
 	res.text += fmt.Sprint(header, trailer)
-	if d, ok := grpcmw.RetryDelay(err); ok {
+	if d, ok := grpcclient.RetryDelay(err); ok {
 		res.delay = d
 		ms := strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 		if got := trailer.Get(grpcmw.PushbackKey); len(got) != 1 || got[0] != ms {
@@ -774,7 +800,7 @@ func httpStatus(s *status.Status) int {
 	case codes.Canceled:
 		return 499 // what a "wait" handler answers over HTTP
 	case codes.InvalidArgument:
-		if s.Message() == grpcmw.MessageCostTooLarge {
+		if strings.HasSuffix(s.Message(), "retrying will not help") { // grpcmw's message for ErrCostTooLarge
 			return 413
 		}
 		return 400

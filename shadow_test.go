@@ -48,12 +48,12 @@ var consumers = []consumer{
 	}},
 	{"gin", func(t *testing.T, ctx context.Context, lim core.Limiter, obs core.Observer) used {
 		e := gin.New()
-		e.GET("/", ginmw.MustNew(lim, keyfunc.Constant("k"), shadowHTTPOpts(obs)...), gin.WrapF(served))
+		e.GET("/", ginmw.New(httpmw.MustNew(lim, keyfunc.Constant("k"), shadowHTTPOpts(obs)...)), gin.WrapF(served))
 		return serveHTTP(ctx, e)
 	}},
 	{"echo", func(t *testing.T, ctx context.Context, lim core.Limiter, obs core.Observer) used {
 		e := echo.New()
-		e.GET("/", echo.WrapHandler(http.HandlerFunc(served)), echomw.MustNew(lim, keyfunc.Constant("k"), shadowHTTPOpts(obs)...))
+		e.GET("/", echo.WrapHandler(http.HandlerFunc(served)), echomw.New(httpmw.MustNew(lim, keyfunc.Constant("k"), shadowHTTPOpts(obs)...)))
 		return serveHTTP(ctx, e)
 	}},
 	{"grpc unary", func(t *testing.T, ctx context.Context, lim core.Limiter, obs core.Observer) used {

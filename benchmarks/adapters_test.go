@@ -21,9 +21,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/benchwork"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 // The policy every implementation is configured to: 100 a second, burst 100,

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/core"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/benchwork"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 // The workloads of core/bench_test.go, for every implementation at once.
@@ -148,7 +148,7 @@ func BenchmarkHTTP(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
 					w.Reset()
-					h.ServeHTTP(w, reqs[i&(nClients-1)])
+					h.ServeHTTP(w, reqs[i%nClients])
 					if w.Code != http.StatusOK {
 						bad++
 					}
@@ -166,7 +166,7 @@ func BenchmarkHTTP(b *testing.B) {
 					i := int(next.Add(nClients / 7)) // each goroutine starts elsewhere
 					for pb.Next() {
 						w.Reset()
-						h.ServeHTTP(w, reqs[i&(nClients-1)])
+						h.ServeHTTP(w, reqs[i%nClients])
 						if w.Code != http.StatusOK {
 							bad.Add(1)
 						}

@@ -26,7 +26,7 @@ var bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Wri
 
 // nClients distinct client addresses, from the benchmarking range
 // 198.18.0.0/15 (RFC 2544); no traffic is sent anywhere.
-const nClients = 1 << 10
+const nClients = 10_000
 
 // requests returns nClients requests from distinct peers, and fails if two
 // would share a key.
@@ -61,6 +61,12 @@ const (
 
 type middleware struct {
 	name string
+	// base names the row this one's overhead is taken over: "bare" for
+	// net/http middleware, "echo-bare" for Echo's; "" for those two.
+	base string
+	// quiet: the middleware sends no rate-limit header on an admitted
+	// request (Echo's limiter sends none).
+	quiet bool
 	// new returns the handler under test around bare, configured with policy
 	// (events per period, burst), keyed by the socket peer.
 	new func(tb testing.TB, events, burst int) http.Handler
@@ -69,10 +75,14 @@ type middleware struct {
 // middlewares lists each library's own net/http middleware with its default
 // response headers, keyed by the client address in RemoteAddr.
 var middlewares = []middleware{
-	{"bare", func(testing.TB, int, int) http.Handler { return bare }},
-	{"floodgate", newFloodgateMW(core.TokenBucket)},
-	{"floodgate-gcra", newFloodgateMW(core.GCRA)},
-	{"sethvargo", func(tb testing.TB, events, burst int) http.Handler {
+	{"bare", "", false, func(testing.TB, int, int) http.Handler { return bare }},
+	{"floodgate", "bare", false, newFloodgateMW(core.TokenBucket)},
+	{"floodgate-gcra", "bare", false, newFloodgateMW(core.GCRA)},
+	{"echo-bare", "", false, newEchoBare},
+	{"echo-limiter", "echo-bare", true, newEchoLimiter},
+	{"floodgate-echomw", "echo-bare", false, newEchomw(core.TokenBucket)},
+	{"floodgate-echomw-gcra", "echo-bare", false, newEchomw(core.GCRA)},
+	{"sethvargo", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
 		// Tokens is both the refill per Interval and the burst. A tick
 		// refills interval/Tokens tokens (in nanoseconds, truncated), so
 		// with more Tokens than nanoseconds in the Interval (2³⁰ a second)
@@ -93,16 +103,16 @@ var middlewares = []middleware{
 		}
 		return m.Handle(bare)
 	}},
-	{"httprate", func(tb testing.TB, events, burst int) http.Handler {
+	{"httprate", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
 		// A sliding-window counter: the quota per window is the only number.
 		return httprate.LimitByIP(burst, period)(bare)
 	}},
-	{"ulule", func(tb testing.TB, events, burst int) http.Handler {
+	{"ulule", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
 		// A fixed window: Limit per Period is the only number.
 		l := ulule.New(ululemem.NewStore(), ulule.Rate{Period: period, Limit: int64(burst)})
 		return stdlib.NewMiddleware(l).Handler(bare)
 	}},
-	{"throttled", func(tb testing.TB, events, burst int) http.Handler {
+	{"throttled", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
 		st, err := memstore.New(core.DefaultCapacity)
 		if err != nil {
 			tb.Fatal(err)
@@ -113,7 +123,7 @@ var middlewares = []middleware{
 		}
 		return (&throttled.HTTPRateLimiter{RateLimiter: l, VaryBy: &throttled.VaryBy{RemoteAddr: true}}).RateLimit(bare)
 	}},
-	{"tollbooth", func(tb testing.TB, events, burst int) http.Handler {
+	{"tollbooth", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
 		lmt := tollbooth.NewLimiter(float64(events), nil)
 		lmt.SetBurst(burst)
 		// The socket peer only, like every other middleware here (its
@@ -130,10 +140,10 @@ func newFloodgateMW(alg core.Algorithm) func(testing.TB, int, int) http.Handler 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
+		l, err := httpmw.New(lim, keyfunc.MustClientIP())
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return mw(bare)
+		return l.Handler(bare)
 	}
 }

@@ -10,7 +10,7 @@
 //		debugpage.WithHealth("redis", lim), // its Redis store's breaker and counters
 //	)
 //	...
-//	mw, err := httpmw.Middleware(lim, byIP, httpmw.WithObserver(page))
+//	mw, err := httpmw.New(lim, byIP, httpmw.WithObserver(page))
 //	...
 //	admin.Handle("/debug/floodgate/", requireOperator(page))
 //

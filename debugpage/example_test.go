@@ -23,12 +23,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	mw, err := httpmw.Middleware(lim, keyfunc.Header("X-Client"), httpmw.WithObserver(page))
+	mw, err := httpmw.New(lim, keyfunc.Header("X-Client"), httpmw.WithObserver(page))
 	if err != nil {
 		panic(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	mux.Handle("/api/", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	mux.Handle("/debug/floodgate/", page) // behind authentication in a real server
 
 	for range 5 {

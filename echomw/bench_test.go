@@ -9,7 +9,8 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 // BenchmarkOverhead serves a request through a bare Echo route and through
@@ -24,7 +25,7 @@ func BenchmarkOverhead(b *testing.B) {
 	// ginmw's benchmark).
 	limit := core.Limit{Events: 1000, Period: time.Second, Burst: 1 << 30, Name: "bench"}
 	mw := func() echo.MiddlewareFunc {
-		return echomw.MustNew(core.MustNew(limit, core.WithCapacity(2*clients)), byAddr)
+		return echomw.New(httpmw.MustNew(core.MustNew(limit, core.WithCapacity(2*clients)), byAddr))
 	}
 	route := func(c echo.Context) error { return c.NoContent(http.StatusOK) }
 

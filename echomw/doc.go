@@ -1,18 +1,25 @@
 // Package echomw puts floodgate limiters in front of Echo v4 routes.
 //
-// It follows Echo's middleware conventions: a [Config] with a Skipper,
-// [DefaultConfig], and [NewWithConfig] beside the short [New]. The result
+// The common case is one line, as with httpmw.LimitByIP:
+//
+//	e.Use(echomw.LimitByIP(core.PerMinute(100)))
+//
+// Otherwise configure an httpmw.Limiter and hand it to [New]; the result
 // is an echo.MiddlewareFunc for e.Use, a group, or one route:
 //
-//	e.Use(echomw.MustNew(apiLimiter, keyfunc.MustClientIP()))
-//	e.POST("/login", login, echomw.MustNew(loginLimiter, keyfunc.MustClientIP()))
+//	byIP := keyfunc.MustClientIP()
+//	e.Use(echomw.New(httpmw.MustNew(apiLimiter, byIP)))
+//	e.POST("/login", login, echomw.New(httpmw.MustNew(loginLimiter, byIP)))
 //
-// The package is a thin shell around [httpmw]: Config.Options are httpmw's
-// options (cost, header style, deny and error handlers, skip, problem+json,
-// failure mode). By default every response, allowed or refused, carries
-// exactly the headers and body that httpmw's net/http middleware would
-// write, and a refusal is written by the middleware itself. With
-// Config.HTTPErrors a refusal is returned as an *echo.HTTPError instead,
+// The package is a thin shell around [httpmw]: the Limiter's options are
+// httpmw's (cost, header style, deny and error handlers, skip,
+// problem+json, failure mode), and New takes what Echo users expect of a
+// middleware beside them: a Skipper on the echo.Context ([WithSkipper])
+// and errors returned to Echo ([WithHTTPErrors]). By default every
+// response, allowed or refused, carries exactly the headers and body that
+// httpmw's net/http middleware would write, and a refusal is written by
+// the middleware itself. With WithHTTPErrors a refusal is returned as an
+// *echo.HTTPError instead,
 // with the rate-limit headers and Retry-After already set on the response,
 // so that the application's HTTPErrorHandler renders it like its other
 // errors.
@@ -37,9 +44,10 @@
 // by the socket peer and reads a proxy header only from the ranges given to
 // keyfunc.WithTrustedProxies, walking it from the right.
 //
-// keyfunc.Route reads the net/http ServeMux pattern, which Echo does not
-// set: under Echo it falls back to the URL path. To give a route its own
-// quota, give it its own middleware, as above.
+// keyfunc.Route keys by the matched route's template (c.Path(), such as
+// "/users/:id"), which the middleware records in the request's Pattern,
+// so /users/1 and /users/2 share one limit; a request that matched no
+// route keys as its URL path.
 //
 // # Cost
 //

@@ -14,8 +14,8 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
 	"github.com/floodgate/floodgate/httpmw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -45,8 +45,42 @@ type app struct {
 	errs  []error // what reached the HTTPErrorHandler
 }
 
+// config is what a test application's middleware is made of: the
+// Limiter's parts, given to httpmw.New, and echomw's options.
+type config struct {
+	Skipper    func(echo.Context) bool
+	Limiter    core.Limiter
+	KeyFunc    keyfunc.Func
+	Options    []httpmw.Option
+	HTTPErrors bool
+}
+
+// build makes cfg's middleware.
+func build(cfg config) (echo.MiddlewareFunc, error) {
+	l, err := httpmw.New(cfg.Limiter, cfg.KeyFunc, cfg.Options...)
+	if err != nil {
+		return nil, err
+	}
+	var opts []echomw.Option
+	if cfg.Skipper != nil {
+		opts = append(opts, echomw.WithSkipper(cfg.Skipper))
+	}
+	if cfg.HTTPErrors {
+		opts = append(opts, echomw.WithHTTPErrors())
+	}
+	return echomw.New(l, opts...), nil
+}
+
+func mustBuild(cfg config) echo.MiddlewareFunc {
+	mw, err := build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
 // limiterFor is cfg.Limiter or, when cfg has none, the limit on clock.
-func limiterFor(cfg echomw.Config, clock core.Clock) core.Limiter {
+func limiterFor(cfg config, clock core.Clock) core.Limiter {
 	if cfg.Limiter != nil {
 		return cfg.Limiter
 	}
@@ -55,11 +89,11 @@ func limiterFor(cfg echomw.Config, clock core.Clock) core.Limiter {
 
 // newApp serves cfg through Echo. Its HTTPErrorHandler records the error
 // and hands it to Echo's default one.
-func newApp(t *testing.T, cfg echomw.Config) *app {
+func newApp(t *testing.T, cfg config) *app {
 	t.Helper()
 	a := &app{clock: coretest.NewClock(t0)}
 	cfg.Limiter = limiterFor(cfg, a.clock)
-	mw, err := echomw.NewWithConfig(cfg)
+	mw, err := build(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +105,7 @@ func newApp(t *testing.T, cfg echomw.Config) *app {
 	e.Use(mw)
 	e.GET("/", echo.WrapHandler(hello))
 	e.GET("/healthz", echo.WrapHandler(hello))
-	e.POST("/signin", echo.WrapHandler(hello), echomw.MustNewWithConfig(echomw.Config{
+	e.POST("/signin", echo.WrapHandler(hello), mustBuild(config{
 		Limiter: core.MustNew(signin, core.WithClock(a.clock)), KeyFunc: byAddr, HTTPErrors: cfg.HTTPErrors,
 	}))
 	a.Handler = e
@@ -79,17 +113,17 @@ func newApp(t *testing.T, cfg echomw.Config) *app {
 }
 
 // newReference serves the same application with httpmw and a ServeMux.
-func newReference(t *testing.T, cfg echomw.Config) *app {
+func newReference(t *testing.T, cfg config) *app {
 	t.Helper()
 	a := &app{clock: coretest.NewClock(t0)}
-	mw, err := httpmw.Middleware(limiterFor(cfg, a.clock), cfg.KeyFunc, cfg.Options...)
+	mw, err := httpmw.New(limiterFor(cfg, a.clock), cfg.KeyFunc, cfg.Options...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", hello)
 	mux.Handle("POST /signin", httpmw.MustNew(core.MustNew(signin, core.WithClock(a.clock)), byAddr).Handler(hello))
-	a.Handler = mw(mux)
+	a.Handler = mw.Handler(mux)
 	return a
 }
 
@@ -139,14 +173,14 @@ func costOf(n int) httpmw.Option {
 
 type scenario struct {
 	name  string
-	cfg   echomw.Config
+	cfg   config
 	calls []call
 }
 
 // cases are the scenarios both answer styles run. Each call gives what the
 // default style answers; under HTTPErrors only the body differs.
 var cases = []scenario{
-	{"burst, deny, refill", echomw.Config{}, []call{
+	{"burst, deny, refill", config{}, []call{
 		{code: 204, rateLimit: `"api";r=2;t=20`},
 		{code: 204, rateLimit: `"api";r=1;t=40`},
 		{code: 204, rateLimit: `"api";r=0;t=60`},
@@ -155,7 +189,7 @@ var cases = []scenario{
 		{wait: time.Second, code: 204, rateLimit: `"api";r=0;t=60`},
 		{from: "198.51.100.9:1", code: 204, rateLimit: `"api";r=2;t=20`},
 	}},
-	{"per-route limiter", echomw.Config{}, []call{
+	{"per-route limiter", config{}, []call{
 		{route: "POST /signin", code: 204, rateLimit: `"signin";r=1;t=30`},
 		{route: "POST /signin", code: 204, rateLimit: `"signin";r=0;t=60`},
 		{route: "POST /signin", code: 429, rateLimit: `"signin";r=0;t=30`, retry: "30"},
@@ -163,15 +197,15 @@ var cases = []scenario{
 		{code: 429, rateLimit: `"api";r=0;t=20`, retry: "20"},
 		{from: "198.51.100.9:1", code: 204, rateLimit: `"api";r=2;t=20`},
 	}},
-	{"cost 2", echomw.Config{Options: []httpmw.Option{costOf(2)}}, []call{
+	{"cost 2", config{Options: []httpmw.Option{costOf(2)}}, []call{
 		{code: 204, rateLimit: `"api";r=1;t=40`},
 		{code: 429, rateLimit: `"api";r=1;t=20`, retry: "20"},
 	}},
-	{"cost never admissible", echomw.Config{Options: []httpmw.Option{costOf(4)}}, []call{{code: 413}}},
-	{"key error", echomw.Config{KeyFunc: leakyKey}, []call{{code: 500}}},
-	{"store error, fail closed", echomw.Config{Limiter: down}, []call{{code: 429, retry: "1"}}},
-	{"store error, fail open", echomw.Config{Limiter: down, Options: []httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}}, []call{{code: 204}}},
-	{"httpmw skip", echomw.Config{Options: []httpmw.Option{httpmw.WithSkip(func(r *http.Request) bool { return r.URL.Path == "/healthz" })}}, []call{
+	{"cost never admissible", config{Options: []httpmw.Option{costOf(4)}}, []call{{code: 413}}},
+	{"key error", config{KeyFunc: leakyKey}, []call{{code: 500}}},
+	{"store error, fail closed", config{Limiter: down}, []call{{code: 429, retry: "1"}}},
+	{"store error, fail open", config{Limiter: down, Options: []httpmw.Option{httpmw.WithFailureMode(core.FailOpen)}}, []call{{code: 204}}},
+	{"httpmw skip", config{Options: []httpmw.Option{httpmw.WithSkip(func(r *http.Request) bool { return r.URL.Path == "/healthz" })}}, []call{
 		{route: "GET /healthz", code: 204}, {route: "GET /healthz", code: 204}, {route: "GET /healthz", code: 204}, {route: "GET /healthz", code: 204},
 		{code: 204, rateLimit: `"api";r=2;t=20`},
 	}},
@@ -181,7 +215,7 @@ var cases = []scenario{
 // httpmw's middleware writes for the same requests, to the byte.
 func TestSameAsHTTPMW(t *testing.T) {
 	t.Parallel()
-	all := append(cases[:len(cases):len(cases)], scenario{"problem+json", echomw.Config{Options: []httpmw.Option{httpmw.WithProblemDetails()}}, []call{
+	all := append(cases[:len(cases):len(cases)], scenario{"problem+json", config{Options: []httpmw.Option{httpmw.WithDenyHandler(httpmw.ProblemDetails)}}, []call{
 		{code: 204, rateLimit: `"api";r=2;t=20`},
 		{code: 204, rateLimit: `"api";r=1;t=40`},
 		{code: 204, rateLimit: `"api";r=0;t=60`},
@@ -265,10 +299,10 @@ func TestHTTPErrorsCustomHandler(t *testing.T) {
 		}
 		_ = c.String(he.Code, "custom: "+he.Message.(string))
 	}
-	e.GET("/", echo.WrapHandler(hello), echomw.MustNewWithConfig(echomw.Config{
+	e.GET("/", echo.WrapHandler(hello), mustBuild(config{
 		Limiter: core.MustNew(core.PerMinute(1).WithName("one"), core.WithClock(clock)), KeyFunc: byAddr, HTTPErrors: true,
 	}))
-	e.GET("/broken", echo.WrapHandler(hello), echomw.MustNewWithConfig(echomw.Config{
+	e.GET("/broken", echo.WrapHandler(hello), mustBuild(config{
 		Limiter: core.MustNew(api, core.WithClock(clock)), KeyFunc: leakyKey, HTTPErrors: true,
 	}))
 
@@ -300,12 +334,12 @@ func TestHTTPErrorsCustomHandler(t *testing.T) {
 	}
 }
 
-// TestSkipper checks that Config.Skipper exempts requests before anything
+// TestSkipper checks that WithSkipper exempts requests before anything
 // is counted, and that a route without the middleware is not limited.
 func TestSkipper(t *testing.T) {
 	t.Parallel()
 	for _, httpErrors := range []bool{false, true} {
-		a := newApp(t, echomw.Config{
+		a := newApp(t, config{
 			KeyFunc:    byAddr,
 			Skipper:    func(c echo.Context) bool { return c.Path() == "/healthz" },
 			HTTPErrors: httpErrors,
@@ -321,43 +355,24 @@ func TestSkipper(t *testing.T) {
 	}
 }
 
-// TestConstructors checks that a Config without Limiter or KeyFunc is an
-// error in this package's words, that httpmw's validation of the options
-// reaches the caller (httpmw's tests cover each invalid option), that the
-// Must forms panic, and that a nil Skipper takes DefaultConfig's.
+// TestConstructors checks that New panics without a Limiter, and that a
+// nil Skipper or Option is left out.
 func TestConstructors(t *testing.T) {
 	t.Parallel()
-	lim := core.MustNew(api)
-	tests := []struct {
-		cfg  echomw.Config
-		want string
-	}{
-		{echomw.Config{KeyFunc: byAddr}, "echomw: no limiter"},
-		{echomw.Config{Limiter: lim}, "echomw: no key function"},
-		{echomw.Config{Limiter: lim, KeyFunc: byAddr, Options: []httpmw.Option{httpmw.WithFailureMode(7)}}, "httpmw: unknown failure mode"},
-	}
-	for _, tt := range tests {
-		if mw, err := echomw.NewWithConfig(tt.cfg); err == nil || mw != nil || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("NewWithConfig: %v; want an error starting %q", err, tt.want)
-		}
-		if _, err := echomw.New(tt.cfg.Limiter, tt.cfg.KeyFunc, tt.cfg.Options...); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("New: %v; want an error starting %q", err, tt.want)
-		}
-		for name, f := range map[string]func(){
-			"MustNew":           func() { echomw.MustNew(tt.cfg.Limiter, tt.cfg.KeyFunc, tt.cfg.Options...) },
-			"MustNewWithConfig": func() { echomw.MustNewWithConfig(tt.cfg) },
-		} {
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("%s(%q case) did not panic", name, tt.want)
-					}
-				}()
-				f()
-			}()
-		}
-	}
-	if _, err := echomw.NewWithConfig(echomw.Config{Limiter: lim, KeyFunc: keyfunc.Constant("all")}); err != nil {
-		t.Errorf("a nil Skipper should take DefaultConfig's: %v", err)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("New(nil) did not panic")
+			}
+		}()
+		echomw.New(nil)
+	}()
+	l := httpmw.MustNew(core.MustNew(api), keyfunc.Constant("all"))
+	e := echo.New()
+	e.GET("/", echo.WrapHandler(hello), echomw.New(l, echomw.WithSkipper(nil), nil))
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if w.Code != http.StatusNoContent || w.Header().Get("RateLimit") == "" {
+		t.Errorf("got %d %v", w.Code, w.Header())
 	}
 }

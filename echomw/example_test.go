@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/echomw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
@@ -22,8 +23,8 @@ func Example() {
 	byIP := keyfunc.MustClientIP()
 
 	e := echo.New()
-	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP))
-	loginLimit := echomw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP)
+	e.Use(echomw.New(httpmw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP)))
+	loginLimit := echomw.New(httpmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP))
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "welcome\n") }, loginLimit)
 
 	login := func() *http.Response {
@@ -48,21 +49,18 @@ func Example() {
 	// RateLimit: "login";r=0;t=20
 }
 
-// With HTTPErrors, a refusal is returned to Echo as an *echo.HTTPError, so
-// the application's HTTPErrorHandler renders it; the rate-limit headers are
-// already on the response.
-func ExampleConfig_httpErrors() {
+// With WithHTTPErrors, a refusal is returned to Echo as an *echo.HTTPError,
+// so the application's HTTPErrorHandler renders it; the rate-limit headers
+// are already on the response.
+func ExampleWithHTTPErrors() {
 	e := echo.New()
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
 		if he, ok := err.(*echo.HTTPError); ok {
 			_ = c.JSON(he.Code, map[string]any{"error": he.Message, "retry_after": c.Response().Header().Get("Retry-After")})
 		}
 	}
-	cfg := echomw.DefaultConfig
-	cfg.Limiter = core.MustNew(core.PerHour(1).WithName("export"))
-	cfg.KeyFunc = keyfunc.MustClientIP()
-	cfg.HTTPErrors = true
-	e.POST("/export", func(c echo.Context) error { return c.NoContent(http.StatusAccepted) }, echomw.MustNewWithConfig(cfg))
+	l := httpmw.MustNew(core.MustNew(core.PerHour(1).WithName("export")), keyfunc.MustClientIP())
+	e.POST("/export", func(c echo.Context) error { return c.NoContent(http.StatusAccepted) }, echomw.New(l, echomw.WithHTTPErrors()))
 
 	for range 2 {
 		w := httptest.NewRecorder()
@@ -74,4 +72,22 @@ func ExampleConfig_httpErrors() {
 	// 202
 	// 429
 	// {"error":"Too Many Requests","retry_after":"3600"}
+}
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	e := echo.New()
+	e.Use(echomw.LimitByIP(core.PerMinute(2)))
+	e.GET("/", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/ginmw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 // BenchmarkOverhead serves a request through a bare Gin route and through
@@ -26,7 +27,7 @@ func BenchmarkOverhead(b *testing.B) {
 	// core rather than the adapter).
 	limit := core.Limit{Events: 1000, Period: time.Second, Burst: 1 << 30, Name: "bench"}
 	mw := func() gin.HandlerFunc {
-		return ginmw.MustNew(core.MustNew(limit, core.WithCapacity(2*clients)), byAddr)
+		return ginmw.New(httpmw.MustNew(core.MustNew(limit, core.WithCapacity(2*clients)), byAddr))
 	}
 	route := func(c *gin.Context) { c.Status(http.StatusOK) }
 

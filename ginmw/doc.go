@@ -1,12 +1,17 @@
 // Package ginmw puts floodgate limiters in front of Gin routes.
 //
-// A limiter is a gin.HandlerFunc, so it goes wherever Gin takes one:
-// the whole engine, a group, or one route with a stricter policy of its own.
+// The common case is one line, as with httpmw.LimitByIP:
 //
-//	api := ginmw.MustNew(apiLimiter, keyfunc.MustClientIP())
-//	r.Use(api)                                            // every route
-//	admin := r.Group("/admin", ginmw.MustNew(adminLimiter, keyfunc.MustClientIP()))
-//	r.POST("/login", ginmw.MustNew(loginLimiter, keyfunc.MustClientIP()), login)
+//	r.Use(ginmw.LimitByIP(core.PerMinute(100)))
+//
+// Otherwise configure an httpmw.Limiter and hand it to [New]. The result
+// is a gin.HandlerFunc, so it goes wherever Gin takes one: the whole
+// engine, a group, or one route with a stricter policy of its own.
+//
+//	byIP := keyfunc.MustClientIP()
+//	r.Use(ginmw.New(httpmw.MustNew(apiLimiter, byIP)))   // every route
+//	admin := r.Group("/admin", ginmw.New(httpmw.MustNew(adminLimiter, byIP)))
+//	r.POST("/login", ginmw.New(httpmw.MustNew(loginLimiter, byIP)), login)
 //
 // The package is a thin shell around [httpmw]: the options are httpmw's
 // (cost, header style, deny and error handlers, skip, problem+json, failure
@@ -37,7 +42,8 @@
 // keyfunc.WithTrustedProxies, walks the one header you name from the right,
 // and groups IPv6 clients by /64.
 //
-// keyfunc.Route reads the net/http ServeMux pattern, which Gin does not set:
-// under Gin it falls back to the URL path. To give a route its own quota,
-// give it its own limiter, as above.
+// keyfunc.Route keys by the matched route's template (c.FullPath(), such as
+// "/users/:id"), which the middleware records in the request's Pattern,
+// so /users/1 and /users/2 share one limit; a request that matched no
+// route (a 404) keys as its URL path.
 package ginmw

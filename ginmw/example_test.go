@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/ginmw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
@@ -23,8 +24,8 @@ func Example() {
 	byIP := keyfunc.MustClientIP()
 
 	r := gin.New()
-	r.Use(ginmw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP))
-	loginLimit := ginmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP)
+	r.Use(ginmw.New(httpmw.MustNew(core.MustNew(core.PerSecond(100).WithName("api"), core.WithClock(clock)), byIP)))
+	loginLimit := ginmw.New(httpmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login"), core.WithClock(clock)), byIP))
 	r.POST("/login", loginLimit, func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
 
 	var w *httptest.ResponseRecorder
@@ -44,4 +45,23 @@ func Example() {
 	// 4 429 "login";r=0;t=20
 	// Retry-After: 20
 	// Too Many Requests
+}
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(ginmw.LimitByIP(core.PerMinute(2)))
+	r.GET("/", func(c *gin.Context) { c.Status(http.StatusOK) })
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
 }

@@ -10,36 +10,24 @@ import (
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
-// New returns Gin middleware that limits requests by key through lim.
-// key is required, so that every call site says what it limits by; opts
-// are httpmw's, with the same defaults (see [httpmw.New]). It returns an
-// error for a nil lim or key and for invalid options.
-func New(lim core.Limiter, key keyfunc.Func, opts ...httpmw.Option) (gin.HandlerFunc, error) {
-	l, err := httpmw.New(lim, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return Handler(l), nil
-}
-
-// MustNew is like [New] but panics on error. It is meant for set-up code
-// whose arguments are constants, such as route tables.
-func MustNew(lim core.Limiter, key keyfunc.Func, opts ...httpmw.Option) gin.HandlerFunc {
-	h, err := New(lim, key, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
-// Handler returns Gin middleware for a configured httpmw.Limiter, so that
-// one Limiter, and the quota it keeps, can serve net/http and Gin handlers
-// alike. It panics if l is nil.
-func Handler(l *httpmw.Limiter) gin.HandlerFunc {
+// New returns Gin middleware for l, a Limiter configured with httpmw.New
+// (its limiter, key function and options), so that one Limiter, and the
+// quota it keeps, can serve net/http and Gin handlers alike:
+//
+//	r.Use(ginmw.New(httpmw.MustNew(lim, keyfunc.MustClientIP())))
+//
+// Before it runs l, it records the matched route's template (c.FullPath(),
+// such as "/users/:id") in c.Request.Pattern, where net/http's ServeMux
+// records its own, so that keyfunc.Route keys every /users/… request by
+// "/users/:id". It panics if l is nil.
+func New(l *httpmw.Limiter) gin.HandlerFunc {
 	if l == nil {
-		panic(errors.New("ginmw: nil *httpmw.Limiter; make one with httpmw.New, or use ginmw.New"))
+		panic(errors.New("ginmw: nil *httpmw.Limiter; make one with httpmw.New"))
 	}
 	return func(c *gin.Context) {
+		if route := c.FullPath(); route != "" {
+			c.Request.Pattern = route
+		}
 		// Gin's ResponseWriter shares the underlying header map and defers
 		// the status line to the first write, so headers set here go out
 		// with whatever the rest of the chain answers.
@@ -54,4 +42,20 @@ func Handler(l *httpmw.Limiter) gin.HandlerFunc {
 		c.Request = a.Request()
 		c.Next()
 	}
+}
+
+// LimitByIP is httpmw.LimitByIP for Gin: middleware that limits each
+// client IP address (the socket peer; IPv6 by /64) to limit, in memory,
+// with httpmw's options.
+//
+//	r.Use(ginmw.LimitByIP(core.PerMinute(100)))
+//
+// It panics with a message saying what to fix when limit or an option is
+// invalid: it is meant for set-up code.
+func LimitByIP(limit core.Limit, opts ...httpmw.Option) gin.HandlerFunc {
+	lim, err := core.New(limit)
+	if err != nil {
+		panic("ginmw: LimitByIP: " + err.Error())
+	}
+	return New(httpmw.MustNew(lim, keyfunc.MustClientIP(), opts...))
 }

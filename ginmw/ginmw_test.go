@@ -15,8 +15,8 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/ginmw"
 	"github.com/floodgate/floodgate/httpmw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -62,25 +62,25 @@ func newSites(t *testing.T, global *core.Limit, key keyfunc.Func, opts ...httpmw
 	}
 
 	gl, l, clock := limiters()
-	mw, err := httpmw.Middleware(gl, key, opts...)
+	mw, err := httpmw.New(gl, key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", noContent)
 	mux.Handle("POST /login", httpmw.MustNew(l, byAddr).Handler(noContent))
-	ref = site{mw(mux), clock}
+	ref = site{mw.Handler(mux), clock}
 
 	gl, l, clock = limiters()
-	mw2, err := ginmw.New(gl, key, opts...)
+	l2, err := httpmw.New(gl, key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := gin.New()
-	e.Use(mw2)
+	e.Use(ginmw.New(l2))
 	e.GET("/", gin.WrapH(noContent))
 	e.GET("/healthz", gin.WrapH(noContent))
-	e.POST("/login", ginmw.MustNew(l, byAddr), gin.WrapH(noContent))
+	e.POST("/login", ginmw.New(httpmw.MustNew(l, byAddr)), gin.WrapH(noContent))
 	return site{e, clock}, ref
 }
 
@@ -167,15 +167,15 @@ func TestSameAsHTTPMW(t *testing.T) {
 			{status: 500},
 		}},
 		{name: "store error, fail closed", steps: []step{{status: 429}}},
-		{name: "store error, fail open", opts: []httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}, steps: []step{{status: 204}}},
+		{name: "store error, fail open", opts: []httpmw.Option{httpmw.WithFailureMode(core.FailOpen)}, steps: []step{{status: 204}}},
 		{name: "skip", global: &api, opts: []httpmw.Option{httpmw.WithSkip(func(r *http.Request) bool { return r.URL.Path == "/healthz" })}, steps: []step{
 			{path: "/healthz", status: 204}, {path: "/healthz", status: 204}, {path: "/healthz", status: 204}, {path: "/healthz", status: 204},
 			{status: 204, rateLimit: r2},
 		}},
-		{name: "problem+json", global: &api, opts: []httpmw.Option{httpmw.WithProblemDetails()}, steps: append(burst[:3:3],
+		{name: "problem+json", global: &api, opts: []httpmw.Option{httpmw.WithDenyHandler(httpmw.ProblemDetails)}, steps: append(burst[:3:3],
 			step{status: 429, rateLimit: out},
 		)},
-		{name: "legacy headers", global: &api, opts: []httpmw.Option{httpmw.WithHeaders(httpmw.HeadersLegacy)}, steps: []step{
+		{name: "legacy headers", global: &api, opts: []httpmw.Option{httpmw.WithHeaders(core.HeadersLegacy)}, steps: []step{
 			{status: 204}, {status: 204}, {status: 204}, {status: 429},
 		}},
 		{name: "deny handler", global: &api, opts: []httpmw.Option{httpmw.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
@@ -240,7 +240,7 @@ func TestChain(t *testing.T) {
 	clock := coretest.NewClock(t0)
 	var after atomic.Int32
 	e := gin.New()
-	e.Use(ginmw.MustNew(core.MustNew(api, core.WithClock(clock)), byAddr))
+	e.Use(ginmw.New(httpmw.MustNew(core.MustNew(api, core.WithClock(clock)), byAddr)))
 	e.Use(func(c *gin.Context) { after.Add(1) })
 	e.GET("/created", func(c *gin.Context) {
 		if c.Writer.Header().Get("RateLimit") == "" {
@@ -248,7 +248,7 @@ func TestChain(t *testing.T) {
 		}
 		c.JSON(http.StatusCreated, gin.H{"ok": true})
 	})
-	admin := e.Group("/admin", ginmw.MustNew(core.MustNew(login, core.WithClock(clock)), keyfunc.Constant("admin")))
+	admin := e.Group("/admin", ginmw.New(httpmw.MustNew(core.MustNew(login, core.WithClock(clock)), keyfunc.Constant("admin"))))
 	admin.GET("/stats", func(c *gin.Context) { c.String(http.StatusOK, "stats") })
 
 	steps := []struct {
@@ -278,25 +278,13 @@ func TestChain(t *testing.T) {
 	}
 }
 
-// TestConstructors checks that httpmw's validation reaches the caller: New
-// returns its error, MustNew and Handler panic. (httpmw's tests cover each
-// invalid argument.)
+// TestConstructors checks that New panics without a Limiter.
 func TestConstructors(t *testing.T) {
 	t.Parallel()
-	if h, err := ginmw.New(core.MustNew(api), nil); err == nil || h != nil || !strings.Contains(err.Error(), "nil key function") {
-		t.Errorf("New with a nil key: %v, %v", h != nil, err)
-	}
-	for name, f := range map[string]func(){
-		"MustNew": func() { ginmw.MustNew(nil, byAddr) },
-		"Handler": func() { ginmw.Handler(nil) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s did not panic", name)
-				}
-			}()
-			f()
-		}()
-	}
+	defer func() {
+		if recover() == nil {
+			t.Error("New(nil) did not panic")
+		}
+	}()
+	ginmw.New(nil)
 }

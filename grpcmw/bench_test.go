@@ -39,10 +39,10 @@ func BenchmarkUnary(b *testing.B) {
 		ic   grpc.UnaryServerInterceptor
 	}{
 		{"bare", base, nil},
-		{"allowed", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
-		{"allowed-peerip", withPeer, grpcmw.MustNew(lots, grpcmw.MustKeyByPeerIP(), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
-		{"exempt", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithExempt(mCheck), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
-		{"denied", base, grpcmw.MustNew(denying, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()},
+		{"allowed", base, grpcmw.MustNew(lots, grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()},
+		{"allowed-peerip", withPeer, grpcmw.MustNew(lots, grpcmw.MustKeyByPeerIP(), limitAll).UnaryServerInterceptor()},
+		{"exempt", base, grpcmw.MustNew(lots, grpcmw.Constant("k")).UnaryServerInterceptor()},
+		{"denied", base, grpcmw.MustNew(denying, grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -64,7 +64,7 @@ func BenchmarkUnary(b *testing.B) {
 // handling included: a transport that joins metadata as grpc's does.
 func BenchmarkUnaryRealMetadata(b *testing.B) {
 	lots := core.MustNew(core.PerSecond(1_000_000_000))
-	ic := grpcmw.MustNew(lots, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()
+	ic := grpcmw.MustNew(lots, grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCheck}
 	handler := func(context.Context, any) (any, error) { return nil, nil }
 	b.ReportAllocs()
@@ -83,12 +83,12 @@ func BenchmarkLayered(b *testing.B) {
 	handler := func(context.Context, any) (any, error) { return nil, nil }
 	ctx := grpc.NewContextWithServerTransportStream(context.Background(), discard{})
 	for _, refund := range []bool{false, true} {
-		opts := []grpcmw.Option{grpcmw.WithLimitedInfrastructure()}
+		opts := []grpcmw.Option{limitAll}
 		if refund {
 			opts = append(opts, grpcmw.WithRefundOnInnerRefusal())
 		}
 		outer := grpcmw.MustNew(core.MustNew(core.PerSecond(1_000_000_000)), grpcmw.Constant("k"), opts...).UnaryServerInterceptor()
-		inner := grpcmw.MustNew(core.MustNew(core.PerSecond(1_000_000_000)), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()).UnaryServerInterceptor()
+		inner := grpcmw.MustNew(core.MustNew(core.PerSecond(1_000_000_000)), grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()
 		next := func(ctx context.Context, req any) (any, error) { return inner(ctx, req, info, handler) }
 		b.Run(fmt.Sprintf("refund=%v", refund), func(b *testing.B) {
 			b.ReportAllocs()

@@ -26,7 +26,10 @@ import (
 func Example() {
 	clock := coretest.NewClock(time.Unix(0, 0))
 	lim := core.MustNew(core.PerMinute(1).WithName("api"), core.WithClock(clock))
-	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"), grpcmw.WithLimitedInfrastructure())
+	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"),
+		// The example serves the health service, which is skipped by
+		// default (SkipInfrastructure): limit every method.
+		grpcmw.WithSkip(func(context.Context, string) bool { return false }))
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(
@@ -74,34 +77,21 @@ func Example() {
 	// retry-after: [60] ratelimit: ["api";r=0;t=60]
 }
 
-// A client that waits out refusals: it retries a call refused with a retry
-// delay, waiting the delay plus jitter, at most three times in all and never
-// past the call's deadline.
-func ExampleUnaryClientInterceptor() {
-	retry, err := grpcmw.UnaryClientInterceptor(grpcmw.WithMaxAttempts(3))
-	if err != nil {
-		panic(err)
-	}
-	cc, err := grpc.NewClient("dns:///api.example:443",
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(retry))
-	if err != nil {
-		panic(err)
-	}
-	defer cc.Close()
-	// Calls on cc now wait out rate-limit refusals.
-}
-
-// Per-method policies: a strict limit on login, health checks exempt, and
-// everything else under the default limit, all by client IP.
+// Per-method policies: a strict limit on login, a default for the other
+// methods, health and reflection skipped (the default), all by client IP.
+// A method for which the function returns nil is not limited; give New a
+// nil limiter and return nil for the others to limit one method alone.
 func ExampleNew() {
 	def := core.MustNew(core.PerSecond(100).WithName("api"))
 	login := core.MustNew(core.PerMinute(5).WithName("login"))
-	limiter, err := grpcmw.New(def, grpcmw.MustKeyByPeerIP(),
-		grpcmw.WithMethodLimiter("/auth.v1.Auth/Login", login),
-		grpcmw.WithExempt("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"),
+	limiter, err := grpcmw.New(nil, grpcmw.MustKeyByPeerIP(),
+		grpcmw.WithLimiterFunc(func(_ context.Context, fullMethod string) core.Limiter {
+			if fullMethod == "/auth.v1.Auth/Login" {
+				return login
+			}
+			return def
+		}),
 		grpcmw.WithMeterMessages(),
-		grpcmw.WithLimitedInfrastructure(),
 	)
 	if err != nil {
 		panic(err)

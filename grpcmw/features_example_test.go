@@ -30,15 +30,19 @@ func ExampleWithRefundOnInnerRefusal() {
 	list := core.MustNew(core.PerMinute(1).WithName("list"), core.WithClock(clock))
 	key := grpcmw.KeyByMetadata("x-api-key")
 
-	global := grpcmw.MustNew(free, key, grpcmw.WithLimitedInfrastructure(),
+	// WithHeaders(core.HeadersBoth): every call's metadata, to show the quotas.
+	global := grpcmw.MustNew(nil, key, grpcmw.WithHeaders(core.HeadersBoth),
+		// The example serves the health service, which is skipped by
+		// default (SkipInfrastructure): limit every method.
+		grpcmw.WithSkip(func(context.Context, string) bool { return false }),
 		grpcmw.WithRefundOnInnerRefusal(),
 		grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
 			if k := metadata.ValueFromIncomingContext(ctx, "x-api-key"); len(k) == 1 && strings.HasPrefix(k[0], "paid-") {
 				return paid
 			}
-			return nil // free
+			return free
 		}))
-	inner := grpcmw.MustNew(list, key, grpcmw.WithLimitedInfrastructure(),
+	inner := grpcmw.MustNew(list, key, grpcmw.WithHeaders(core.HeadersBoth),
 		grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != "/grpc.health.v1.Health/List" }))
 
 	lis := bufconn.Listen(1 << 20)

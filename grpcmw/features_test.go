@@ -168,7 +168,7 @@ func TestLayeredStreams(t *testing.T) {
 func TestLimitBridgeLease(t *testing.T) {
 	t.Parallel()
 	lim := newSlots(1)
-	l := grpcmw.MustNew(lim, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure())
+	l := grpcmw.MustNew(lim, grpcmw.Constant("k"), limitAll)
 	ctx, cancel := context.WithCancel(grpc.NewContextWithServerTransportStream(context.Background(), &fakeTransport{method: mCheck}))
 	if err := l.Limit(ctx); err != nil || lim.inUse() != 1 {
 		t.Fatalf("Limit: %v, %d in use", err, lim.inUse())

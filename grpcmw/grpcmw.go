@@ -2,7 +2,6 @@ package grpcmw
 
 import (
 	"context"
-	"errors"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit"
 	"google.golang.org/grpc"
@@ -22,23 +21,22 @@ import (
 type KeyFunc func(ctx context.Context, fullMethod string) (string, error)
 
 // Limiter puts a core.Limiter in front of gRPC methods: it extracts a key
-// and a cost from each call, asks the core.Limiter (the default one, or the
-// method's own), sets the rate-limit metadata and refuses calls with
-// ResourceExhausted and status details.
+// and a cost from each call, asks the core.Limiter (the one given to New,
+// or the one WithLimiterFunc chooses), sets the rate-limit metadata and
+// refuses calls with ResourceExhausted and status details.
 //
 // Limiter.UnaryServerInterceptor and Limiter.StreamServerInterceptor are
 // the interceptors; Limiter.Limit makes a Limiter a go-grpc-middleware v2
 // ratelimit.Limiter. A Limiter is safe for concurrent use. Make it with New.
 type Limiter struct {
-	def      core.Limiter
-	methods  map[string]methodRoute
+	lim      core.Limiter
 	p        *pipeline.Pipeline[call]
 	o        options
 	policies *fields.Cache[policy]
-	// defList is the default limiter's RateLimit-Policy list when it is a
-	// stack (core.PolicyLister); lists holds the others'.
-	defList string
-	lists   fields.Lists
+	// list is the limiter's RateLimit-Policy list when it is a stack
+	// (core.PolicyLister); lists holds WithLimiterFunc's limiters'.
+	list  string
+	lists fields.Lists
 }
 
 // call is what the pipeline sees of a gRPC call.
@@ -47,66 +45,35 @@ type call struct {
 	method string
 }
 
-type methodRoute struct {
-	lim    core.Limiter
-	cost   int
-	exempt bool
-	list   string // lim's RateLimit-Policy list when it is a stack
-}
-
 var _ ratelimit.Limiter = (*Limiter)(nil)
 
-// New returns a Limiter that limits calls by key through lim, or through a
-// method's own limiter (WithMethodLimiter). key is required, so every call
-// site says what it limits by: KeyByPeerIP, KeyByMetadata, KeyByMethod,
-// Constant and JoinKeys are the usual ones. Options default to: cost 1 per
-// call, every method limited but health and reflection, both header styles,
-// FailClosed, no error hook or observer, streams checked only when they
-// open.
+// New returns a Limiter that limits calls by key through lim. key is
+// required, so every call site says what it limits by: KeyByPeerIP,
+// KeyByMetadata, KeyByMethod, Constant and JoinKeys are the usual ones.
+// lim is required too, unless WithLimiterFunc chooses the limiter per
+// call: lim must then be nil. Options default to: cost 1 per call, every
+// method limited but health and reflection (SkipInfrastructure), rate-limit
+// metadata on refusals and near the limit (see WithHeaders),
+// core.FailClosed, no observer, streams checked only when they open.
 func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
-	if lim == nil {
-		return nil, errors.New("grpcmw: nil core.Limiter; make one with core.New")
-	}
-	if key == nil {
-		return nil, errors.New("grpcmw: nil KeyFunc; pass one such as grpcmw.MustKeyByPeerIP()")
-	}
-	l := &Limiter{def: lim}
-	l.defList = l.lists.Of(lim)
-	l.o.errs.Prefix = "grpcmw: "
-	if err := option.Apply(&l.o, &l.o.errs, opts); err != nil {
+	l := &Limiter{lim: lim}
+	l.o.Prefix = "grpcmw: "
+	l.o.skip = SkipInfrastructure
+	if err := option.Apply(&l.o, &l.o.Errors, opts); err != nil {
 		return nil, err
 	}
-	if len(l.o.methods) > 0 {
-		l.methods = make(map[string]methodRoute, len(l.o.methods))
-		for name, m := range l.o.methods {
-			mr := methodRoute{lim: lim, cost: m.cost, exempt: m.exempt}
-			if m.lim != nil {
-				mr.lim = m.lim
-			}
-			mr.list = l.lists.Of(mr.lim)
-			l.methods[name] = mr
-		}
+	if err := l.o.Validate(lim, key != nil, "grpcmw.MustKeyByPeerIP()"); err != nil {
+		return nil, err
 	}
-	cfg := pipeline.Config[call]{
-		Transport: "grpc",
-		Key:       func(c call) (string, error) { return key(c.ctx, c.method) },
-		Failure:   l.o.failure,
-		Observer:  l.o.observer,
-		Hold:      l.o.hold,
-		Shadow:    l.o.shadow,
-	}
-	if pick := l.o.pick; pick != nil {
-		cfg.Select = func(c call) core.Limiter { return pick(c.ctx, c.method) }
-	}
-	if cost := l.o.cost; cost != nil {
-		cfg.Cost = func(c call) (int, error) { return cost(c.ctx, c.method) }
-	}
-	if skip, infra := l.o.skip, l.o.infra; skip != nil || !infra {
-		cfg.Skip = func(c call) bool {
-			return !infra && infraService(c.method) || skip != nil && skip(c.ctx, c.method)
-		}
-	}
+	l.o.headers = l.o.Headers
+	cfg := l.o.Pipeline
+	cfg.Skip = nil // the interceptors skip first (options.skip)
+	cfg.Transport = "grpc"
+	cfg.Key = func(c call) (string, error) { return key(c.ctx, c.method) }
 	l.p = pipeline.New(cfg)
+	if lim != nil {
+		l.list = l.lists.Of(lim)
+	}
 	l.policies = fields.NewCache(newPolicy)
 	return l, nil
 }
@@ -121,51 +88,24 @@ func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
 	return l
 }
 
-// UnaryServerInterceptor returns a unary server interceptor limiting calls
-// by key through lim; see New.
-//
-//	limit, err := grpcmw.UnaryServerInterceptor(lim, grpcmw.MustKeyByPeerIP())
-//	...
-//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limit))
-func UnaryServerInterceptor(lim core.Limiter, key KeyFunc, opts ...Option) (grpc.UnaryServerInterceptor, error) {
-	l, err := New(lim, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.UnaryServerInterceptor(), nil
-}
-
-// StreamServerInterceptor returns a stream server interceptor limiting the
-// opening of streams (and with WithMeterMessages their messages) by key
-// through lim; see New. To share one configuration between unary and
-// stream methods, make a Limiter with New and use its methods.
-func StreamServerInterceptor(lim core.Limiter, key KeyFunc, opts ...Option) (grpc.StreamServerInterceptor, error) {
-	l, err := New(lim, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.StreamServerInterceptor(), nil
-}
-
 // UnaryServerInterceptor returns the unary server interceptor. A call that
 // is admitted gets the rate-limit fields in its response header metadata
 // and runs the handler; a refused call gets them too, with retry-after, and
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		m := l.route(info.FullMethod)
-		if m.exempt {
+		if l.o.skip(ctx, info.FullMethod) {
 			return handler(ctx, req)
 		}
 		var res pipeline.Result
-		if err := l.decide(ctx, m, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
+		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
 		}
 		if lease := res.Decision.Lease; lease != nil {
 			defer pipeline.End(ctx, lease)
 		}
-		if l.o.refundInner {
-			ctx = pipeline.Attach(ctx, l.route(info.FullMethod).lim, &res)
+		if l.o.RefundInner {
+			ctx = pipeline.Attach(ctx, l.lim, &res)
 		}
 		return handler(ctx, req)
 	}
@@ -177,20 +117,23 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
+		if l.o.skip(ctx, info.FullMethod) {
+			return handler(srv, ss)
+		}
 		var res pipeline.Result
 		if err := l.admit(ctx, info.FullMethod, sink{ss: ss}, &res); err != nil {
 			return err
 		}
 		// The stream ends when its handler returns (or panics).
 		defer pipeline.End(ctx, res.Decision.Lease)
-		if !l.o.refundInner && (!l.o.meter || res.Skipped) {
+		if !l.o.RefundInner && (!l.o.meter || res.Skipped) {
 			return handler(srv, ss)
 		}
-		lim := l.route(info.FullMethod).lim
+		lim := l.lim
 		if res.Limiter != nil {
 			lim = res.Limiter
 		}
-		if l.o.refundInner {
+		if l.o.RefundInner {
 			if actx := pipeline.Attach(ctx, lim, &res); actx != ctx {
 				ss = &ctxStream{ss, actx}
 			}
@@ -198,7 +141,7 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		if !l.o.meter || res.Skipped {
 			return handler(srv, ss)
 		}
-		ms := &meteredStream{ServerStream: ss, l: l, method: info.FullMethod, lim: lim, key: res.Key}
+		ms := &meteredStream{ServerStream: ss, l: l, lim: lim, key: res.Key}
 		defer ms.finish()
 		return handler(srv, ms)
 	}
@@ -224,6 +167,9 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 // package's interceptors).
 func (l *Limiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
+	if l.o.skip(ctx, method) {
+		return nil
+	}
 	var res pipeline.Result
 	if err := l.admit(ctx, method, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 		return err
@@ -243,51 +189,30 @@ type ctxStream struct {
 
 func (s *ctxStream) Context() context.Context { return s.ctx }
 
-// route returns the method's limiter and fixed cost (0: the cost function).
-func (l *Limiter) route(fullMethod string) methodRoute {
-	if m, ok := l.methods[fullMethod]; ok {
-		return m
-	}
-	return methodRoute{lim: l.def, list: l.defList}
-}
-
 // admit runs the pipeline for one call, sets *res and answers it: a nil
 // error lets it proceed.
 func (l *Limiter) admit(ctx context.Context, fullMethod string, s sink, res *pipeline.Result) error {
-	m := l.route(fullMethod)
-	if m.exempt {
-		*res = pipeline.Result{Skipped: true}
-		return nil
-	}
-	return l.decide(ctx, m, fullMethod, s, res)
-}
-
-// decide is admit for a method that is not exempt, whose route is m.
-func (l *Limiter) decide(ctx context.Context, m methodRoute, fullMethod string, s sink, res *pipeline.Result) error {
-	l.p.Run(ctx, call{ctx, fullMethod}, m.lim, m.cost, res)
-	list := m.list
+	l.p.Run(ctx, call{ctx, fullMethod}, l.lim, 0, res)
+	list := l.list
 	if res.Limiter != nil {
 		list = l.lists.Of(res.Limiter)
 	}
-	return l.answer(ctx, fullMethod, s, res, list, true)
+	return l.answer(ctx, s, res, list, true)
 }
 
 // answer sets the metadata for a result and returns the call's status:
 // nil when it may proceed. headers is false for a metered message, whose
 // header metadata has gone already.
-func (l *Limiter) answer(ctx context.Context, fullMethod string, s sink, res *pipeline.Result, list string, headers bool) error {
+func (l *Limiter) answer(ctx context.Context, s sink, res *pipeline.Result, list string, headers bool) error {
 	switch {
 	case res.Skipped:
 		return nil
 	case res.Shadow:
-		if headers && l.o.headersSet && res.Err == nil {
+		if headers && l.o.HeadersSet && res.Err == nil {
 			s.setHeader(l.headerMD(res.ShadowDecision(), list))
 		}
 		return nil
 	case res.Err != nil:
-		if l.o.hook != nil {
-			l.o.hook(ctx, fullMethod, res.Err)
-		}
 		if res.FailedOpen {
 			return nil
 		}

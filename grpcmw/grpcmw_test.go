@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -37,6 +38,20 @@ const (
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
+
+// hookErrors hears of every call's error through the observer, which
+// sees every error (Event.Err).
+func hookErrors(f func(err error)) grpcmw.Option {
+	return grpcmw.WithObserver(core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if e.Err != nil {
+			f(e.Err)
+		}
+	}))
+}
+
+// limitAll replaces the default skip function (SkipInfrastructure): the
+// tests call the health service.
+var limitAll = grpcmw.WithSkip(func(context.Context, string) bool { return false })
 
 // gcra makes an in-memory limiter on clock. GCRA's integer arithmetic
 // makes every expected value exact: 3 per minute is one unit per 20s.
@@ -206,7 +221,9 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	lim := gcra(t, core.PerMinute(3), clock)
-	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), grpcmw.WithLimitedInfrastructure()))
+	// Every call's metadata, not only the default's refusals and calls
+	// near the limit.
+	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.Constant("all"), limitAll, grpcmw.WithHeaders(core.HeadersBoth)))
 	ctx := callCtx(t)
 	const policy = `"default";q=3;w=60`
 
@@ -286,6 +303,12 @@ func (r *recorder) snapshot() (keys []string, costs []int, last core.Decision) {
 	return append([]string(nil), r.keys...), append([]int(nil), r.costs...), r.last
 }
 
+// decided answers every Allow with d.
+type decided struct{ d core.Decision }
+
+func (f decided) Allow(context.Context, string, int) (core.Decision, error) { return f.d, nil }
+func (f decided) Refund(context.Context, string, int) error                 { return nil }
+
 // TestMetadataMatchesHTTP checks that each call's metadata holds exactly
 // what httpmw writes in HTTP headers for the same Decision, in every
 // style, for named and unnamed, token-bucket and GCRA policies.
@@ -296,7 +319,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 		core.PerSecond(7).WithBurst(2).WithName("api.v1"),
 		core.Every(1500 * time.Millisecond).WithName("slow"),
 	}
-	styles := []grpcmw.HeaderStyle{grpcmw.HeadersBoth, grpcmw.HeadersLegacy, grpcmw.HeadersIETF, grpcmw.HeadersNone}
+	styles := []core.HeaderStyle{core.HeadersBoth, core.HeadersLegacy, core.HeadersIETF, core.HeadersNone}
 	for _, l := range limits {
 		for _, style := range styles {
 			for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
@@ -308,8 +331,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 						t.Fatal(err)
 					}
 					rec := &recorder{Limiter: base}
-					e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithHeaders(style), grpcmw.WithLimitedInfrastructure()))
-					ref := httpmw.MustNew(base, keyfunc.Constant("k"), httpmw.WithHeaders(style))
+					e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithHeaders(style), limitAll))
 					ctx := callCtx(t)
 					for i := range 5 {
 						h, _, err := e.check(ctx)
@@ -317,8 +339,12 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 						if d.Allowed != (err == nil) {
 							t.Fatalf("call %d: err %v for decision %+v", i, err, d)
 						}
+						// What httpmw writes for the same decision.
 						hh := http.Header{}
-						ref.WriteHeaders(hh, d)
+						ref := httpmw.MustNew(decided{d}, keyfunc.Constant("k"), httpmw.WithHeaders(style))
+						if _, err := ref.Check(hh, httptest.NewRequest(http.MethodGet, "/", nil)); err != nil {
+							t.Fatal(err)
+						}
 						want := metadata.MD{}
 						for k, v := range hh {
 							want[strings.ToLower(k)] = v
@@ -337,15 +363,25 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 	}
 }
 
-func TestPerMethodLimiterAndExempt(t *testing.T) {
+// TestPerMethodLimiter: WithLimiterFunc gives a method its own limiter,
+// and a nil answer leaves a method unlimited.
+func TestPerMethodLimiter(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
 	def := gcra(t, core.PerMinute(1), clock)
 	list := gcra(t, core.PerMinute(2).WithName("list"), clock)
-	e := serveLimiter(t, grpcmw.MustNew(def, grpcmw.Constant("k"),
-		grpcmw.WithMethodLimiter(mList, list),
-		grpcmw.WithExempt(mWatch),
-		grpcmw.WithLimitedInfrastructure(),
+	e := serveLimiter(t, grpcmw.MustNew(nil, grpcmw.Constant("k"),
+		grpcmw.WithLimiterFunc(func(_ context.Context, m string) core.Limiter {
+			switch m {
+			case mList:
+				return list
+			case mWatch:
+				return nil // not limited
+			}
+			return def
+		}),
+		limitAll,
+		grpcmw.WithHeaders(core.HeadersBoth),
 	))
 	ctx := callCtx(t)
 
@@ -372,7 +408,7 @@ func TestPerMethodLimiterAndExempt(t *testing.T) {
 	if d := parseDenial(t, err); d.subject != "list" || d.desc != "2 per 1m0s" || d.meta["policy"] != "list" {
 		t.Errorf("List denial = %+v", d)
 	}
-	// Watch is exempt: never counted, never limited, no metadata.
+	// Watch is not limited: never counted, never limited, no metadata.
 	for range 3 {
 		st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil {
@@ -392,7 +428,7 @@ func TestSkip(t *testing.T) {
 	e := serveLimiter(t, grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"),
 		grpcmw.WithSkip(func(ctx context.Context, _ string) bool {
 			return len(metadata.ValueFromIncomingContext(ctx, "x-internal")) > 0
-		}), grpcmw.WithLimitedInfrastructure()))
+		})))
 	ctx := metadata.AppendToOutgoingContext(callCtx(t), "x-internal", "1")
 	for range 3 {
 		h, _, err := e.check(ctx) // skipped before the key function: no key needed
@@ -414,20 +450,6 @@ func TestCost(t *testing.T) {
 		wantMsg    string
 	}{
 		{
-			name:      "method constant",
-			opts:      []grpcmw.Option{grpcmw.WithMethodCost(mCheck, 2)},
-			wantCodes: []codes.Code{codes.OK, codes.ResourceExhausted},
-			wantCosts: []int{2, 2},
-		},
-		{
-			name: "method constant ahead of the function",
-			opts: []grpcmw.Option{grpcmw.WithMethodCost(mCheck, 3), grpcmw.WithCost(func(context.Context, string) (int, error) {
-				return 1, nil
-			})},
-			wantCodes: []codes.Code{codes.OK, codes.ResourceExhausted},
-			wantCosts: []int{3, 3},
-		},
-		{
 			name: "function",
 			opts: []grpcmw.Option{grpcmw.WithCost(func(_ context.Context, m string) (int, error) {
 				if m != mCheck {
@@ -440,7 +462,7 @@ func TestCost(t *testing.T) {
 		},
 		{
 			name:       "never admissible",
-			opts:       []grpcmw.Option{grpcmw.WithMethodCost(mCheck, 4)},
+			opts:       []grpcmw.Option{grpcmw.WithCost(func(context.Context, string) (int, error) { return 4, nil })},
 			wantCodes:  []codes.Code{codes.InvalidArgument, codes.InvalidArgument},
 			wantCosts:  []int{4, 4},
 			wantHookIs: []error{core.ErrInvalidCost},
@@ -471,12 +493,12 @@ func TestCost(t *testing.T) {
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(3), coretest.NewClock(t0))}
 			var mu sync.Mutex
 			var hooked []error
-			opts := append(tc.opts, grpcmw.WithErrorHook(func(_ context.Context, m string, err error) {
+			opts := append(tc.opts, hookErrors(func(err error) {
 				mu.Lock()
 				hooked = append(hooked, err)
 				mu.Unlock()
 			}))
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(opts, grpcmw.WithLimitedInfrastructure())...))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(opts, limitAll)...))
 			ctx := callCtx(t)
 			for i, want := range tc.wantCodes {
 				_, _, err := e.check(ctx)
@@ -517,11 +539,11 @@ func TestKeyFunctionError(t *testing.T) {
 	var hooked error
 	var mu sync.Mutex
 	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.KeyByMetadata("x-api-key"),
-		grpcmw.WithErrorHook(func(_ context.Context, m string, err error) {
+		hookErrors(func(err error) {
 			mu.Lock()
 			hooked = err
 			mu.Unlock()
-		}), grpcmw.WithLimitedInfrastructure()))
+		}), limitAll))
 	h, _, err := e.check(callCtx(t))
 	st := status.Convert(err)
 	// A missing x-api-key is the client's to fix, not a server fault.
@@ -568,23 +590,20 @@ func TestStoreFailure(t *testing.T) {
 		open bool
 	}{
 		{"default is closed", nil, false},
-		{"closed", []grpcmw.Option{grpcmw.WithFailureMode(grpcmw.FailClosed)}, false},
-		{"open", []grpcmw.Option{grpcmw.WithFailureMode(grpcmw.FailOpen)}, true},
+		{"closed", []grpcmw.Option{grpcmw.WithFailureMode(core.FailClosed)}, false},
+		{"open", []grpcmw.Option{grpcmw.WithFailureMode(core.FailOpen)}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			var hooked []error
-			opts := append(tc.mode, grpcmw.WithErrorHook(func(_ context.Context, m string, err error) {
+			opts := append(tc.mode, hookErrors(func(err error) {
 				mu.Lock()
 				defer mu.Unlock()
-				if m != mCheck && m != mWatch {
-					t.Errorf("hook method %q", m)
-				}
 				hooked = append(hooked, err)
 			}))
-			e := serveLimiter(t, grpcmw.MustNew(failing{storeErr}, grpcmw.Constant("k"), append(opts, grpcmw.WithLimitedInfrastructure())...))
+			e := serveLimiter(t, grpcmw.MustNew(failing{storeErr}, grpcmw.Constant("k"), append(opts, limitAll)...))
 			ctx := callCtx(t)
 			h, tr, err := e.check(ctx)
 			if tc.open {
@@ -627,7 +646,7 @@ func TestStoreFailure(t *testing.T) {
 func TestStreamOpenChecked(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
-	e := serveLimiter(t, grpcmw.MustNew(gcra(t, core.PerMinute(1).WithName("watch"), clock), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()))
+	e := serveLimiter(t, grpcmw.MustNew(gcra(t, core.PerMinute(1).WithName("watch"), clock), grpcmw.Constant("k"), limitAll))
 	ctx := callCtx(t)
 
 	st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
@@ -695,7 +714,7 @@ func TestMeterMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(4), coretest.NewClock(t0))}
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(tc.opts, grpcmw.WithLimitedInfrastructure())...))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(tc.opts, limitAll)...))
 			sent, err := chat(callCtx(t), e, tc.exchange)
 			if sent != tc.wantSent || status.Code(err) != tc.wantCode {
 				t.Fatalf("exchanged %d, err %v; want %d, %v", sent, err, tc.wantSent, tc.wantCode)
@@ -759,7 +778,7 @@ func TestShaping(t *testing.T) {
 	t.Run("waits its turn", func(t *testing.T) {
 		t.Parallel()
 		sh := &shaper{delay: time.Millisecond}
-		e := serveLimiter(t, grpcmw.MustNew(sh, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()))
+		e := serveLimiter(t, grpcmw.MustNew(sh, grpcmw.Constant("k"), limitAll))
 		if _, _, err := e.check(callCtx(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -768,9 +787,9 @@ func TestShaping(t *testing.T) {
 		t.Parallel()
 		sh := &shaper{delay: time.Hour}
 		var hooked error
-		l := grpcmw.MustNew(sh, grpcmw.Constant("k"), grpcmw.WithErrorHook(func(_ context.Context, _ string, err error) {
+		l := grpcmw.MustNew(sh, grpcmw.Constant("k"), hookErrors(func(err error) {
 			hooked = err
-		}), grpcmw.WithLimitedInfrastructure())
+		}), limitAll)
 		ft := &fakeTransport{method: mCheck}
 		ctx, cancel := context.WithCancel(grpc.NewContextWithServerTransportStream(context.Background(), ft))
 		cancel()
@@ -813,7 +832,7 @@ func TestKeyByPeerIPOverTCP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(10), coretest.NewClock(t0))}
-			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.MustKeyByPeerIP(tc.opts...), grpcmw.WithLimitedInfrastructure()))
+			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.MustKeyByPeerIP(tc.opts...), limitAll))
 			ctx := callCtx(t)
 			for _, v := range tc.xff {
 				ctx = metadata.AppendToOutgoingContext(ctx, "x-forwarded-for", v)
@@ -839,7 +858,7 @@ func TestKeyByPeerIPOverTCP(t *testing.T) {
 func TestBridge(t *testing.T) {
 	t.Parallel()
 	clock := coretest.NewClock(t0)
-	l := grpcmw.MustNew(gcra(t, core.PerMinute(1), clock), grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure())
+	l := grpcmw.MustNew(gcra(t, core.PerMinute(1), clock), grpcmw.Constant("k"), limitAll)
 	var _ ratelimit.Limiter = l
 
 	e := serve(t, []grpc.ServerOption{
@@ -893,34 +912,24 @@ func TestNewValidates(t *testing.T) {
 		{"nil limiter", nil, key, nil},
 		{"nil key", lim, nil, nil},
 		{"nil option", lim, key, []grpcmw.Option{nil}},
-		{"method without slash", lim, key, []grpcmw.Option{grpcmw.WithMethodLimiter("pkg.S/M", lim)}},
-		{"method without service", lim, key, []grpcmw.Option{grpcmw.WithExempt("//M")}},
-		{"method without name", lim, key, []grpcmw.Option{grpcmw.WithMethodCost("/pkg.S/", 1)}},
-		{"method with extra part", lim, key, []grpcmw.Option{grpcmw.WithExempt("/pkg.S/M/x")}},
-		{"nil method limiter", lim, key, []grpcmw.Option{grpcmw.WithMethodLimiter(mCheck, nil)}},
-		{"two method limiters", lim, key, []grpcmw.Option{grpcmw.WithMethodLimiter(mCheck, lim), grpcmw.WithMethodLimiter(mCheck, lim)}},
-		{"zero method cost", lim, key, []grpcmw.Option{grpcmw.WithMethodCost(mCheck, 0)}},
+		{"limiter and limiter function", lim, key, []grpcmw.Option{grpcmw.WithLimiterFunc(func(context.Context, string) core.Limiter { return lim })}},
+		{"nil limiter function", nil, key, []grpcmw.Option{grpcmw.WithLimiterFunc(nil)}},
+		{"nil observer", lim, key, []grpcmw.Option{grpcmw.WithObserver(nil)}},
+		{"bad hold", lim, key, []grpcmw.Option{grpcmw.WithDenialHold(0, 1)}},
 		{"nil cost", lim, key, []grpcmw.Option{grpcmw.WithCost(nil)}},
 		{"nil skip", lim, key, []grpcmw.Option{grpcmw.WithSkip(nil)}},
-		{"nil hook", lim, key, []grpcmw.Option{grpcmw.WithErrorHook(nil)}},
 		{"bad mode", lim, key, []grpcmw.Option{grpcmw.WithFailureMode(7)}},
 		{"bad style", lim, key, []grpcmw.Option{grpcmw.WithHeaders(9)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l, err := grpcmw.New(tc.lim, tc.key, append(tc.opts, grpcmw.WithLimitedInfrastructure())...)
+			l, err := grpcmw.New(tc.lim, tc.key, append(tc.opts, limitAll)...)
 			if err == nil || l != nil {
 				t.Fatalf("New = %v, %v; want an error", l, err)
 			}
 			if !strings.HasPrefix(err.Error(), "grpcmw: ") {
 				t.Errorf("error %q does not start with \"grpcmw: \"", err)
-			}
-			if _, err := grpcmw.UnaryServerInterceptor(tc.lim, tc.key, tc.opts...); err == nil {
-				t.Error("UnaryServerInterceptor accepted it")
-			}
-			if _, err := grpcmw.StreamServerInterceptor(tc.lim, tc.key, tc.opts...); err == nil {
-				t.Error("StreamServerInterceptor accepted it")
 			}
 		})
 	}

@@ -10,11 +10,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	"github.com/floodgate/floodgate/keyfunc"
+	"github.com/floodgate/floodgate/internal/clientip"
 )
 
 // KeyByPeerIP keys by the client's IP address with keyfunc.ClientIP's
-// rules and options. By default the key is the connection's peer address
+// rules and options: opts are keyfunc's IP options (keyfunc.Option is this
+// type), such as keyfunc.WithTrustedProxies. By default the key is the connection's peer address
 // and no metadata is read. With keyfunc.WithTrustedProxies, a call whose
 // peer is a trusted gateway (an Envoy, a grpc-gateway, a load balancer) is
 // keyed by the client address in the gateway's proxy header, read from the
@@ -26,8 +27,8 @@ import (
 // an in-memory bufconn listener), is an error matching
 // keyfunc.ErrInvalidRemoteAddr. KeyByPeerIP returns an error, starting
 // with "keyfunc: ", for invalid options.
-func KeyByPeerIP(opts ...keyfunc.Option) (KeyFunc, error) {
-	res, err := keyfunc.NewIPResolver(opts...)
+func KeyByPeerIP(opts ...clientip.Option) (KeyFunc, error) {
+	res, err := clientip.New(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,7 @@ func KeyByPeerIP(opts ...keyfunc.Option) (KeyFunc, error) {
 	return func(ctx context.Context, _ string) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p.Addr == nil {
-			return "", fmt.Errorf("%w: no peer in the call's context", keyfunc.ErrInvalidRemoteAddr)
+			return "", fmt.Errorf("%w: no peer in the call's context", clientip.ErrInvalidRemoteAddr)
 		}
 		var addr string
 		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
@@ -61,7 +62,7 @@ func KeyByPeerIP(opts ...keyfunc.Option) (KeyFunc, error) {
 
 // MustKeyByPeerIP is like KeyByPeerIP but panics on invalid options, for
 // package-level variables.
-func MustKeyByPeerIP(opts ...keyfunc.Option) KeyFunc {
+func MustKeyByPeerIP(opts ...clientip.Option) KeyFunc {
 	f, err := KeyByPeerIP(opts...)
 	if err != nil {
 		panic(err)
@@ -72,8 +73,8 @@ func MustKeyByPeerIP(opts ...keyfunc.Option) KeyFunc {
 // KeyByMetadata keys by the first value of the named incoming metadata,
 // such as an API key or a tenant ID. The name is matched in lower case, as
 // gRPC metadata keys are. A missing or empty value is an error matching
-// keyfunc.ErrNoKey; one longer than keyfunc.MaxKeyLen is an error matching
-// keyfunc.ErrTooLarge.
+// keyfunc.ErrNoKey; one longer than 4096 bytes is an error matching
+// core.ErrKeyTooLarge.
 //
 // KeyByMetadata panics if name is not a valid metadata key, as that is a
 // programming error best found at startup.
@@ -91,10 +92,10 @@ func KeyByMetadata(name string) KeyFunc {
 	return func(ctx context.Context, _ string) (string, error) {
 		vs := metadata.ValueFromIncomingContext(ctx, key)
 		if len(vs) == 0 || vs[0] == "" {
-			return "", fmt.Errorf("%w: metadata %s is missing or empty", keyfunc.ErrNoKey, key)
+			return "", fmt.Errorf("%w: metadata %s is missing or empty", clientip.ErrNoKey, key)
 		}
-		if len(vs[0]) > keyfunc.MaxKeyLen {
-			return "", fmt.Errorf("%w: metadata %s is %d bytes, more than %d", keyfunc.ErrTooLarge, key, len(vs[0]), keyfunc.MaxKeyLen)
+		if len(vs[0]) > clientip.MaxKeyLen {
+			return "", fmt.Errorf("%w: metadata %s is %d bytes, more than %d", clientip.ErrTooLarge, key, len(vs[0]), clientip.MaxKeyLen)
 		}
 		return vs[0], nil
 	}
@@ -110,7 +111,7 @@ func KeyByMethod() KeyFunc {
 
 func keyByMethod(_ context.Context, fullMethod string) (string, error) {
 	if fullMethod == "" {
-		return "", fmt.Errorf("%w: empty method name", keyfunc.ErrNoKey)
+		return "", fmt.Errorf("%w: empty method name", clientip.ErrNoKey)
 	}
 	return fullMethod, nil
 }
@@ -125,7 +126,7 @@ func Constant(key string) KeyFunc {
 }
 
 // JoinKeys keys by several key functions at once, such as peer IP and
-// method, in keyfunc.Join's encoding (see keyfunc.JoinParts), so no choice
+// method, in keyfunc.Join's encoding, so no choice
 // of parts can forge another combination. The first error from any part is
 // returned, and an empty part is an error matching keyfunc.ErrNoKey.
 //
@@ -137,7 +138,7 @@ func JoinKeys(fns ...KeyFunc) KeyFunc {
 			parts[i] = func(c call) (string, error) { return fn(c.ctx, c.method) }
 		}
 	}
-	join := keyfunc.JoinFuncs("grpcmw.JoinKeys", parts...)
+	join := clientip.JoinFuncs("grpcmw.JoinKeys", parts...)
 	return func(ctx context.Context, fullMethod string) (string, error) {
 		return join(call{ctx, fullMethod})
 	}

@@ -8,28 +8,39 @@ import (
 	"github.com/floodgate/floodgate/internal/fields"
 )
 
+// nearLimit reports whether d leaves at most a tenth of its policy's burst
+// (Events when Burst is 0), rounded down: 10 or fewer of a burst of 100,
+// none left of a burst under 10.
+func nearLimit(d *core.Decision) bool {
+	quota := d.Limit.Burst
+	if quota <= 0 {
+		quota = d.Limit.Events
+	}
+	return d.Remaining <= quota/10
+}
+
 // headerMD returns the response header metadata for d: the values httpmw
 // writes as headers for the same Decision (the same formatter), under
-// lower-case keys. list is the deciding limiter's RateLimit-Policy list
-// when it is a stack ("" otherwise).
+// lower-case keys, or nil when the style sends none for d. list is the
+// deciding limiter's RateLimit-Policy list when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
-	var pt *fields.PolicyText
-	if l.o.headers != HeadersNone {
-		pt = &l.policies.Get(d.Limit).PolicyText
-	}
-	var v fields.Values
-	v.Format(d, pt, l.o.headers)
-	v.SetPolicies(list)
-	if v.Len() == 0 {
+	style := l.o.headers // HeadersBoth unless WithHeaders said otherwise
+	if !l.o.HeadersSet && d.Allowed && !nearLimit(&d) {
+		// The default: gRPC clients rarely read rate-limit metadata on
+		// success, and five fields on every call cost more than the
+		// decision (grpc joins and encodes each), so only refusals and
+		// admissions near the limit carry them.
 		return nil
 	}
-	vals, text := fields.Take(v.Len(), v.Text())
-	md := make(metadata.MD, v.Len())
-	for i := range vals {
-		f, val := v.Field(i, text)
-		vals[i] = val
-		md[f.Metadata()] = vals[i : i+1 : i+1]
+	if style == core.HeadersNone && d.Allowed {
+		return nil
 	}
+	var pt *fields.PolicyText
+	if style != core.HeadersNone {
+		pt = &l.policies.Get(d.Limit).PolicyText
+	}
+	md := make(metadata.MD, 6)
+	fields.Put(md, fields.MetadataKeys, &d, pt, style, list)
 	return md
 }
 

@@ -40,7 +40,7 @@ func TestHostilePolicyNames(t *testing.T) {
 				Limit:      core.Limit{Events: 5, Period: time.Minute, Name: tc.name},
 				ResetAfter: time.Minute, RetryAfter: 11500 * time.Millisecond,
 			}
-			e := serveLimiter(t, grpcmw.MustNew(fixed{d}, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()))
+			e := serveLimiter(t, grpcmw.MustNew(fixed{d}, grpcmw.Constant("k"), limitAll))
 			h, _, err := e.check(callCtx(t))
 			den := parseDenial(t, err)
 			if den.code != codes.ResourceExhausted || den.retry != d.RetryAfter || den.details != 3 {

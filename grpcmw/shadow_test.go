@@ -42,7 +42,7 @@ func TestShadowExhausted(t *testing.T) {
 		}},
 		{"chosen", func(s core.Limiter, opts ...grpcmw.Option) *grpcmw.Limiter {
 			opts = append(opts, grpcmw.WithLimiterFunc(func(context.Context, string) core.Limiter { return s }))
-			return grpcmw.MustNew(gcra(t, core.PerMinute(100), coretest.NewClock(t0)), grpcmw.Constant("k"), opts...)
+			return grpcmw.MustNew(nil, grpcmw.Constant("k"), opts...)
 		}},
 	}
 	// Each entry point makes one or more decisions and reports how many.

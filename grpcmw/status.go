@@ -23,32 +23,32 @@ import (
 // Status messages. They are fixed: never an error's text, which can hold
 // internal details (addresses, store names, the client's own metadata).
 const (
-	// MessageDenied is the message of a refused call's ResourceExhausted
+	// messageDenied is the message of a refused call's ResourceExhausted
 	// status.
-	MessageDenied = "rate limit exceeded"
-	// MessageUnavailable is the message of the ResourceExhausted status of a
+	messageDenied = "rate limit exceeded"
+	// messageUnavailable is the message of the ResourceExhausted status of a
 	// call refused because the limiter's store failed (FailClosed).
-	MessageUnavailable = "rate limiter unavailable, retry later"
-	// MessageBadKey is the message of the InvalidArgument status of a call
+	messageUnavailable = "rate limiter unavailable, retry later"
+	// messageBadKey is the message of the InvalidArgument status of a call
 	// that carries no usable key (core.ErrBadKey: missing or malformed
 	// metadata).
-	MessageBadKey = "the call carries no usable rate-limit key"
-	// MessageKey is the message of the Internal status of a call whose key
+	messageBadKey = "the call carries no usable rate-limit key"
+	// messageKey is the message of the Internal status of a call whose key
 	// function failed on the server's side.
-	MessageKey = "rate limiter could not identify the caller"
-	// MessageCost is the message of the Internal status of a call whose cost
+	messageKey = "rate limiter could not identify the caller"
+	// messageCost is the message of the Internal status of a call whose cost
 	// function failed or returned a negative cost.
-	MessageCost = "rate limiter could not price the call"
-	// MessageInvalidCost is the message of the InvalidArgument status of a
+	messageCost = "rate limiter could not price the call"
+	// messageInvalidCost is the message of the InvalidArgument status of a
 	// call whose cost is invalid.
-	MessageInvalidCost = "the call's rate-limit cost is invalid"
-	// MessageCostTooLarge is the message of the InvalidArgument status of a
+	messageInvalidCost = "the call's rate-limit cost is invalid"
+	// messageCostTooLarge is the message of the InvalidArgument status of a
 	// call that costs more than the limit can ever admit at once.
-	MessageCostTooLarge = "the call costs more than the rate limit can ever admit at once; retrying will not help"
-	// MessageInternal is the message of the Internal status of a call whose
+	messageCostTooLarge = "the call costs more than the rate limit can ever admit at once; retrying will not help"
+	// messageInternal is the message of the Internal status of a call whose
 	// core.Limiter failed in a way it does not classify (neither
 	// core.ErrStore nor core.ErrInvalidCost).
-	MessageInternal = "rate limiter failed"
+	messageInternal = "rate limiter failed"
 )
 
 // ErrorInfo identification of refusals.
@@ -72,15 +72,15 @@ const PushbackKey = "grpc-retry-pushback-ms"
 // The answers to calls for which no decision could be made are the same
 // every time, so they are made once.
 var (
-	statusBadKey       = status.Error(codes.InvalidArgument, MessageBadKey)
-	statusKey          = status.Error(codes.Internal, MessageKey)
-	statusCost         = status.Error(codes.Internal, MessageCost)
-	statusInvalidCost  = status.Error(codes.InvalidArgument, MessageInvalidCost)
-	statusCostTooLarge = status.Error(codes.InvalidArgument, MessageCostTooLarge)
-	statusInternal     = status.Error(codes.Internal, MessageInternal)
+	statusBadKey       = status.Error(codes.InvalidArgument, messageBadKey)
+	statusKey          = status.Error(codes.Internal, messageKey)
+	statusCost         = status.Error(codes.Internal, messageCost)
+	statusInvalidCost  = status.Error(codes.InvalidArgument, messageInvalidCost)
+	statusCostTooLarge = status.Error(codes.InvalidArgument, messageCostTooLarge)
+	statusInternal     = status.Error(codes.Internal, messageInternal)
 	statusUnavailable  = status.ErrorProto(&spb.Status{
 		Code:    int32(codes.ResourceExhausted),
-		Message: MessageUnavailable,
+		Message: messageUnavailable,
 		Details: []*anypb.Any{
 			mustAny(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)}),
 			mustAny(&errdetails.ErrorInfo{Reason: ReasonUnavailable, Domain: Domain}),
@@ -179,7 +179,7 @@ func (p *policy) errorInfo(remaining int) *anypb.Any {
 }
 
 // denied returns the status error of a refusal by d: ResourceExhausted,
-// MessageDenied, and RetryInfo, QuotaFailure and ErrorInfo details.
+// messageDenied, and RetryInfo, QuotaFailure and ErrorInfo details.
 func (l *Limiter) denied(d core.Decision) error {
 	p := l.policies.Get(d.Limit)
 	info := p.info0
@@ -191,7 +191,7 @@ func (l *Limiter) denied(d core.Decision) error {
 	retry := max(d.RetryAfter, time.Nanosecond)
 	return status.ErrorProto(&spb.Status{
 		Code:    int32(codes.ResourceExhausted),
-		Message: MessageDenied,
+		Message: messageDenied,
 		Details: []*anypb.Any{
 			mustAny(&errdetails.RetryInfo{RetryDelay: durationpb.New(retry)}),
 			p.quota,

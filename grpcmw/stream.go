@@ -11,10 +11,9 @@ import (
 // meteredStream charges every message the client sends on a stream.
 type meteredStream struct {
 	grpc.ServerStream
-	l      *Limiter
-	method string
-	lim    core.Limiter
-	key    string
+	l   *Limiter
+	lim core.Limiter
+	key string
 	// pushback is the latest refusal's grpc-retry-pushback-ms, set in the
 	// trailer once when the stream ends: grpc appends every SetTrailer, and
 	// a client refused message after message must not receive a value per
@@ -49,7 +48,7 @@ func (s *meteredStream) RecvMsg(m any) error {
 	}
 	// No sink: header metadata has gone with the first message, and the
 	// trailer is set once by finish.
-	return s.l.answer(ctx, s.method, sink{}, &res, "", false)
+	return s.l.answer(ctx, sink{}, &res, "", false)
 }
 
 // finish releases the last message's lease and sets the stream's trailer

@@ -98,7 +98,7 @@ func TestMeteredPushbackOnce(t *testing.T) {
 }
 
 // TestInfrastructureExempt: health and reflection are not limited by
-// default, and are with WithLimitedInfrastructure.
+// default, and are when a WithSkip function replaces the default.
 func TestInfrastructureExempt(t *testing.T) {
 	t.Parallel()
 	methods := []string{
@@ -111,7 +111,7 @@ func TestInfrastructureExempt(t *testing.T) {
 	for _, infra := range []bool{false, true} {
 		opts := []grpcmw.Option{}
 		if infra {
-			opts = append(opts, grpcmw.WithLimitedInfrastructure())
+			opts = append(opts, limitAll)
 		}
 		for _, m := range append(methods, limited...) {
 			lim := gcra(t, core.PerMinute(1), coretest.NewClock(t0))

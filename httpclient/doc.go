@@ -16,7 +16,7 @@
 // Idempotency-Key) whose body can be replayed through GetBody, bounds the
 // attempts and each wait, drains the responses it discards, and stops
 // waiting as soon as the request's context ends. Its options have the
-// names, defaults and meaning of grpcmw's client interceptors'.
+// names, defaults and meaning of package grpcclient's.
 //
 // Put the retry outside the limiter, so that every retry asks the limiter
 // again:

@@ -84,8 +84,8 @@ func secondsDuration(n int64) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// Quota is one policy's state in a RateLimit field: "name";r=…;t=….
-type Quota struct {
+// quota is one policy's state in a RateLimit field: "name";r=…;t=….
+type quota struct {
 	// Name is the policy's name (the item's string or token).
 	Name string
 	// Remaining is the r parameter: the quota units left.
@@ -96,8 +96,8 @@ type Quota struct {
 	HasReset bool
 }
 
-// Policy is one policy of a RateLimit-Policy field: "name";q=…;w=….
-type Policy struct {
+// policy is one policy of a RateLimit-Policy field: "name";q=…;w=….
+type policy struct {
 	// Name is the policy's name (the item's string or token).
 	Name string
 	// Quota is the q parameter: the units the policy allows per window.
@@ -108,38 +108,38 @@ type Policy struct {
 	HasWindow bool
 }
 
-// ParseRateLimit parses RateLimit field lines (a Structured Field List,
+// parseRateLimit parses RateLimit field lines (a Structured Field List,
 // RFC 9651) into the quotas they describe. Items without a valid r (a
 // non-negative integer) are left out, as are negative t parameters and
 // inner lists; a list that does not parse gives nil.
-func ParseRateLimit(lines []string) []Quota {
+func parseRateLimit(lines []string) []quota {
 	list := parseList(lines)
-	var qs []Quota
+	var qs []quota
 	for _, it := range list {
 		r, ok := intParam(it.Params, "r")
 		if !ok {
 			continue
 		}
-		q := Quota{Name: itemName(it), Remaining: r}
+		q := quota{Name: itemName(it), Remaining: r}
 		q.Reset, q.HasReset = intParam(it.Params, "t")
 		qs = append(qs, q)
 	}
 	return qs
 }
 
-// ParseRateLimitPolicy parses RateLimit-Policy field lines (a Structured
+// parseRateLimitPolicy parses RateLimit-Policy field lines (a Structured
 // Field List) into the policies they list. Items without a valid q (a
 // non-negative integer) are left out, as are negative w parameters and
 // inner lists; a list that does not parse gives nil.
-func ParseRateLimitPolicy(lines []string) []Policy {
+func parseRateLimitPolicy(lines []string) []policy {
 	list := parseList(lines)
-	var ps []Policy
+	var ps []policy
 	for _, it := range list {
 		q, ok := intParam(it.Params, "q")
 		if !ok {
 			continue
 		}
-		p := Policy{Name: itemName(it), Quota: q}
+		p := policy{Name: itemName(it), Quota: q}
 		p.Window, p.HasWindow = intParam(it.Params, "w")
 		ps = append(ps, p)
 	}
@@ -193,21 +193,21 @@ func intParam(p *httpsfv.Params, k string) (int64, bool) {
 // rateLimitDelay is the wait the RateLimit fields ask for: the longest
 // reset of the exhausted policies (r=0), taking a policy's window from
 // RateLimit-Policy when its RateLimit item has no t.
-func rateLimitDelay(rl, policy []string) (time.Duration, bool) {
+func rateLimitDelay(rl, policyLines []string) (time.Duration, bool) {
 	var (
 		worst    time.Duration
 		found    bool
-		policies []Policy
+		policies []policy
 		parsed   bool
 	)
-	for _, q := range ParseRateLimit(rl) {
+	for _, q := range parseRateLimit(rl) {
 		if q.Remaining > 0 {
 			continue
 		}
 		secs, ok := q.Reset, q.HasReset
 		if !ok {
 			if !parsed {
-				policies, parsed = ParseRateLimitPolicy(policy), true
+				policies, parsed = parseRateLimitPolicy(policyLines), true
 			}
 			for _, p := range policies {
 				if p.Name == q.Name && p.HasWindow {

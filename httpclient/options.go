@@ -13,7 +13,7 @@ import (
 )
 
 // Option configures a transport. The retry options have the names,
-// defaults and meaning of grpcmw's client options.
+// defaults and meaning of package grpcclient's.
 type Option func(*options)
 
 type options struct {
@@ -25,30 +25,13 @@ type options struct {
 	errs      option.Errors
 }
 
-// Defaults, the same as grpcmw's client defaults.
-const (
-	// DefaultMaxAttempts is how many times a request is sent in all,
-	// unless WithMaxAttempts says otherwise.
-	DefaultMaxAttempts = retry.DefaultMaxAttempts
-	// DefaultBackoffBase and DefaultBackoffMax bound the jitter added to
-	// a retry's wait (see WithBackoff).
-	DefaultBackoffBase = retry.DefaultBackoffBase
-	DefaultBackoffMax  = retry.DefaultBackoffMax
-	// DefaultMaxWait is the longest wait a transport accepts before one
-	// request is sent (see WithMaxWait).
-	DefaultMaxWait = retry.DefaultMaxWait
-	// DefaultMaxTotalWait bounds the waits of all a request's retries
-	// together (see WithMaxTotalWait).
-	DefaultMaxTotalWait = retry.DefaultMaxTotalWait
-)
-
 // DefaultStatusCodes are the statuses NewRetryTransport retries unless
 // WithStatusCodes says otherwise: 429 Too Many Requests and 503 Service
 // Unavailable, the two that come with Retry-After.
 var DefaultStatusCodes = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
 
 // WithMaxAttempts sets how many times NewRetryTransport sends a request in
-// all, the first time included (default DefaultMaxAttempts). 1 turns
+// all, the first time included (default 3). 1 turns
 // retries off.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) {
@@ -62,7 +45,7 @@ func WithMaxAttempts(n int) Option {
 // gives one, plus a uniformly random duration in [0, min(max,
 // base·2^(n-1))) (full jitter). The server's delay says when a retry can
 // succeed; the jitter spreads the clients it refused at one instant.
-// Defaults: DefaultBackoffBase, DefaultBackoffMax.
+// Defaults: 100ms and 5s.
 func WithBackoff(base, max time.Duration) Option {
 	return func(o *options) {
 		o.use("WithBackoff")
@@ -71,11 +54,11 @@ func WithBackoff(base, max time.Duration) Option {
 }
 
 // WithMaxWait sets the longest wait a transport accepts before it sends
-// one request (default DefaultMaxWait); the request's context bounds every
+// one request (default a minute); the request's context bounds every
 // wait too.
 //
 // For NewRetryTransport it is the longest delay a response may ask for
-// (Retry-After, or the RateLimit fields), as in grpcmw: a response asking
+// (Retry-After, or the RateLimit fields), as in grpcclient: a response asking
 // for longer is returned to the caller at once rather than waited out. The
 // jitter comes on top, so the whole wait of one request is at most
 // (WithMaxAttempts−1)·(WithMaxWait + the backoff's max), and at most
@@ -92,7 +75,7 @@ func WithMaxWait(d time.Duration) Option {
 }
 
 // WithMaxTotalWait bounds the waits of all of one request's retries
-// together (default DefaultMaxTotalWait), for NewRetryTransport: a retry
+// together (default 3 minutes), for NewRetryTransport: a retry
 // whose server delay would take them past it is not made (the response is
 // returned), and the jitter never does. The request's context bounds them
 // too.
@@ -103,30 +86,28 @@ func WithMaxTotalWait(d time.Duration) Option {
 	}
 }
 
-// WithRand sets the source of NewRetryTransport's jitter: a function
-// returning a uniformly random number in [0, 1) (default math/rand/v2's
-// Float64). Tests pass a fixed one.
-func WithRand(f func() float64) Option {
+// withRand sets the source of NewRetryTransport's jitter (default
+// math/rand/v2's Float64): tests pass a fixed one.
+func withRand(f func() float64) Option {
 	return func(o *options) {
 		o.use("WithRand")
 		o.SetRand(&o.errs, f)
 	}
 }
 
-// WithSleep sets how a transport waits (default: a timer that stops early,
-// returning ctx's error, when ctx ends). Tests pass one that advances a
+// withSleep sets how a transport waits: tests pass one that advances a
 // fake clock.
-func WithSleep(f func(ctx context.Context, d time.Duration) error) Option {
+func withSleep(f func(ctx context.Context, d time.Duration) error) Option {
 	return func(o *options) {
 		o.use("WithSleep")
 		o.SetSleep(&o.errs, f)
 	}
 }
 
-// WithClock sets the clock NewRetryTransport reads to turn a Retry-After
-// HTTP-date into a delay (default core.SystemClock). Tests pass the fake
+// withClock sets the clock NewRetryTransport reads to turn a Retry-After
+// HTTP-date into a delay (default core.SystemClock): tests pass the fake
 // clock of the server they talk to.
-func WithClock(c core.Clock) Option {
+func withClock(c core.Clock) Option {
 	return func(o *options) {
 		o.use("WithClock")
 		if o.errs.Require(c != nil, "WithClock(nil); leave the option out for core.SystemClock") {

@@ -56,12 +56,12 @@ func constKey(*http.Request) (string, error) { return "k", nil }
 // counts the requests that reach the middleware.
 func limitedServer(t *testing.T, lim core.Limiter, wrap func(http.Handler) http.Handler, opts ...httpmw.Option) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	mw, err := httpmw.Middleware(lim, constKey, opts...)
+	mw, err := httpmw.New(lim, constKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var hits atomic.Int64
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}))
 	if wrap != nil {
@@ -126,7 +126,7 @@ func TestRetryAgainstHTTPMW(t *testing.T) {
 		{"Retry-After and both styles", nil, nil},
 		{"Retry-After only", nil, []httpmw.Option{httpmw.WithHeaders(core.HeadersNone)}},
 		{"RateLimit field only", stripRetryAfter, []httpmw.Option{httpmw.WithHeaders(core.HeadersIETF)}},
-		{"problem details", nil, []httpmw.Option{httpmw.WithProblemDetails()}},
+		{"problem details", nil, []httpmw.Option{httpmw.WithDenyHandler(httpmw.ProblemDetails)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

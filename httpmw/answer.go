@@ -29,7 +29,7 @@ func newAnswer(status int, detail string) answer {
 	return answer{status, newFixedBody([]byte(text + "\n"))}
 }
 
-// The default answers of WriteDenied and WriteError.
+// The default answers of writeDenied and writeError.
 var (
 	answerDenied      = newAnswer(http.StatusTooManyRequests, "")
 	answerKeyTooLarge = newAnswer(http.StatusRequestHeaderFieldsTooLarge, "the request's rate-limit key is too large")
@@ -39,51 +39,21 @@ var (
 	answerUnavailable = newAnswer(http.StatusServiceUnavailable, "")
 )
 
-// WriteDenied answers a refused request: the deny handler if one is set,
-// otherwise status 429 with a plain-text body, or with an RFC 9457
-// application/problem+json body under [WithProblemDetails]. Call
-// [Limiter.WriteHeaders] first: WriteDenied does not set Retry-After or the
-// rate-limit headers itself, so adapters that render denials their own way
-// still get them from one place.
-func (l *Limiter) WriteDenied(w http.ResponseWriter, r *http.Request, d core.Decision) {
+// writeDenied answers a refused request: the deny handler if one is set,
+// otherwise status 429 with a plain-text body. It does not set Retry-After
+// or the rate-limit headers itself: check has set them.
+func (l *Limiter) writeDenied(w http.ResponseWriter, r *http.Request, d core.Decision) {
 	if l.o.deny != nil {
 		l.o.deny(w, r, d)
 		return
 	}
-	if l.o.problem {
-		if p := l.policies.Get(d.Limit); p.problem.bytes != nil {
-			writeBody(w, http.StatusTooManyRequests, "application/problem+json", p.problem)
-			return
-		}
-	}
 	writeBody(w, answerDenied.status, "text/plain; charset=utf-8", answerDenied.body)
 }
 
-// WriteError answers a request for which no decision could be made: the
-// error handler if one is set, otherwise a plain-text answer by the kind of
-// err, the same on every transport (grpcmw's codes in brackets):
-//
-//   - the request carries no usable key ([core.ErrBadKey], such as a
-//     missing API-key header): 400, or the status of [WithBadKeyStatus]
-//     (InvalidArgument). Key material too large to read
-//     ([core.ErrKeyTooLarge]): 431.
-//   - the key function failed otherwise ([core.ErrKey]): 500 (Internal). It
-//     is a bug or a misconfiguration, not the client's doing, and its text
-//     is not shown.
-//   - the cost is invalid ([core.ErrInvalidCost], or a cost function error
-//     that wraps it): 400 (InvalidArgument). A cost above what the limit
-//     can ever admit ([core.ErrCostTooLarge]): 413, whose body says that
-//     retrying will not help: a 429 would promise a retry that cannot work.
-//   - the cost function failed or returned a negative cost ([core.ErrCost]):
-//     500 (Internal).
-//   - the store failed ([core.ErrStore], only reached under [FailClosed]):
-//     429 with Retry-After: 1 and the plain-text 429 body, but no
-//     rate-limit headers, since no quota was read (see [core.FailClosed]
-//     for why not 503).
-//   - the request ended while it waited its turn ([core.ErrWaitCanceled]):
-//     503; the client has usually gone already.
-//   - anything else: 500.
-func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+// writeError answers a request for which no decision could be made: the
+// error handler if one is set, otherwise a plain-text answer by the kind
+// of err, as [Limiter.Enter] describes.
+func (l *Limiter) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if l.o.onError != nil {
 		l.o.onError(w, r, err)
 		return
@@ -95,12 +65,10 @@ func (l *Limiter) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 	writeBody(w, a.status, "text/plain; charset=utf-8", a.body)
 }
 
-// WriteErrorHeaders returns the status of [Limiter.WriteError]'s default
-// answer to err and sets on h the headers that answer carries besides its
-// body (Retry-After: 1 for a store failure). Adapters that render errors
-// their own way call it, so that they answer with the same status and
-// headers.
-func (l *Limiter) WriteErrorHeaders(h http.Header, err error) (status int) {
+// writeErrorHeaders returns the status of writeError's default answer to
+// err and sets on h the headers that answer carries besides its body
+// (Retry-After: 1 for a store failure).
+func (l *Limiter) writeErrorHeaders(h http.Header, err error) (status int) {
 	a := l.errorAnswer(err)
 	if a.status == http.StatusTooManyRequests {
 		setRetryAfterOne(h)

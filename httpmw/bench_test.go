@@ -10,7 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 

@@ -11,16 +11,13 @@ import (
 // refuses requests whose body length is not declared.
 const RefuseUnknownLength = -1
 
-// KiB is 1024 bytes, a unit for [CostByContentLength].
-const KiB = 1024
-
 // CostByContentLength prices a request by its body, for byte quotas: cost
 // is the declared Content-Length in units of unit bytes, rounded up, and at
 // least 1, so that a request without a body still counts as one unit (a
-// limit of 1000 per minute with unit KiB is a quota of about 1 MiB a
+// limit of 1000 per minute with a unit of 1024 bytes is a quota of about 1 MiB a
 // minute, in requests of at least 1 KiB). Pass it to [WithCost]:
 //
-//	httpmw.WithCost(httpmw.CostByContentLength(httpmw.KiB, 64))
+//	httpmw.WithCost(httpmw.CostByContentLength(1024, 64)) // units of 1 KiB
 //
 // A body whose length is unknown (chunked, or streamed by HTTP/2 without a
 // content-length: r.ContentLength < 0) costs unknown units, which should be
@@ -33,9 +30,9 @@ const KiB = 1024
 //
 // It panics when unit is less than 1 or unknown is neither at least 1 nor
 // RefuseUnknownLength: it is meant for set-up code.
-func CostByContentLength(unit int64, unknown int) CostFunc {
+func CostByContentLength(unit int64, unknown int) func(*http.Request) (int, error) {
 	if unit < 1 {
-		panic(fmt.Sprintf("httpmw: CostByContentLength(%d, %d): unit must be at least 1 byte, such as httpmw.KiB", unit, unknown))
+		panic(fmt.Sprintf("httpmw: CostByContentLength(%d, %d): unit must be at least 1 byte, such as 1024", unit, unknown))
 	}
 	if unknown < 1 && unknown != RefuseUnknownLength {
 		panic(fmt.Sprintf("httpmw: CostByContentLength(%d, %d): unknown must be the cost of a body of unknown length (at least 1) or httpmw.RefuseUnknownLength", unit, unknown))

@@ -9,16 +9,27 @@
 //	...
 //	byIP, err := keyfunc.ClientIP() // the socket peer; see its options for proxies
 //	...
-//	mw, err := httpmw.Middleware(lim, byIP)
+//	l, err := httpmw.New(lim, byIP)
 //	...
-//	http.ListenAndServe(addr, mw(mux))
+//	http.ListenAndServe(addr, l.Handler(mux))
 //
-// The common case fits on one line, as users of go-chi/httprate know it:
+// The common case fits on one line, as users of go-chi/httprate know it
+// (ginmw.LimitByIP and echomw.LimitByIP are the same for Gin and Echo):
 //
-//	http.ListenAndServe(addr, httpmw.LimitByIP(100, time.Minute)(mux))
+//	http.ListenAndServe(addr, httpmw.LimitByIP(core.PerMinute(100))(mux))
 //
-// For one endpoint with its own policy, use [Wrap] or
-// [Limiter.HandlerFunc].
+// For one endpoint with its own policy, give it its own Limiter:
+// mux.Handle("POST /login", login.Handler(loginHandler)). For a limit per
+// route, key by keyfunc.Route and put the Limiter on the routes, where the
+// ServeMux has recorded the matched pattern. ginmw and echomw are built on
+// [Limiter.Enter] and [Limiter.Check], which adapters of your own can use
+// too.
+//
+// The options that grpcmw has too (WithSkip, WithCost, WithFailureMode,
+// WithHeaders, WithObserver, WithDenialHold, WithRefundOnInnerRefusal,
+// WithLimiterFunc, WithShadow) have the same names and meaning there; the
+// failure modes and header styles are core's (core.FailOpen,
+// core.HeadersIETF).
 //
 // # What responses carry
 //
@@ -27,23 +38,36 @@
 // legacy X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, and
 // the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-10 ([WithHeaders] picks the style;
-// both by default). [Limiter.WriteHeaders] documents each value. They are
-// set before the next handler runs.
+// both by default). They are set before the next handler runs:
+//
+//	X-RateLimit-Limit:     d.Limit.Events
+//	X-RateLimit-Remaining: d.Remaining
+//	X-RateLimit-Reset:     ceil(d.ResetAfter) in seconds from now
+//	RateLimit-Policy:      "name";q=<Events>;w=<ceil(Period) in seconds, >= 1>
+//	RateLimit:             "name";r=<Remaining>;t=<ceil(RetryAfter) if denied, else ceil(ResetAfter)>
+//	Retry-After:           ceil(d.RetryAfter) in seconds, >= 1 (denials only)
+//
+// where name is d.Limit.Name, or "default" when empty; a name core would
+// refuse (a custom core.Limiter's) is sent as printable ASCII and cut to
+// 72 bytes. When the limiter is a stack of limits (core.PolicyLister),
+// RateLimit-Policy lists every policy, in order, and the other headers
+// describe d.Limit, the policy that decided. grpcmw sends the same values
+// as metadata.
 //
 // A refused request gets 429 Too Many Requests with Retry-After (whole
 // seconds, at least 1, never earlier than the RateLimit t parameter) and a
-// plain-text body, or an RFC 9457 problem+json body with
-// [WithProblemDetails], or whatever a [WithDenyHandler] handler writes.
+// plain-text body, or whatever a [WithDenyHandler] handler writes, such as
+// [ProblemDetails]'s RFC 9457 problem+json body.
 //
 // When no decision can be made, the error handler answers, telling the
 // client's faults from the server's: a request without a usable key (a
-// missing API-key header) is a 400 ([WithBadKeyStatus] makes it a 401),
+// missing API-key header) is a 400 (an [ErrorHandler] can make it a 401),
 // oversize key material a 431, an invalid cost a 400 and a cost above what
 // the limit can ever admit a 413 that says retrying will not help; a key or
 // cost function that fails is a 500 without the error's text; and a store
-// failure follows the [FailureMode]: refused with 429 and Retry-After: 1 by
-// default, or admitted with [FailOpen]. A cost of 0 means free: the request
-// passes uncounted. [Limiter.WriteError] explains each default; grpcmw
+// failure follows the failure mode: refused with 429 and Retry-After: 1 by
+// default, or admitted with core.FailOpen. A cost of 0 means free: the
+// request passes uncounted. [Limiter.Enter] explains each default; grpcmw
 // answers the same cases with the matching gRPC codes.
 //
 // # Observing
@@ -78,8 +102,7 @@
 // went away, or the client goes away during a shaping wait. Releases run
 // under a context that is not cancelled. [Limiter.Handler], ginmw and
 // echomw do this through [Limiter.Enter] and [Admission.End]; adapters of
-// your own should too ([Limiter.Admit] can only release when the request's
-// context ends).
+// your own should too.
 //
 // Middlewares nest: a global limiter on the router and a stricter one on
 // /login both charge a login. With [WithRefundOnInnerRefusal] on the outer

@@ -23,11 +23,11 @@ func Example_shadow() {
 			wouldRefuse++
 		}
 	})
-	mw, err := httpmw.Middleware(trial, apiKey, httpmw.WithShadow(), httpmw.WithObserver(obs))
+	l, err := httpmw.New(trial, apiKey, httpmw.WithShadow(), httpmw.WithObserver(obs))
 	if err != nil {
 		panic(err)
 	}
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for range 5 {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.Header.Set("X-Api-Key", "alice")

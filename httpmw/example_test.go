@@ -22,11 +22,11 @@ func Example() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0)) // a fake clock, for exact output
 	lim := core.MustNew(core.PerMinute(3).WithName("api"), core.WithClock(clock))
 
-	mw, err := httpmw.Middleware(lim, apiKey)
+	l, err := httpmw.New(lim, apiKey)
 	if err != nil {
 		panic(err)
 	}
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello")
 	}))
 
@@ -61,13 +61,14 @@ func Example() {
 	// Too Many Requests
 }
 
-// Denials as RFC 9457 problem details.
-func ExampleWithProblemDetails() {
+// Denials as RFC 9457 problem details, on one endpoint.
+func ExampleProblemDetails() {
 	lim := core.MustNew(core.PerHour(1).WithName("daily-export"))
-	export, err := httpmw.Wrap(lim, apiKey, http.NotFoundHandler(), httpmw.WithProblemDetails())
+	l, err := httpmw.New(lim, apiKey, httpmw.WithDenyHandler(httpmw.ProblemDetails))
 	if err != nil {
 		panic(err)
 	}
+	export := l.Handler(http.NotFoundHandler())
 	var w *httptest.ResponseRecorder
 	for range 2 {
 		r := httptest.NewRequest("POST", "/export", nil)
@@ -83,20 +84,21 @@ func ExampleWithProblemDetails() {
 }
 
 // An adapter that renders denials itself (as Echo returns an *echo.HTTPError)
-// calls Decide; the headers still come from the Limiter.
-func ExampleLimiter_Decide() {
+// calls Check; the headers still come from the Limiter.
+func ExampleLimiter_Check() {
 	lim := core.MustNew(core.PerMinute(1))
 	l := httpmw.MustNew(lim, apiKey)
 
 	serve := func(w http.ResponseWriter, r *http.Request) error {
-		ok, _, err := l.Decide(w.Header(), r)
+		a, err := l.Check(w.Header(), r)
 		switch {
-		case ok:
-			return nil // serve it
+		case a.Admitted():
+			defer a.End()
+			return nil // serve a.Request()
 		case err != nil:
-			return fmt.Errorf("status %d", l.WriteErrorHeaders(w.Header(), err))
+			return fmt.Errorf("status %d", a.Status())
 		}
-		return fmt.Errorf("rate limited: %d", http.StatusTooManyRequests) // the framework renders it
+		return fmt.Errorf("rate limited: %d", a.Status()) // the framework renders it
 	}
 
 	for _, key := range []string{"k1", "k1", ""} {
@@ -112,4 +114,20 @@ func ExampleLimiter_Decide() {
 	// err=<nil> Retry-After=""
 	// err=rate limited: 429 Retry-After="60"
 	// err=status 400 Retry-After=""
+}
+
+// The one-liner: each client IP gets 2 requests a minute, in memory.
+func ExampleLimitByIP() {
+	h := httpmw.LimitByIP(core.PerMinute(2))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for range 3 {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "203.0.113.7:51234"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// 200 1
+	// 200 0
+	// 429 0
 }

@@ -14,17 +14,17 @@ import (
 )
 
 // Reads and writes get different policies: GET and HEAD requests are
-// limited by reads, everything else by the limiter given to New.
+// limited by reads, everything else by writes.
 func ExampleWithLimiterFunc() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
 	reads := core.MustNew(core.PerMinute(100).WithName("reads"), core.WithClock(clock))
 	writes := core.MustNew(core.PerMinute(1).WithName("writes"), core.WithClock(clock))
-	h := httpmw.MustNew(writes, apiKey, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
+	h := httpmw.MustNew(nil, apiKey, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return reads
 		}
-		return nil
-	})).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+		return writes
+	})).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 
 	for _, method := range []string{"POST", "POST", "GET"} {
 		r := httptest.NewRequest(method, "/", nil)
@@ -45,8 +45,8 @@ func ExampleCostByContentLength() {
 	clock := coretest.NewClock(time.Unix(1_699_999_200, 0))
 	lim := core.MustNew(core.PerMinute(64).WithName("upload"), core.WithClock(clock))
 	h := httpmw.MustNew(lim, apiKey,
-		httpmw.WithCost(httpmw.CostByContentLength(httpmw.KiB, httpmw.RefuseUnknownLength)),
-	).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+		httpmw.WithCost(httpmw.CostByContentLength(1024, httpmw.RefuseUnknownLength)),
+	).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 
 	for _, size := range []int64{40 << 10, 1000, 30 << 10, -1} {
 		r := httptest.NewRequest("PUT", "/", strings.NewReader("…"))
@@ -100,7 +100,7 @@ func ExampleWithDenialHold() {
 		httpmw.WithObserver(core.ObserverFunc(func(_ context.Context, e core.Event) {
 			fmt.Println(e.Outcome, e.Held)
 		})),
-	).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 
 	for range 2 {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -127,7 +127,7 @@ func Example_stack() {
 	if err != nil {
 		panic(err)
 	}
-	h := httpmw.MustNew(s, apiKey).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h := httpmw.MustNew(s, apiKey).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for i := 0; i < 4; i++ {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("X-Api-Key", "k1")

@@ -13,16 +13,16 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 )
 
 func TestCostByContentLength(t *testing.T) {
 	t.Parallel()
-	kib := httpmw.CostByContentLength(httpmw.KiB, 64)
-	refuse := httpmw.CostByContentLength(httpmw.KiB, httpmw.RefuseUnknownLength)
+	kib := httpmw.CostByContentLength(1024, 64)
+	refuse := httpmw.CostByContentLength(1024, httpmw.RefuseUnknownLength)
 	bytes := httpmw.CostByContentLength(1, 1)
 	tests := []struct {
-		f      httpmw.CostFunc
+		f      func(*http.Request) (int, error)
 		length int64
 		want   int
 		bad    bool
@@ -102,11 +102,11 @@ func (l *leased) Allow(context.Context, string, int) (core.Decision, error) {
 func (l *leased) Refund(context.Context, string, int) error { return nil }
 
 // TestLeaseEntryPoints checks that every way in ends the lease: Handler
-// when the handler returns or panics, Admit when the request's context
-// ends, Decide through the Decision's Lease.
+// when the handler returns or panics, Enter and Check through
+// Admission.End.
 func TestLeaseEntryPoints(t *testing.T) {
 	t.Parallel()
-	lim := &leased{released: make(chan struct{}, 1)}
+	lim := &leased{released: make(chan struct{}, 3)}
 	l := httpmw.MustNew(lim, byAddr)
 	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if lim.out.Load() != 1 {
@@ -126,24 +126,18 @@ func TestLeaseEntryPoints(t *testing.T) {
 	if n := lim.out.Load(); n != 0 {
 		t.Fatalf("Handler: %d leases out", n)
 	}
-	<-lim.released
-	ctx, cancel := context.WithCancel(context.Background())
-	if !l.Admit(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil).WithContext(ctx)) || lim.out.Load() != 1 {
-		t.Fatal("Admit refused or took no lease")
+	a := l.Enter(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if !a.Admitted() || a.Decision.Lease == nil || lim.out.Load() != 1 {
+		t.Fatalf("Enter: admitted %v, lease %v", a.Admitted(), a.Decision.Lease)
 	}
-	cancel()
-	select { // context.AfterFunc releases on a goroutine of its own
-	case <-lim.released:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("Admit: %d leases out 5s after the context ended", lim.out.Load())
+	a.End()
+	a, err := l.Check(http.Header{}, httptest.NewRequest("GET", "/", nil))
+	if !a.Admitted() || err != nil || a.Decision.Lease == nil || a.Status() != 0 {
+		t.Fatalf("Check: %v %v, lease %v, status %d", a.Admitted(), err, a.Decision.Lease, a.Status())
 	}
-	ok, d, err := l.Decide(http.Header{}, httptest.NewRequest("GET", "/", nil))
-	if !ok || err != nil || d.Lease == nil {
-		t.Fatalf("Decide: %v %v, lease %v", ok, err, d.Lease)
-	}
-	_ = d.Lease.Release(context.Background())
+	a.End()
 	if n := lim.out.Load(); n != 0 {
-		t.Fatalf("Decide: %d leases out", n)
+		t.Fatalf("Enter, Check: %d leases out", n)
 	}
 }
 
@@ -165,7 +159,7 @@ func TestStackedHeaders(t *testing.T) {
 	single := decide(d, nil)
 	wantPolicy := `"burst";q=5;w=1, "demo";q=6;w=60`
 	direct := httpmw.MustNew(stacked, byAddr).Handler(ok)
-	picked := httpmw.MustNew(single, byAddr, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return stacked })).Handler(ok)
+	picked := httpmw.MustNew(nil, byAddr, httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return stacked })).Handler(ok)
 	for name, h := range map[string]http.Handler{"direct": direct, "picked": picked} {
 		w := do(h, nil)
 		if got := w.Header().Get("RateLimit-Policy"); got != wantPolicy || w.Header().Get("RateLimit") != `"demo";r=2;t=40` {
@@ -185,17 +179,29 @@ func TestStackedHeaders(t *testing.T) {
 	}
 }
 
-// TestLimiterFunc checks that the choice decides, and nil keeps New's.
+// TestLimiterFunc checks that the choice decides, and that nil leaves a
+// request unlimited: skipped before the key function, with no headers.
 func TestLimiterFunc(t *testing.T) {
 	t.Parallel()
 	reads, _ := newKeyed(t, core.PerMinute(100).WithName("reads"))
 	writes, _ := newKeyed(t, core.PerMinute(2).WithName("writes"))
-	h := mustMiddleware(t, writes, byAddr, httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
-		if r.Method == http.MethodGet {
-			return reads
+	keyed := 0
+	h := mustMiddleware(t, nil, func(r *http.Request) (string, error) { keyed++; return r.RemoteAddr, nil },
+		httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
+			switch r.Method {
+			case http.MethodGet:
+				return reads
+			case http.MethodPost:
+				return writes
+			}
+			return nil
+		}))
+	for range 3 {
+		w := do(h, httptest.NewRequest(http.MethodOptions, "/", nil))
+		if w.Code != 200 || len(w.Header().Values("RateLimit")) != 0 || keyed != 0 {
+			t.Fatalf("unlimited OPTIONS: %d, RateLimit %q, %d keys; want 200, no fields, no key", w.Code, w.Header().Values("RateLimit"), keyed)
 		}
-		return nil
-	}))
+	}
 	for i, tc := range []struct {
 		method, policy string
 		code           int

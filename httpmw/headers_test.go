@@ -99,7 +99,7 @@ func quotedLen(s string) int {
 // policy alike with a valid String, a core name untouched and any other
 // cut (never dropped) to a bounded length; no value with a byte outside
 // printable ASCII (no CTL, so no header injection).
-func checkHeaders(t *testing.T, h http.Header, d core.Decision, st httpmw.HeaderStyle) {
+func checkHeaders(t *testing.T, h http.Header, d core.Decision, st core.HeaderStyle) {
 	t.Helper()
 	for k, vs := range h {
 		for _, v := range vs {
@@ -128,7 +128,7 @@ func checkHeaders(t *testing.T, h http.Header, d core.Decision, st httpmw.Header
 		}
 	}
 	events := max(int64(d.Limit.Events), 0)
-	if st == httpmw.HeadersBoth || st == httpmw.HeadersLegacy {
+	if st == core.HeadersBoth || st == core.HeadersLegacy {
 		if g := intHeader(t, h, "X-RateLimit-Limit"); g != events {
 			t.Errorf("X-RateLimit-Limit %d, events %d", g, d.Limit.Events)
 		}
@@ -141,7 +141,7 @@ func checkHeaders(t *testing.T, h http.Header, d core.Decision, st httpmw.Header
 	} else if h.Get("X-RateLimit-Limit") != "" {
 		t.Errorf("legacy headers in style %v", st)
 	}
-	if st != httpmw.HeadersBoth && st != httpmw.HeadersIETF {
+	if st != core.HeadersBoth && st != core.HeadersIETF {
 		if h.Get("RateLimit") != "" {
 			t.Errorf("IETF headers in style %v", st)
 		}
@@ -185,7 +185,7 @@ func FuzzHeaders(f *testing.F) {
 	f.Add(false, -7, int64(math.MaxInt64), "ünïcode", math.MaxInt, int64(math.MaxInt64), int64(math.MaxInt64), uint8(2))
 	f.Add(true, math.MaxInt32, int64(1500*time.Millisecond), "x", 1, int64(time.Nanosecond), int64(0), uint8(3))
 	f.Add(false, 5, int64(time.Second), strings.Repeat("n", 140), 0, int64(time.Second), int64(200*time.Millisecond), uint8(0))
-	styles := []httpmw.HeaderStyle{httpmw.HeadersBoth, httpmw.HeadersLegacy, httpmw.HeadersIETF, httpmw.HeadersNone}
+	styles := []core.HeaderStyle{core.HeadersBoth, core.HeadersLegacy, core.HeadersIETF, core.HeadersNone}
 	f.Fuzz(func(t *testing.T, allowed bool, events int, period int64, name string, remaining int, reset, retry int64, style uint8) {
 		st := styles[int(style)%len(styles)]
 		l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr, httpmw.WithHeaders(st))
@@ -221,7 +221,7 @@ func TestLongPolicyName(t *testing.T) {
 		{"140 bytes", []string{"n"}, []int{140}},
 		{"0 to 300 bytes", []string{"a", `"`, `x\`, "ü", "\xff", "\xa2", "\r\n", "é\"z", "€"}, all},
 	}
-	styles := []httpmw.HeaderStyle{httpmw.HeadersBoth, httpmw.HeadersLegacy, httpmw.HeadersIETF, httpmw.HeadersNone}
+	styles := []core.HeaderStyle{core.HeadersBoth, core.HeadersLegacy, core.HeadersIETF, core.HeadersNone}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -236,7 +236,7 @@ func TestLongPolicyName(t *testing.T) {
 							{Limit: l, Remaining: math.MaxInt, ResetAfter: math.MaxInt64, RetryAfter: math.MaxInt64},
 							{Limit: l},
 						} {
-							w := do(mustMiddleware(t, decide(d, nil), byAddr, httpmw.WithHeaders(st), httpmw.WithProblemDetails()), nil)
+							w := do(mustMiddleware(t, decide(d, nil), byAddr, httpmw.WithHeaders(st), httpmw.WithDenyHandler(httpmw.ProblemDetails)), nil)
 							if want := map[bool]int{true: 200, false: 429}[d.Allowed]; w.Code != want {
 								t.Fatalf("%q: status %d, want %d", name, w.Code, want)
 							}
@@ -294,7 +294,7 @@ func TestWindow(t *testing.T) {
 		{time.Millisecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"},
 		{time.Minute, "60"}, {24 * time.Hour, "86400"},
 	}
-	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr, httpmw.WithHeaders(httpmw.HeadersIETF))
+	l := httpmw.MustNew(decide(core.Decision{}, nil), byAddr, httpmw.WithHeaders(core.HeadersIETF))
 	for _, tt := range tests {
 		h := http.Header{}
 		l.WriteHeaders(h, core.Decision{Allowed: true, Limit: core.Limit{Events: 3, Period: tt.period}})

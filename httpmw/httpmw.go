@@ -1,10 +1,7 @@
 package httpmw
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/fields"
@@ -17,12 +14,9 @@ import (
 // and a cost from each request, asks the core.Limiter, writes the rate-limit
 // headers and answers refusals and errors.
 //
-// [Limiter.Handler] is the net/http middleware and [Limiter.Admit] does the
-// whole job for one request, so the Gin and Echo adapters are a few lines
-// each. [Limiter.Decide] does it all but the answer, for adapters that
-// render refusals their own way, with [Limiter.WriteDenied],
-// [Limiter.WriteError] and [Limiter.WriteErrorHeaders] to answer as this
-// package would.
+// [Limiter.Handler] is the net/http middleware; [Limiter.Enter] does the
+// whole job for one request and [Limiter.Check] all of it but the answer,
+// for the adapters of other frameworks (ginmw, echomw) and your own.
 //
 // A Limiter is safe for concurrent use. Make it with [New].
 type Limiter struct {
@@ -31,46 +25,38 @@ type Limiter struct {
 	o        options
 	policies *fields.Cache[policy]
 	badKey   answer
-	// list is the default limiter's RateLimit-Policy list when it is a
-	// stack (core.PolicyLister); lists holds those of WithLimiterFunc's.
+	// list is the limiter's RateLimit-Policy list when it is a stack
+	// (core.PolicyLister); lists holds those of WithLimiterFunc's.
 	list  string
 	lists fields.Lists
 }
 
 // New returns a Limiter that limits requests by key through lim. key is
 // required, so every call site says what it limits by; package keyfunc has
-// the usual ones, and any func(*http.Request) (string, error) will do.
-// Options default to: cost 1 per request, both header styles, plain-text
-// 429 denials, the default error answers described at [Limiter.WriteError],
-// no skipped requests, [FailClosed], no observer.
+// the usual ones, and any func(*http.Request) (string, error) will do. lim
+// is required too, unless [WithLimiterFunc] chooses the limiter per
+// request: lim must then be nil. Options default to: cost 1 per request,
+// both header styles, plain-text 429 denials, the default error answers
+// described at [Limiter.Enter], no skipped requests, core.FailClosed, no
+// observer.
 func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
-	if lim == nil {
-		return nil, errors.New("httpmw: nil core.Limiter; make one with core.New")
-	}
-	if key == nil {
-		return nil, errors.New("httpmw: nil key function; pass one from package keyfunc, such as keyfunc.MustClientIP()")
-	}
 	l := &Limiter{limiter: lim}
-	l.o.errs.Prefix = "httpmw: "
-	l.o.badKey = http.StatusBadRequest
-	if err := option.Apply(&l.o, &l.o.errs, opts); err != nil {
+	l.o.Prefix = "httpmw: "
+	if err := option.Apply(&l.o, &l.o.Errors, opts); err != nil {
 		return nil, err
 	}
-	l.p = pipeline.New(pipeline.Config[*http.Request]{
-		Transport: "http",
-		Key:       key,
-		Cost:      l.o.cost,
-		Skip:      l.o.skip,
-		Failure:   l.o.failure,
-		Observer:  l.o.observer,
-		Select:    l.o.pick,
-		Hold:      l.o.hold,
-		Shadow:    l.o.shadow,
-	})
-	l.list = l.lists.Of(lim)
-	problem := l.o.problem
-	l.policies = fields.NewCache(func(lim core.Limit) *policy { return newPolicy(lim, problem) })
-	l.badKey = newAnswer(l.o.badKey, "the request carries no usable rate-limit key")
+	if err := l.o.Validate(lim, key != nil, "keyfunc.MustClientIP()"); err != nil {
+		return nil, err
+	}
+	l.o.headers = l.o.Headers
+	cfg := l.o.Pipeline
+	cfg.Transport, cfg.Key = "http", key
+	l.p = pipeline.New(cfg)
+	if lim != nil {
+		l.list = l.lists.Of(lim)
+	}
+	l.policies = fields.NewCache(newPolicy)
+	l.badKey = newAnswer(http.StatusBadRequest, "the request carries no usable rate-limit key")
 	// Format the configured policy now, so the first request pays nothing.
 	if c, ok := lim.(interface{ Limit() core.Limit }); ok {
 		l.policies.Get(c.Limit())
@@ -88,49 +74,28 @@ func MustNew(lim core.Limiter, key keyfunc.Func, opts ...Option) *Limiter {
 	return l
 }
 
-// Middleware returns net/http middleware that limits every request it wraps
-// by key through lim; see [New]. It suits routers' Use methods.
-func Middleware(lim core.Limiter, key keyfunc.Func, opts ...Option) (func(http.Handler) http.Handler, error) {
-	l, err := New(lim, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.Handler, nil
-}
-
-// LimitByIP is the common case in one line: middleware that allows each
-// client IP address requests per period, with a burst of requests, in
-// memory. The client is the socket peer (no proxy header is believed; use
-// [New] with keyfunc.ClientIP and keyfunc.WithTrustedProxies behind a
-// proxy); IPv6 clients are grouped by /64. Everything else is [New]'s
-// default, and opts are [New]'s options.
+// LimitByIP is the common case in one line: middleware that limits each
+// client IP address to limit, in memory. The client is the socket peer
+// (no proxy header is believed; use [New] with keyfunc.ClientIP and
+// keyfunc.WithTrustedProxies behind a proxy); IPv6 clients are grouped by
+// /64. Everything else is [New]'s default, and opts are [New]'s options.
 //
-//	http.ListenAndServe(addr, httpmw.LimitByIP(100, time.Minute)(mux))
+//	http.ListenAndServe(addr, httpmw.LimitByIP(core.PerMinute(100))(mux))
 //
-// It panics with a message saying what to fix when requests or period is
-// not positive or an option is invalid: it is meant for set-up code.
-func LimitByIP(requests int, period time.Duration, opts ...Option) func(http.Handler) http.Handler {
-	lim, err := core.New(core.Limit{Events: requests, Period: period})
+// ginmw.LimitByIP and echomw.LimitByIP are the same for Gin and Echo. It
+// panics with a message saying what to fix when limit or an option is
+// invalid: it is meant for set-up code.
+func LimitByIP(limit core.Limit, opts ...Option) func(http.Handler) http.Handler {
+	lim, err := core.New(limit)
 	if err != nil {
 		panic("httpmw: LimitByIP: " + err.Error())
 	}
 	return MustNew(lim, keyfunc.MustClientIP(), opts...).Handler
 }
 
-// Wrap protects one handler with its own limiter: requests reach h only when
-// lim admits them. See [New] for key and options.
-//
-//	login, err := httpmw.Wrap(loginLimiter, keyfunc.MustClientIP(), loginHandler)
-func Wrap(lim core.Limiter, key keyfunc.Func, h http.Handler, opts ...Option) (http.Handler, error) {
-	l, err := New(lim, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.Handler(h), nil
-}
-
-// Handler returns next behind the limiter. The method value l.Handler is a
-// func(http.Handler) http.Handler, the usual middleware shape. It runs
+// Handler returns next behind the limiter: the method value l.Handler is
+// a func(http.Handler) http.Handler, the usual middleware shape, and
+// l.Handler(http.HandlerFunc(f)) decorates one endpoint. It runs
 // [Limiter.Enter] and, when the request is admitted, next with
 // [Admission.Request], then ends the admission however next ends (it
 // returns or panics; a client that goes away cancels the request's
@@ -141,15 +106,14 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		if !a.admitted {
 			return
 		}
+		if a.Decision.Lease == nil {
+			// Nothing to end: no defer on the common path.
+			next.ServeHTTP(w, a.request)
+			return
+		}
 		defer a.End()
 		next.ServeHTTP(w, a.request)
 	})
-}
-
-// HandlerFunc is [Limiter.Handler] for a handler function: it decorates one
-// endpoint.
-func (l *Limiter) HandlerFunc(next func(http.ResponseWriter, *http.Request)) http.Handler {
-	return l.Handler(http.HandlerFunc(next))
 }
 
 // Admission is how [Limiter.Enter] or [Limiter.Check] found one request.
@@ -162,15 +126,23 @@ func (l *Limiter) HandlerFunc(next func(http.ResponseWriter, *http.Request)) htt
 //	next.ServeHTTP(w, a.Request())
 type Admission struct {
 	// Decision is the limiter's answer: for an admitted request, the zero
-	// Decision when it was skipped, free or failed open; for a refused
-	// one, the denial, or the zero Decision when no decision was made.
+	// Decision when it was skipped, free or failed open, and a shadow one
+	// (core.Decision.Shadow) under WithShadow; for a refused one, the
+	// denial, or the zero Decision when no decision was made.
 	Decision core.Decision
 	request  *http.Request
 	admitted bool
+	status   int
 }
 
 // Admitted reports whether the request may proceed.
 func (a *Admission) Admitted() bool { return a.admitted }
+
+// Status is the status of the default answer to a request that is not
+// admitted: 429 for a refusal, or the status [Limiter.Enter] describes for
+// an error (its answer when WithErrorHandler is not given). It is 0 for an
+// admitted request.
+func (a *Admission) Status() int { return a.status }
 
 // Request returns the request the rest of the chain must get: the one
 // given, or under [WithRefundOnInnerRefusal] a copy whose context records
@@ -188,60 +160,77 @@ func (a *Admission) End() {
 	}
 }
 
-// Enter does the limiter's whole job for one request, as [Limiter.Admit]
-// does, and returns the [Admission]. When it is not admitted, Enter has
-// written the complete response (429, or an error answer) and the caller
-// must not write more. When it is, the rate-limit headers are set on w
-// (unless the request was skipped, free, or the store failed open), and the
-// caller runs the next handler with a.Request() and then calls a.End(). A
-// shaped request waits here for its turn, and a held denial
-// ([WithDenialHold]) is held here.
+// Enter does the limiter's whole job for one request and returns the
+// [Admission]. When it is not admitted, Enter has written the complete
+// response and the caller must not write more. When it is, the rate-limit
+// headers are set on w (unless the request was skipped, free, or the store
+// failed open), and the caller runs the next handler with a.Request() and
+// then calls a.End(). A shaped request waits here for its turn, and a held
+// denial ([WithDenialHold]) is held here.
+//
+// A refusal is answered by the [WithDenyHandler] handler, or with 429 and
+// a plain-text body. A request for which no decision could be made is
+// answered by the [WithErrorHandler] handler, or else by the kind of the
+// error, the same on every transport (grpcmw's codes in brackets):
+//
+//   - the request carries no usable key ([core.ErrBadKey], such as a
+//     missing API-key header): 400 (InvalidArgument). Key material too
+//     large to read ([core.ErrKeyTooLarge]): 431.
+//   - the key function failed otherwise ([core.ErrKey]): 500 (Internal). It
+//     is a bug or a misconfiguration, not the client's doing, and its text
+//     is not shown.
+//   - the cost is invalid ([core.ErrInvalidCost], or a cost function error
+//     that wraps it): 400 (InvalidArgument). A cost above what the limit
+//     can ever admit ([core.ErrCostTooLarge]): 413, whose body says that
+//     retrying will not help: a 429 would promise a retry that cannot work.
+//   - the cost function failed or returned a negative cost ([core.ErrCost]):
+//     500 (Internal).
+//   - the store failed ([core.ErrStore], only reached under
+//     core.FailClosed): 429 with Retry-After: 1 and the plain-text 429
+//     body, but no rate-limit headers, since no quota was read (see
+//     core.FailClosed for why not 503).
+//   - the request ended while it waited its turn ([core.ErrWaitCanceled]):
+//     503; the client has usually gone already.
+//   - anything else: 500.
 func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
-	a, err := l.Check(w.Header(), r)
+	a, err := l.check(w.Header(), r)
 	switch {
 	case a.admitted:
 	case err != nil:
-		l.WriteError(w, r, err)
+		a.status = l.errorAnswer(err).status
+		l.writeError(w, r, err)
 	default:
-		l.WriteDenied(w, r, a.Decision)
+		a.status = http.StatusTooManyRequests
+		l.writeDenied(w, r, a.Decision)
 	}
 	return a
-}
-
-// Admit is [Limiter.Enter] for callers that cannot end the request: it
-// reports whether the request may proceed. A concurrency slot it takes
-// (Decision.Lease) is given back when the request's context ends, which
-// net/http does when ServeHTTP returns; the charge is not recorded for
-// floodgates nested inside ([WithRefundOnInnerRefusal] needs Enter's
-// request). When it returns false it has written the complete response
-// and the caller must not write more.
-//
-// An adapter is then:
-//
-//	if !l.Admit(w, r) { return }   // Gin: c.Abort()
-//	next.ServeHTTP(w, r)           // Gin: c.Next()
-func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request) bool {
-	a := l.Enter(w, r)
-	if lease := a.Decision.Lease; a.admitted && lease != nil {
-		ctx := r.Context()
-		context.AfterFunc(ctx, func() { pipeline.End(ctx, lease) })
-	}
-	return a.admitted
 }
 
 // Check is [Limiter.Enter] without the answer, for adapters that render
 // refusals their own way (echomw can return them as *echo.HTTPError). It
 // runs the pipeline (skip, key, cost, limiter, failure mode, the shaping
-// wait, the denial hold, the observer) and sets the rate-limit headers on
-// h.
+// wait, the denial hold, the observer) and sets on h the headers Enter's
+// answer would carry: the rate-limit headers, and Retry-After on a
+// refusal or a store failure.
 //
 // When a.Admitted(), the caller goes on with a.Request() and calls a.End()
-// when the request is done. Otherwise, either err is nil and a.Decision
-// denied the request: Retry-After and the rate-limit headers are set on h,
-// and the answer is [Limiter.WriteDenied]'s to give; or err says why no
-// decision was made, h is untouched, and the answer is
-// [Limiter.WriteError]'s (see also [Limiter.WriteErrorHeaders]).
+// when the request is done. Otherwise a.Status() is the status Enter would
+// answer with, and either err is nil and a.Decision denied the request, or
+// err says why no decision was made (the error an [ErrorHandler] gets).
 func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error) {
+	a, err = l.check(h, r)
+	switch {
+	case a.admitted:
+	case err != nil:
+		a.status = l.writeErrorHeaders(h, err)
+	default:
+		a.status = http.StatusTooManyRequests
+	}
+	return a, err
+}
+
+// check runs the pipeline for r and sets the rate-limit headers on h.
+func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error) {
 	var res pipeline.Result
 	ctx := r.Context()
 	l.p.Run(ctx, r, l.limiter, 0, &res)
@@ -252,19 +241,19 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 		return a, nil
 	case res.Shadow:
 		a.admitted, a.Decision = true, res.ShadowDecision()
-		if l.o.headersSet && res.Err == nil {
-			l.writeHeaders(h, a.Decision, l.listOf(&res))
+		if l.o.HeadersSet && res.Err == nil {
+			l.writeHeaders(h, &a.Decision, l.listOf(&res))
 		}
-		if l.o.refundInner {
+		if l.o.RefundInner {
 			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
 		}
 		return a, nil
 	case res.Err != nil:
 		return a, res.Err
 	}
-	l.writeHeaders(h, res.Decision, l.listOf(&res))
+	l.writeHeaders(h, &res.Decision, l.listOf(&res))
 	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
-	if a.admitted && l.o.refundInner {
+	if a.admitted && l.o.RefundInner {
 		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
 	}
 	return a, nil
@@ -276,15 +265,4 @@ func (l *Limiter) listOf(res *pipeline.Result) string {
 		return l.lists.Of(res.Limiter)
 	}
 	return l.list
-}
-
-// Decide is [Limiter.Check] in the form it had before [Admission]: ok
-// reports whether the request may proceed; d is then its decision (the
-// zero Decision when skipped, free or failed open), and the caller must
-// release d.Lease when the request is done (a nil Lease releases nothing).
-// Otherwise, d and err are what [Limiter.Check] says. The charge is not
-// recorded for nested floodgates.
-func (l *Limiter) Decide(h http.Header, r *http.Request) (ok bool, d core.Decision, err error) {
-	a, err := l.Check(h, r)
-	return a.admitted, a.Decision, err
 }

@@ -49,11 +49,11 @@ func newKeyed(t testing.TB, l core.Limit, opts ...core.Option) (*core.Keyed, *co
 
 func mustMiddleware(t testing.TB, lim core.Limiter, key keyfunc.Func, opts ...httpmw.Option) http.Handler {
 	t.Helper()
-	mw, err := httpmw.Middleware(lim, key, opts...)
+	l, err := httpmw.New(lim, key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mw(ok)
+	return l.Handler(ok)
 }
 
 func do(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
@@ -249,11 +249,9 @@ func TestErrors(t *testing.T) {
 			func(*http.Request) (string, error) { return "", nil }, nil, 400, ""},
 		{"missing key header: the client's", decide(core.Decision{Allowed: true}, nil),
 			keyfunc.Header("X-Api-Key"), nil, 400, ""},
-		{"missing key header, configured 401", decide(core.Decision{Allowed: true}, nil),
-			keyfunc.Header("X-Api-Key"), []httpmw.Option{httpmw.WithBadKeyStatus(401)}, 401, ""},
 		{"oversize key header", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) {
-				return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", keyfunc.ErrTooLarge)
+				return "", fmt.Errorf("%w: X-Api-Key 9000 bytes", core.ErrKeyTooLarge)
 			}, nil, 431, ""},
 		{"no IP peer: the server's", decide(core.Decision{Allowed: true}, nil),
 			func(*http.Request) (string, error) { return "", fmt.Errorf("%w: @", keyfunc.ErrInvalidRemoteAddr) }, nil, 500, ""},
@@ -268,10 +266,10 @@ func TestErrors(t *testing.T) {
 			})}, 400, ""},
 		{"store error fails closed", decide(core.Decision{}, storeErr), byAddr, nil, 429, "1"},
 		{"store error, fail closed explicitly", decide(core.Decision{}, storeErr), byAddr,
-			[]httpmw.Option{httpmw.WithFailureMode(httpmw.FailClosed)}, 429, "1"},
+			[]httpmw.Option{httpmw.WithFailureMode(core.FailClosed)}, 429, "1"},
 		{"unknown limiter error", decide(core.Decision{}, secret), byAddr, nil, 500, ""},
 		{"unknown limiter error under fail open", decide(core.Decision{}, secret), byAddr,
-			[]httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}, 500, ""},
+			[]httpmw.Option{httpmw.WithFailureMode(core.FailOpen)}, 500, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,7 +349,7 @@ func TestErrorHandler(t *testing.T) {
 		name string
 		lim  core.Limiter
 		key  keyfunc.Func
-		cost httpmw.CostFunc
+		cost func(*http.Request) (int, error)
 		is   []error
 	}{
 		{"key", decide(core.Decision{}, nil), func(*http.Request) (string, error) { return "", secret }, nil, []error{core.ErrKey, secret}},
@@ -389,7 +387,7 @@ func TestErrorHandler(t *testing.T) {
 func TestFailOpen(t *testing.T) {
 	t.Parallel()
 	lim := decide(core.Decision{}, &core.StoreError{Op: "allow", Err: secret})
-	h := mustMiddleware(t, lim, byAddr, httpmw.WithFailureMode(httpmw.FailOpen),
+	h := mustMiddleware(t, lim, byAddr, httpmw.WithFailureMode(core.FailOpen),
 		httpmw.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) { t.Errorf("error handler called: %v", err) }))
 	w := do(h, nil)
 	if w.Code != 200 || w.Header().Get("X-Handler") != "ran" || got(w.Header()) != "" {
@@ -444,7 +442,7 @@ func TestDefaultDenial(t *testing.T) {
 // TestProblemDetails checks the RFC 9457 body's shape.
 func TestProblemDetails(t *testing.T) {
 	t.Parallel()
-	w := do(drained(t, httpmw.WithProblemDetails()), nil)
+	w := do(drained(t, httpmw.WithDenyHandler(httpmw.ProblemDetails)), nil)
 	if w.Code != 429 || w.Header().Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("got %d (%s)", w.Code, w.Header().Get("Content-Type"))
 	}
@@ -460,7 +458,7 @@ func TestProblemDetails(t *testing.T) {
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("body does not parse: %v", err)
 	}
-	if p.Type != httpmw.ProblemType || !strings.HasSuffix(p.Type, "#quota-exceeded") || p.Title == "" || p.Status != 429 ||
+	if p.Type != "https://iana.org/assignments/http-problem-types#quota-exceeded" || !strings.HasSuffix(p.Type, "#quota-exceeded") || p.Title == "" || p.Status != 429 ||
 		p.Detail == "" || !slices.Equal(p.Violated, []string{"demo"}) {
 		t.Errorf("problem %+v", p)
 	}
@@ -474,7 +472,7 @@ func TestProblemDetails(t *testing.T) {
 func TestDenyHandler(t *testing.T) {
 	t.Parallel()
 	var d core.Decision
-	h := drained(t, httpmw.WithProblemDetails(), httpmw.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, dd core.Decision) {
+	h := drained(t, httpmw.WithDenyHandler(httpmw.ProblemDetails), httpmw.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, dd core.Decision) {
 		d = dd
 		if w.Header().Get("Retry-After") != "10" || w.Header().Get("RateLimit") != `"demo";r=0;t=10` {
 			t.Errorf("headers not set before the deny handler: %v", w.Header())
@@ -503,13 +501,13 @@ func TestHeaderStyles(t *testing.T) {
 		retry      = "Retry-After: 10\n"
 	)
 	tests := []struct {
-		style         httpmw.HeaderStyle
+		style         core.HeaderStyle
 		allowed, deny string
 	}{
-		{httpmw.HeadersBoth, legacyOK + ietfOK, legacyDeny + ietfDeny + retry},
-		{httpmw.HeadersLegacy, legacyOK, legacyDeny + retry},
-		{httpmw.HeadersIETF, ietfOK, ietfDeny + retry},
-		{httpmw.HeadersNone, "", retry},
+		{core.HeadersBoth, legacyOK + ietfOK, legacyDeny + ietfDeny + retry},
+		{core.HeadersLegacy, legacyOK, legacyDeny + retry},
+		{core.HeadersIETF, ietfOK, ietfDeny + retry},
+		{core.HeadersNone, "", retry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.style.String(), func(t *testing.T) {
@@ -552,12 +550,12 @@ func TestHeadersBeforeHandler(t *testing.T) {
 	t.Parallel()
 	k, _ := newKeyed(t, demo)
 	l := httpmw.MustNew(k, byAddr)
-	h := l.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if w.Header().Get("RateLimit") == "" || w.Header().Get("X-RateLimit-Remaining") == "" {
 			t.Error("headers not set when the handler runs")
 		}
 		http.Error(w, "boom", http.StatusInternalServerError)
-	})
+	}))
 	w := do(h, nil)
 	if w.Code != 500 || w.Header().Get("RateLimit") != `"demo";r=5;t=10` {
 		t.Errorf("status %d, RateLimit %q", w.Code, w.Header().Get("RateLimit"))
@@ -643,8 +641,8 @@ func TestShaping(t *testing.T) {
 	})
 }
 
-// TestPieces checks that an adapter composing Decide and its own denial
-// gets the same headers Admit writes.
+// TestPieces checks that an adapter composing Check and its own denial
+// gets the same headers and status Enter writes.
 func TestPieces(t *testing.T) {
 	t.Parallel()
 	k, _ := newKeyed(t, demo)
@@ -654,17 +652,19 @@ func TestPieces(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		r := httptest.NewRequest("GET", "/", nil)
 		h := http.Header{}
-		ok, d, err := l.Decide(h, r)
+		a, err := l.Check(h, r)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ok, d := a.Admitted(), a.Decision
 		w := httptest.NewRecorder()
-		if whole.Admit(w, r) != ok || ok != (i < 6) || d.Allowed != ok {
-			t.Fatalf("request %d: ok=%v, %+v", i, ok, d)
+		whole.Enter(w, r)
+		if ok != (i < 6) || d.Allowed != ok || (!ok && a.Status() != w.Code) {
+			t.Fatalf("request %d: ok=%v, status %d, %+v; Enter answered %d", i, ok, a.Status(), d, w.Code)
 		}
 		for name, v := range h {
 			if got := w.Header()[name]; !reflect.DeepEqual(got, v) {
-				t.Fatalf("request %d: %s = %q from Decide, %q from Admit", i, name, v, got)
+				t.Fatalf("request %d: %s = %q from Check, %q from Enter", i, name, v, got)
 			}
 		}
 		if (h.Get("Retry-After") != "") == ok {
@@ -724,17 +724,15 @@ func TestNew(t *testing.T) {
 		{"bad style", lim, byAddr, []httpmw.Option{httpmw.WithHeaders(9)}},
 		{"bad failure mode", lim, byAddr, []httpmw.Option{httpmw.WithFailureMode(7)}},
 		{"nil observer", lim, byAddr, []httpmw.Option{httpmw.WithObserver(nil)}},
-		{"bad key status 500", lim, byAddr, []httpmw.Option{httpmw.WithBadKeyStatus(500)}},
-		{"bad key status 499", lim, byAddr, []httpmw.Option{httpmw.WithBadKeyStatus(499)}},
+		{"limiter and limiter function", lim, byAddr, []httpmw.Option{httpmw.WithLimiterFunc(func(*http.Request) core.Limiter { return lim })}},
+		{"nil limiter function", nil, byAddr, []httpmw.Option{httpmw.WithLimiterFunc(nil)}},
+		{"bad hold", lim, byAddr, []httpmw.Option{httpmw.WithDenialHold(time.Second, 0)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if _, err := httpmw.New(tt.lim, tt.key, tt.opts...); err == nil || !strings.HasPrefix(err.Error(), "httpmw: ") {
 				t.Errorf("error %v, want an httpmw error", err)
-			}
-			if _, err := httpmw.Wrap(tt.lim, tt.key, ok, tt.opts...); err == nil {
-				t.Error("Wrap: no error")
 			}
 			defer func() {
 				if recover() == nil {
@@ -756,11 +754,11 @@ func TestServer(t *testing.T) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		return host, err
 	}
-	h, err := httpmw.Wrap(k, byIP, ok)
+	l, err := httpmw.New(k, byIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(l.Handler(ok))
 	defer srv.Close()
 	var codes []int
 	for i := 0; i < 3; i++ {
@@ -807,10 +805,10 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// TestDecide checks Admit's answer-less half, which adapters that render
-// refusals their own way call: what it reports, and that it sets headers
-// only for a decision.
-func TestDecide(t *testing.T) {
+// TestCheck checks Enter's answer-less half, which adapters that render
+// refusals their own way call: what it reports, the status Enter would
+// answer with, and that it sets the headers Enter's answer carries.
+func TestCheck(t *testing.T) {
 	t.Parallel()
 	allowed := core.Decision{Allowed: true, Limit: demo, Remaining: 5, ResetAfter: 10 * time.Second}
 	denied := core.Decision{Limit: demo, ResetAfter: time.Minute, RetryAfter: 10 * time.Second}
@@ -822,21 +820,24 @@ func TestDecide(t *testing.T) {
 		ok      bool
 		d       core.Decision
 		err     error
+		status  int
 		headers string
 	}{
-		{"allowed", decide(allowed, nil), nil, true, allowed, nil, want(6, 5, 10, `"demo";q=6;w=60`, `"demo";r=5;t=10`, 0)},
-		{"denied", decide(denied, nil), nil, false, denied, nil, want(6, 0, 60, `"demo";q=6;w=60`, `"demo";r=0;t=10`, 10)},
-		{"skipped", decide(denied, nil), []httpmw.Option{httpmw.WithSkip(func(*http.Request) bool { return true })}, true, core.Decision{}, nil, ""},
-		{"store error", decide(core.Decision{}, storeErr), nil, false, core.Decision{}, core.ErrStore, ""},
-		{"store error, fail open", decide(core.Decision{}, storeErr), []httpmw.Option{httpmw.WithFailureMode(httpmw.FailOpen)}, true, core.Decision{}, nil, ""},
+		{"allowed", decide(allowed, nil), nil, true, allowed, nil, 0, want(6, 5, 10, `"demo";q=6;w=60`, `"demo";r=5;t=10`, 0)},
+		{"denied", decide(denied, nil), nil, false, denied, nil, 429, want(6, 0, 60, `"demo";q=6;w=60`, `"demo";r=0;t=10`, 10)},
+		{"skipped", decide(denied, nil), []httpmw.Option{httpmw.WithSkip(func(*http.Request) bool { return true })}, true, core.Decision{}, nil, 0, ""},
+		{"store error", decide(core.Decision{}, storeErr), nil, false, core.Decision{}, core.ErrStore, 429, "Retry-After: 1\n"},
+		{"store error, fail open", decide(core.Decision{}, storeErr), []httpmw.Option{httpmw.WithFailureMode(core.FailOpen)}, true, core.Decision{}, nil, 0, ""},
+		{"bad cost", decide(allowed, nil), []httpmw.Option{httpmw.WithCost(func(*http.Request) (int, error) { return 0, core.ErrInvalidCost })}, false, core.Decision{}, core.ErrInvalidCost, 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := http.Header{}
-			ok, d, err := httpmw.MustNew(tt.lim, byAddr, tt.opts...).Decide(h, httptest.NewRequest(http.MethodGet, "/", nil))
-			if ok != tt.ok || d != tt.d || !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
-				t.Errorf("got %v, %+v, %v; want %v, %+v, %v", ok, d, err, tt.ok, tt.d, tt.err)
+			a, err := httpmw.MustNew(tt.lim, byAddr, tt.opts...).Check(h, httptest.NewRequest(http.MethodGet, "/", nil))
+			ok, d := a.Admitted(), a.Decision
+			if ok != tt.ok || d != tt.d || !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) || a.Status() != tt.status {
+				t.Errorf("got %v, %+v, %v, status %d; want %v, %+v, %v, %d", ok, d, err, a.Status(), tt.ok, tt.d, tt.err, tt.status)
 			}
 			if g := got(h); g != tt.headers {
 				t.Errorf("headers:\n%swant:\n%s", g, tt.headers)

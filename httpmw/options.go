@@ -6,99 +6,65 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
-	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
 // Option configures a [Limiter] made by [New] (and the shorthands built on
-// it).
+// it). The options grpcmw has too (WithSkip, WithCost, WithFailureMode,
+// WithHeaders, WithObserver, WithDenialHold, WithRefundOnInnerRefusal,
+// WithLimiterFunc, WithShadow) have the same names and the same meaning
+// there.
 type Option func(*options)
 
 type options struct {
-	cost     CostFunc
-	skip     func(*http.Request) bool
-	deny     DenyHandler
-	onError  ErrorHandler
-	observer core.Observer
-	headers  HeaderStyle
-	// headersSet reports WithHeaders given, which shadow mode needs to
-	// send the rate-limit headers at all.
-	headersSet bool
-	shadow     bool
-	failure    FailureMode
-	badKey     int
-	problem    bool
-	pick       func(*http.Request) core.Limiter
-	hold       pipeline.Hold
-	// refundInner records each admission's charge in the request's
-	// context (WithRefundOnInnerRefusal).
-	refundInner bool
-	errs        option.Errors
+	option.Adapter[*http.Request]
+	deny    DenyHandler
+	onError ErrorHandler
+	// headers is Adapter.Headers, where the header writer reads it.
+	headers core.HeaderStyle
 }
-
-// CostFunc says how many units a request spends. 0 means the request is
-// free: it passes, is not counted and gets no rate-limit headers. An error
-// wrapping [core.ErrInvalidCost] means the request itself is at fault
-// (answered 400); any other error, or a negative cost, means the function
-// could not price it (500).
-type CostFunc func(*http.Request) (int, error)
 
 // DenyHandler answers a request the limiter refused. When it runs, the
 // rate-limit headers and Retry-After are already set on w.Header(); it
-// writes the status (normally 429) and the body.
+// writes the status (normally 429) and the body. [ProblemDetails] is one.
 type DenyHandler func(w http.ResponseWriter, r *http.Request, d core.Decision)
 
 // ErrorHandler answers a request for which no decision could be made: the
 // request carried no usable key, the key or cost function failed, the cost
-// is invalid, the store failed (under [FailClosed]), or the request ended
-// while it waited its turn. Tell the cases apart with errors.Is
+// is invalid, the store failed (under core.FailClosed), or the request
+// ended while it waited its turn. Tell the cases apart with errors.Is
 // ([core.ErrBadKey], [core.ErrKey], [core.ErrCost], [core.ErrInvalidCost],
-// [core.ErrStore], [core.ErrWaitCanceled]) or with [Limiter.WriteErrorHeaders],
-// which returns the default answer's status. Never write err's text to the
-// client: it can carry internal details.
+// [core.ErrStore], [core.ErrWaitCanceled]); [Admission.Status] is the
+// default answer's status. Never write err's text to the client: it can
+// carry internal details. A handler that answers a missing API key with
+// 401 instead of 400:
+//
+//	httpmw.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+//		status := http.StatusInternalServerError
+//		switch {
+//		case errors.Is(err, core.ErrBadKey):
+//			status = http.StatusUnauthorized
+//		case errors.Is(err, core.ErrStore):
+//			status = http.StatusServiceUnavailable
+//		}
+//		http.Error(w, http.StatusText(status), status)
+//	})
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
-// HeaderStyle selects which rate-limit headers a limited response carries;
-// it is [core.HeaderStyle], shared with grpcmw. Retry-After is written on
-// every denial whatever the style.
-type HeaderStyle = core.HeaderStyle
-
-// The header styles (see core.HeaderStyle).
-const (
-	HeadersBoth   = core.HeadersBoth   // legacy and IETF headers (the default)
-	HeadersLegacy = core.HeadersLegacy // X-RateLimit-Limit, -Remaining, -Reset
-	HeadersIETF   = core.HeadersIETF   // RateLimit-Policy and RateLimit
-	HeadersNone   = core.HeadersNone   // none (Retry-After still on denials)
-)
-
-// FailureMode says what a request gets when the store fails
-// (errors.Is(err, core.ErrStore)); it is [core.FailureMode], shared with
-// grpcmw.
-type FailureMode = core.FailureMode
-
-// The failure modes (see core.FailureMode).
-const (
-	FailClosed = core.FailClosed // 429 with Retry-After: 1 (the default)
-	FailOpen   = core.FailOpen   // admit, report to the observer
-)
-
 // WithCost sets how many units each request spends (default: 1 for every
-// request, without calling any function).
-func WithCost(f CostFunc) Option {
-	return func(o *options) {
-		if o.errs.Require(f != nil, "WithCost(nil); leave the option out for a cost of 1") {
-			o.cost = f
-		}
-	}
+// request, without calling any function). 0 means the request is free: it
+// passes, is not counted and gets no rate-limit headers. An error wrapping
+// [core.ErrInvalidCost] means the request itself is at fault (answered
+// 400); any other error, or a negative cost, means the function could not
+// price it (500). [CostByContentLength] prices a request by its body.
+func WithCost(f func(*http.Request) (int, error)) Option {
+	return func(o *options) { o.Cost(f) }
 }
 
-// WithHeaders selects the rate-limit header style (default [HeadersBoth];
-// in shadow mode none unless this option is given).
-func WithHeaders(s HeaderStyle) Option {
-	return func(o *options) {
-		if o.errs.Require(s.Valid(), "unknown header style %d; use HeadersBoth, HeadersLegacy, HeadersIETF or HeadersNone", int(s)) {
-			o.headers, o.headersSet = s, true
-		}
-	}
+// WithHeaders selects the rate-limit header style (default
+// core.HeadersBoth; in shadow mode none unless this option is given).
+// Retry-After is written on every denial whatever the style.
+func WithHeaders(s core.HeaderStyle) Option {
+	return func(o *options) { o.HeaderStyle(s) }
 }
 
 // WithShadow runs the limiter in shadow (dry-run) mode, to measure a new
@@ -115,24 +81,25 @@ func WithHeaders(s HeaderStyle) Option {
 // [WithHeaders] is given too (never Retry-After). To enforce one limit and
 // measure another, chain two middlewares, the shadow one outside.
 func WithShadow() Option {
-	return func(o *options) { o.shadow = true }
+	return func(o *options) { o.Shadow() }
 }
 
 // WithDenyHandler replaces the default answer to a refused request (429
-// with a plain-text body, or problem+json with [WithProblemDetails]).
+// with a plain-text body); [ProblemDetails] answers with an RFC 9457
+// problem+json body instead.
 func WithDenyHandler(h DenyHandler) Option {
 	return func(o *options) {
-		if o.errs.Require(h != nil, "WithDenyHandler(nil); leave the option out for the default 429") {
+		if o.Require(h != nil, "WithDenyHandler(nil); leave the option out for the default 429") {
 			o.deny = h
 		}
 	}
 }
 
 // WithErrorHandler replaces the default answer to a request for which no
-// decision could be made (see [Limiter.WriteError] for the defaults).
+// decision could be made (see [Limiter.Enter] for the defaults).
 func WithErrorHandler(h ErrorHandler) Option {
 	return func(o *options) {
-		if o.errs.Require(h != nil, "WithErrorHandler(nil); leave the option out for the default answers") {
+		if o.Require(h != nil, "WithErrorHandler(nil); leave the option out for the default answers") {
 			o.onError = h
 		}
 	}
@@ -140,77 +107,44 @@ func WithErrorHandler(h ErrorHandler) Option {
 
 // WithSkip exempts requests for which f returns true (health checks, an
 // allowlist): they are neither counted nor limited and get no rate-limit
-// headers. Default: no request is skipped. f runs before the key function,
+// headers. Default: no request is skipped. f runs before anything else,
 // on every request, so keep it cheap.
 func WithSkip(f func(*http.Request) bool) Option {
-	return func(o *options) {
-		if o.errs.Require(f != nil, "WithSkip(nil); leave the option out to limit every request") {
-			o.skip = f
-		}
-	}
+	return func(o *options) { o.Skip(f) }
 }
 
-// WithProblemDetails makes the default denial an RFC 9457
-// application/problem+json body of the draft's "quota-exceeded" problem type,
-// naming the violated policy, instead of plain text. A [WithDenyHandler]
-// handler replaces both.
-func WithProblemDetails() Option {
-	return func(o *options) { o.problem = true }
+// WithFailureMode sets what a request gets when the store fails
+// (errors.Is(err, core.ErrStore)): core.FailClosed, the default, answers
+// 429 with Retry-After: 1; core.FailOpen admits it and reports the failure
+// to the observer.
+func WithFailureMode(m core.FailureMode) Option {
+	return func(o *options) { o.FailureMode(m) }
 }
 
-// WithFailureMode sets what a request gets when the store fails (default
-// [FailClosed]).
-func WithFailureMode(m FailureMode) Option {
-	return func(o *options) {
-		if o.errs.Require(m.Valid(), "unknown failure mode %d; use FailClosed or FailOpen", int(m)) {
-			o.failure = m
-		}
-	}
-}
-
-// WithObserver sets the observer every checked request is reported to
-// (default: none, which costs nothing). See [core.Observer].
+// WithObserver sets the observer every checked request is reported to,
+// errors included (default: none, which costs nothing). See
+// [core.Observer].
 func WithObserver(obs core.Observer) Option {
-	return func(o *options) {
-		if o.errs.Require(obs != nil, "WithObserver(nil); leave the option out for no observer") {
-			o.observer = obs
-		}
-	}
-}
-
-// WithBadKeyStatus sets the status of the default answer to a request that
-// carries no usable key (a missing API-key header: [core.ErrBadKey]),
-// 400 by default; 401 suits an API key that authenticates. It must be a
-// 4xx status. Oversize key material ([core.ErrKeyTooLarge]) is always 431.
-func WithBadKeyStatus(status int) Option {
-	return func(o *options) {
-		if o.errs.Require(status >= 400 && status <= 499 && http.StatusText(status) != "",
-			"WithBadKeyStatus(%d): use a 4xx status such as 400 or 401", status) {
-			o.badKey = status
-		}
-	}
+	return func(o *options) { o.Observer(obs) }
 }
 
 // WithLimiterFunc chooses the limiter per request: f returns the limiter
 // that decides r (a stricter policy for writes than for reads, a larger
-// one for paid API keys), or nil for the one given to [New]. It runs after
-// the key and cost functions, only for requests that are charged, so keep
-// it cheap: pick among limiters made once, never make one per request.
-// Every limiter it returns gets the same key, cost, options and headers
-// (a stack's policies are listed in RateLimit-Policy).
+// one for paid API keys), or nil when r is not limited. Give [New] a nil
+// limiter with it. It runs after the skip function and before the key and
+// cost functions, on every request, so keep it cheap: pick among limiters
+// made once, never make one per request. Every limiter it returns gets the
+// same key, cost, options and headers (a stack's policies are listed in
+// RateLimit-Policy).
 //
 //	httpmw.WithLimiterFunc(func(r *http.Request) core.Limiter {
 //		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 //			return reads
 //		}
-//		return nil // writes: the limiter given to New
+//		return writes
 //	})
 func WithLimiterFunc(f func(*http.Request) core.Limiter) Option {
-	return func(o *options) {
-		if o.errs.Require(f != nil, "WithLimiterFunc(nil); leave the option out to use the limiter given to New for every request") {
-			o.pick = f
-		}
-	}
+	return func(o *options) { o.LimiterFunc(f) }
 }
 
 // WithDenialHold holds each refusal up to max before answering it, never
@@ -226,12 +160,7 @@ func WithLimiterFunc(f func(*http.Request) core.Limiter) Option {
 // Only denials are held; errors and store failures are answered at once.
 // max must be positive and concurrent at least 1.
 func WithDenialHold(max time.Duration, concurrent int) Option {
-	return func(o *options) {
-		h := pipeline.Hold{Max: max, Concurrent: concurrent}
-		if p := h.Problem(); o.errs.Require(p == "", "WithDenialHold(%v, %d): %s", max, concurrent, p) {
-			o.hold = h
-		}
-	}
+	return func(o *options) { o.DenialHold(max, concurrent) }
 }
 
 // WithRefundOnInnerRefusal makes this limiter, when it sits outside
@@ -247,9 +176,9 @@ func WithDenialHold(max time.Duration, concurrent int) Option {
 // Set it on the outer limiter; the inner needs nothing. It costs the
 // admitted requests of the outer limiter one copy of the *http.Request and
 // one small allocation (see the package documentation for the measured
-// cost), which is why it is not the default. [Limiter.Admit] and
-// [Limiter.Decide] cannot pass the recorded request on; [Limiter.Handler],
-// [Limiter.Enter], ginmw and echomw do.
+// cost), which is why it is not the default. [Limiter.Handler],
+// [Limiter.Enter] and [Limiter.Check] pass the recorded request on, as
+// [Admission.Request]; ginmw and echomw do.
 func WithRefundOnInnerRefusal() Option {
-	return func(o *options) { o.refundInner = true }
+	return func(o *options) { o.RefundOnInnerRefusal() }
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/floodgate/floodgate/core"
 )
 
 // testTrusted is the proxy set most tests run behind: a private range, an
@@ -191,9 +193,9 @@ func TestClientIPRealIP(t *testing.T) {
 
 func TestClientIPPrefixes(t *testing.T) {
 	t.Parallel()
-	v4 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithIPv4Prefix(24))
-	v6 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithIPv6Prefix(48))
-	full := MustClientIP(WithIPv6Prefix(128))
+	v4 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithPrefixes(24, 0))
+	v6 := MustClientIP(WithTrustedProxies("10.0.0.0/8"), WithPrefixes(0, 48))
+	full := MustClientIP(WithPrefixes(0, 128))
 	t.Run("v4/24", func(t *testing.T) {
 		t.Parallel()
 		runIPCases(t, v4, []ipCase{
@@ -261,16 +263,16 @@ func TestClientIPBounds(t *testing.T) {
 	}
 	huge := strings.Repeat("1", 1<<20)
 	runIPCases(t, fn, []ipCase{
-		{name: "too many trusted hops", remote: peer, header: "X-Forwarded-For", lines: []string{manyTrusted}, wantErr: ErrTooLarge},
-		{name: "too many lines", remote: peer, header: "X-Forwarded-For", lines: manyLines, wantErr: ErrTooLarge},
-		{name: "too many empty items", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat(",", 1000)}, wantErr: ErrTooLarge},
-		{name: "huge item", remote: peer, header: "X-Forwarded-For", lines: []string{huge}, wantErr: ErrTooLarge},
+		{name: "too many trusted hops", remote: peer, header: "X-Forwarded-For", lines: []string{manyTrusted}, wantErr: core.ErrKeyTooLarge},
+		{name: "too many lines", remote: peer, header: "X-Forwarded-For", lines: manyLines, wantErr: core.ErrKeyTooLarge},
+		{name: "too many empty items", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat(",", 1000)}, wantErr: core.ErrKeyTooLarge},
+		{name: "huge item", remote: peer, header: "X-Forwarded-For", lines: []string{huge}, wantErr: core.ErrKeyTooLarge},
 		{name: "huge junk left of client", remote: peer, header: "X-Forwarded-For", lines: []string{huge + ", 203.0.113.7"}, want: "203.0.113.7"},
 		{name: "many items left of client", remote: peer, header: "X-Forwarded-For", lines: []string{strings.Repeat("6.6.6.6,", 10000) + "203.0.113.7"}, want: "203.0.113.7"},
 	})
 	runIPCases(t, fw, []ipCase{
-		{name: "forwarded too many elements", remote: peer, header: "Forwarded", lines: []string{strings.Repeat("for=10.0.0.2, ", 100)}, wantErr: ErrTooLarge},
-		{name: "forwarded huge line", remote: peer, header: "Forwarded", lines: []string{"for=203.0.113.7;x=" + huge}, wantErr: ErrTooLarge},
+		{name: "forwarded too many elements", remote: peer, header: "Forwarded", lines: []string{strings.Repeat("for=10.0.0.2, ", 100)}, wantErr: core.ErrKeyTooLarge},
+		{name: "forwarded huge line", remote: peer, header: "Forwarded", lines: []string{"for=203.0.113.7;x=" + huge}, wantErr: core.ErrKeyTooLarge},
 		{name: "forwarded huge line left of client line", remote: peer, header: "Forwarded", lines: []string{huge, "for=203.0.113.7"}, want: "203.0.113.7"},
 	})
 }
@@ -342,18 +344,18 @@ func TestClientIPOptions(t *testing.T) {
 		{"zone", []Option{WithTrustedProxies("fe80::1%eth0")}, "zone"},
 		{"empty header", []Option{WithHeader("")}, "WithHeader"},
 		{"header with space", []Option{WithHeader("X Forwarded For")}, "not a valid header name"},
-		{"v6 prefix 0", []Option{WithIPv6Prefix(0)}, "1..128"},
-		{"v6 prefix 129", []Option{WithIPv6Prefix(129)}, "1..128"},
-		{"v4 prefix 33", []Option{WithIPv4Prefix(33)}, "1..32"},
-		{"v4 prefix -1", []Option{WithIPv4Prefix(-1)}, "1..32"},
-		{"first error reported", []Option{WithIPv4Prefix(0), WithIPv6Prefix(0)}, "WithIPv4Prefix"},
+		{"v6 prefix -1", []Option{WithPrefixes(0, -1)}, "1..128"},
+		{"v6 prefix 129", []Option{WithPrefixes(0, 129)}, "1..128"},
+		{"v4 prefix 33", []Option{WithPrefixes(33, 0)}, "1..32"},
+		{"v4 prefix -1", []Option{WithPrefixes(-1, 0)}, "1..32"},
+		{"first error reported", []Option{WithPrefixes(33, 0), WithPrefixes(0, 129)}, "IPv4 prefix 33"},
 		{"header without trusted proxies", []Option{WithHeader("X-Forwarded-For")}, `WithHeader("X-Forwarded-For") has no effect without WithTrustedProxies`},
 		{"header named as given", []Option{WithHeader("forwarded")}, `WithHeader("forwarded") has no effect`},
 		{"last header named", []Option{WithHeader("Forwarded"), WithHeader("X-Real-IP")}, `WithHeader("X-Real-IP")`},
 		{"header says what to do", []Option{WithHeader("X-Real-IP")}, "add WithTrustedProxies with your proxies' ranges, or drop WithHeader"},
 		{"header with empty trusted list", []Option{WithTrustedProxies(), WithHeader("X-Real-IP")}, "without WithTrustedProxies"},
-		{"header after prefix", []Option{WithIPv6Prefix(48), WithHeader("Forwarded")}, "without WithTrustedProxies"},
-		{"invalid option reported before header", []Option{WithHeader("Forwarded"), WithIPv4Prefix(0)}, "WithIPv4Prefix"},
+		{"header after prefix", []Option{WithPrefixes(0, 48), WithHeader("Forwarded")}, "without WithTrustedProxies"},
+		{"invalid option reported before header", []Option{WithHeader("Forwarded"), WithPrefixes(33, 0)}, "WithPrefixes"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,16 +27,23 @@
 // host typically owns a whole /64 and could otherwise rotate through
 // addresses to escape its limit.
 //
-// IPResolver applies the same rules to a peer address and header values
-// that come from elsewhere than an *http.Request: package grpcmw feeds it a
-// gRPC peer and its x-forwarded-for metadata. For the same reason JoinFuncs
-// is Join for key functions of any request type, and JoinParts is Join's
-// encoding.
+// grpcmw.KeyByPeerIP applies the same rules, with the same options
+// (keyfunc.WithTrustedProxies and the others), to a gRPC peer and its
+// x-forwarded-for metadata; grpcmw.JoinKeys joins keys in Join's encoding.
+//
+// # Per-route keys
+//
+// Route keys by the template of the matched route, so /users/1 and
+// /users/2 share /users/{id}'s limit: net/http's ServeMux pattern, and
+// Gin's and Echo's route templates, which ginmw and echomw record. Under
+// net/http the pattern is known once the ServeMux has matched: put the
+// middleware on the routes (mux.Handle(pattern, l.Handler(h))), not around
+// the mux. A request that matched no route keys as its URL path.
 //
 // # Cost
 //
 // Key functions run on every request. ClientIP with default options
 // allocates nothing for an IPv4 peer; resolving through proxies allocates
-// only the key string. Header, Path, Route and Method return request data
-// as is, bounded by MaxKeyLen so a store entry stays small.
+// only the key string. Header, Route and Method return request data as
+// is, bounded by 4096 bytes so a store entry stays small.
 package keyfunc

@@ -3,8 +3,11 @@ package keyfunc_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -81,26 +84,6 @@ func ExampleJoin() {
 	// Output: 9:192.0.2.115:GET /items/{id}
 }
 
-// JoinFuncs joins key functions of other request types the way Join does.
-// A transport whose key functions take two arguments, as gRPC's take a
-// context and a method name, gathers them in one request value.
-func ExampleJoinFuncs() {
-	type call struct {
-		peer, method string
-	}
-	type callKey func(call) (string, error)
-	byPeer := callKey(func(c call) (string, error) { return c.peer, nil })
-	byMethod := callKey(func(c call) (string, error) { return c.method, nil })
-
-	key := keyfunc.JoinFuncs("example.JoinCallKeys", byPeer, byMethod)
-	fmt.Println(key(call{peer: "192.0.2.1", method: "/pkg.Svc/Get"}))
-	_, err := key(call{peer: "192.0.2.1"})
-	fmt.Println(err)
-	// Output:
-	// 9:192.0.2.112:/pkg.Svc/Get <nil>
-	// keyfunc: no key in request: JoinCallKeys: key function 1 returned an empty key
-}
-
 func ExampleHeader() {
 	key := keyfunc.Header("X-API-Key")
 	r := httptest.NewRequest("GET", "/", nil)
@@ -109,19 +92,19 @@ func ExampleHeader() {
 	// Output: true
 }
 
-// An IPResolver applies ClientIP's rules to a peer address and header values
-// that do not come from an *http.Request, such as a gRPC peer and its
-// x-forwarded-for metadata.
-func ExampleIPResolver() {
-	res, err := keyfunc.NewIPResolver(keyfunc.WithTrustedProxies("10.0.0.0/8"))
-	if err != nil {
-		panic(err)
+// Keyed by route, /users/1 and /users/2 share /users/{id}'s limit: the
+// limiter sits on the route, where the ServeMux has recorded its pattern.
+func ExampleRoute() {
+	l := httpmw.MustNew(core.MustNew(core.PerMinute(2)), keyfunc.Route())
+	mux := http.NewServeMux()
+	mux.Handle("GET /users/{id}", l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	for _, path := range []string{"/users/1", "/users/2", "/users/3"} {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Println(path, w.Code)
 	}
-	fmt.Println(res.Header())
-	fmt.Println(res.Resolve("10.0.0.1:34567", []string{"6.6.6.6, 203.0.113.7"}))
-	fmt.Println(res.Resolve("198.51.100.9:34567", []string{"6.6.6.6"}))
 	// Output:
-	// X-Forwarded-For
-	// 203.0.113.7 <nil>
-	// 198.51.100.9 <nil>
+	// /users/1 200
+	// /users/2 200
+	// /users/3 429
 }

@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/clientip"
 )
 
 // TestIPResolverMatchesClientIP runs requests through ClientIP and the same
-// peer and header lines through IPResolver.Resolve, under each
+// peer and header lines through clientip.Resolver.Resolve, under each
 // configuration: keys and errors must be identical, since one is built on
 // the other and the gRPC adapter relies on that.
 func TestIPResolverMatchesClientIP(t *testing.T) {
@@ -21,7 +23,7 @@ func TestIPResolverMatchesClientIP(t *testing.T) {
 		{"xff", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...)}},
 		{"forwarded", "Forwarded", []Option{WithTrustedProxies(testTrusted...), WithHeader("Forwarded")}},
 		{"x-real-ip", "X-Real-Ip", []Option{WithTrustedProxies(testTrusted...), WithHeader("x-real-ip")}},
-		{"prefixes", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...), WithIPv4Prefix(24), WithIPv6Prefix(48)}},
+		{"prefixes", "X-Forwarded-For", []Option{WithTrustedProxies(testTrusted...), WithPrefixes(24, 48)}},
 	}
 	requests := []struct {
 		remote string
@@ -51,7 +53,7 @@ func TestIPResolverMatchesClientIP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := NewIPResolver(cfg.opts...)
+			res, err := clientip.New(cfg.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +88,7 @@ func TestIPResolverHeader(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := NewIPResolver(tc.opts...)
+			res, err := clientip.New(tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +101,7 @@ func TestIPResolverHeader(t *testing.T) {
 
 func TestIPResolverNoProxiesIgnoresValues(t *testing.T) {
 	t.Parallel()
-	res, err := NewIPResolver()
+	res, err := clientip.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +113,8 @@ func TestIPResolverNoProxiesIgnoresValues(t *testing.T) {
 
 func TestNewIPResolverInvalidOptions(t *testing.T) {
 	t.Parallel()
-	for _, opt := range []Option{WithTrustedProxies("0.0.0.0/0"), WithHeader(""), WithIPv6Prefix(0), WithHeader("Forwarded")} {
-		res, err := NewIPResolver(opt)
+	for _, opt := range []Option{WithTrustedProxies("0.0.0.0/0"), WithHeader(""), WithPrefixes(0, 129), WithHeader("Forwarded")} {
+		res, err := clientip.New(opt)
 		if err == nil || res != nil {
 			t.Errorf("NewIPResolver = %v, %v; want an error", res, err)
 			continue
@@ -136,16 +138,16 @@ func TestJoinParts(t *testing.T) {
 		{[]string{strings.Repeat("x", 12)}, "12:" + strings.Repeat("x", 12)},
 	}
 	for _, tc := range tests {
-		if got := JoinParts(tc.parts...); got != tc.want {
-			t.Errorf("JoinParts(%q) = %q, want %q", tc.parts, got, tc.want)
+		if got := clientip.JoinParts(tc.parts...); got != tc.want {
+			t.Errorf("clientip.JoinParts(%q) = %q, want %q", tc.parts, got, tc.want)
 		}
 	}
 	// Join and JoinParts must agree: adapters rely on it.
 	k, err := Join(Constant("a:b"), Constant("c"))(&http.Request{})
-	if err != nil || k != JoinParts("a:b", "c") {
-		t.Errorf("Join = %q, %v; JoinParts = %q", k, err, JoinParts("a:b", "c"))
+	if err != nil || k != clientip.JoinParts("a:b", "c") {
+		t.Errorf("Join = %q, %v; JoinParts = %q", k, err, clientip.JoinParts("a:b", "c"))
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = JoinParts("203.0.113.7", "/pkg.S/M") }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { _ = clientip.JoinParts("203.0.113.7", "/pkg.S/M") }); n > 1 {
 		t.Errorf("JoinParts allocates %v times, want at most 1", n)
 	}
 }

@@ -10,12 +10,12 @@
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
+//	mw, err := httpmw.New(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
 //	if err != nil {
 //		log.Fatal(err)
 //	}
 //	http.Handle("/metrics", promhttp.Handler())
-//	http.Handle("/", mw(app))
+//	http.Handle("/", mw.Handler(app))
 //
 // # Metrics
 //

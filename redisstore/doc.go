@@ -6,7 +6,7 @@
 //
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}, ContextTimeoutEnabled: true})
 //	lim, err := redisstore.New(rdb, core.PerMinute(100), redisstore.WithFallback())
-//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP())
+//	mw, err := httpmw.New(lim, keyfunc.MustClientIP())
 //
 // Every adapter takes the Limiter unchanged; nothing else moves. docs/redis.md
 // in the repository tells the whole story: the scripts, the key layout and

@@ -133,11 +133,11 @@ type rig struct {
 func serve(t *testing.T, lim core.Limiter, mode core.FailureMode) *rig {
 	t.Helper()
 	r := &rig{obs: &outcomes{mode: mode}}
-	mw, err := httpmw.Middleware(lim, keyfunc.Header("X-Key"), httpmw.WithFailureMode(mode), httpmw.WithObserver(r.obs))
+	mw, err := httpmw.New(lim, keyfunc.Header("X-Key"), httpmw.WithFailureMode(mode), httpmw.WithObserver(r.obs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	inner := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		// The observer runs before the answer is written: it can label it.
 		inner.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), headerKey{}, w.Header())))

@@ -17,7 +17,7 @@ import "strings"
 // error naming a key, for a corrupt state, reaches the client with CR and
 // LF made spaces and cut at a NUL, by Redis). Length is not bounded here:
 // the encoding at most triples a key, a Redis key may hold 512 MB, and
-// key functions bound what a client sends (keyfunc.MaxKeyLen, 4 KiB).
+// key functions bound what a client sends (4 KiB).
 
 // emptyTag is the hash tag of the empty key.
 const emptyTag = "%"

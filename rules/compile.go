@@ -81,7 +81,7 @@ func (s *Set) httpKey(r *Rule) (keyfunc.Func, error) {
 		case part == keyIP:
 			fns = append(fns, s.ip)
 		case part == keyPath:
-			fns = append(fns, keyfunc.Path())
+			fns = append(fns, keyfunc.Route()) // the URL path outside a router that records its route
 		case part == keyMethod:
 			fns = append(fns, keyfunc.Method())
 		case part == keyGlobal:

@@ -189,7 +189,7 @@ func TestLimitsCarryTheirPolicy(t *testing.T) {
 
 func TestOptionErrors(t *testing.T) {
 	const src = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n"
-	for _, opt := range []Option{WithKey("ip", nil), WithKey("Bad", nil), WithKey("path", keyfunc.Path()), WithOnReload(nil)} {
+	for _, opt := range []Option{WithKey("ip", nil), WithKey("Bad", nil), WithKey("path", keyfunc.Route()), WithOnReload(nil)} {
 		if _, err := New("r.yaml", []byte(src), opt); err == nil || !strings.HasPrefix(err.Error(), "rules: ") {
 			t.Errorf("error %v, want one starting rules: ", err)
 		}

@@ -7,7 +7,7 @@
 //	if err != nil {
 //		log.Fatal(err)
 //	}
-//	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
+//	mw, err := httpmw.New(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs))
 //
 // To count as well as log, give the adapter both, joined:
 // core.JoinObservers(metrics, logs).
@@ -24,7 +24,9 @@
 //   - store_error: Error under fail-closed (the request was refused), Warn
 //     under fail-open (admitted);
 //   - canceled: Debug (a shaped request's client gave up while waiting);
-//   - allowed, shaped: not logged, unless [WithAllowed] logs them at Debug.
+//   - allowed, shaped: [LevelAllowed], below Debug, so that a handler
+//     at Debug does not log every admission; lower the handler's level
+//     to LevelAllowed to see them.
 //
 // Attributes, when they apply: outcome, transport, limit (the limit's
 // name), key (redacted, below), cost, retry_after (refusals), delay

@@ -13,8 +13,7 @@ type Option func(*options)
 const DefaultMaxPerSecond = 10
 
 type options struct {
-	perSecond int // 0: no sampling
-	allowed   bool
+	perSecond int                 // 0: no sampling
 	redact    func(string) string // nil: the salted hash
 	clock     core.Clock
 	errs      option.Errors
@@ -35,12 +34,6 @@ func WithMaxPerSecond(n int) Option {
 			o.perSecond = n
 		}
 	}
-}
-
-// WithAllowed also logs admitted requests (allowed and shaped), at Debug
-// level and sampled like the rest. By default they are not logged.
-func WithAllowed() Option {
-	return func(o *options) { o.allowed = true }
 }
 
 // WithKeyRedaction sets the function that turns a request's key into what

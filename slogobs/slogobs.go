@@ -23,7 +23,6 @@ import (
 type Observer struct {
 	logger    *slog.Logger
 	perSecond int64 // 0: every line
-	allowed   bool
 	redact    func(string) string
 	clock     core.Clock
 	kinds     [numOutcomes][2]sampler // by outcome, shadow
@@ -77,7 +76,7 @@ func New(logger *slog.Logger, opts ...Option) (*Observer, error) {
 		}
 		redact = func(key string) string { return hashKey(salt[:], key) }
 	}
-	return &Observer{logger: logger, perSecond: int64(o.perSecond), allowed: o.allowed, redact: redact, clock: o.clock}, nil
+	return &Observer{logger: logger, perSecond: int64(o.perSecond), redact: redact, clock: o.clock}, nil
 }
 
 // hashKey is the default redaction: the first 8 bytes of the key's
@@ -90,11 +89,16 @@ func hashKey(salt []byte, key string) string {
 	return "h:" + hex.EncodeToString(m.Sum(sum[:0])[:8])
 }
 
+// LevelAllowed is the level admitted requests (allowed and shaped) are
+// logged at: four below Debug, so that only a handler whose level is set
+// that low writes them, sampled like every other line.
+const LevelAllowed = slog.LevelDebug - 4
+
 // level is the level of e's line, and false when e is not logged.
 func (o *Observer) level(e *core.Event) (slog.Level, bool) {
 	switch e.Outcome {
 	case core.OutcomeAllowed, core.OutcomeShaped:
-		return slog.LevelDebug, o.allowed
+		return LevelAllowed, true
 	case core.OutcomeCanceled:
 		return slog.LevelDebug, true
 	case core.OutcomeDenied, core.OutcomeBadKey, core.OutcomeBadCost:

@@ -125,21 +125,26 @@ func TestLines(t *testing.T) {
 	)
 }
 
-// TestAllowed: admitted requests are logged, at Debug, only with
-// WithAllowed; a logger not enabled at a line's level gets nothing.
+// TestAllowed: admitted requests are logged at LevelAllowed, below Debug;
+// a logger not enabled at a line's level gets nothing.
 func TestAllowed(t *testing.T) {
 	t.Parallel()
 	ok := core.Event{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "alice", Cost: 1, Decision: core.Decision{Allowed: true, Limit: api}}
 	shaped := core.Event{Transport: "http", Outcome: core.OutcomeShaped, Admitted: true, Key: "alice", Cost: 1, Decision: core.Decision{Allowed: true, Limit: api, Delay: 250 * time.Millisecond}}
-	obs, buf, _ := newObserver(t, slog.LevelDebug, slogobs.WithAllowed())
+	obs, buf, _ := newObserver(t, slogobs.LevelAllowed)
 	obs.Observe(context.Background(), ok)
 	obs.Observe(context.Background(), shaped)
 	equalLines(t, buf.String(),
-		`level=DEBUG msg="rate limit: allowed" outcome=allowed transport=http limit=api key=<ALICE> cost=1`,
-		`level=DEBUG msg="rate limit: allowed after a delay" outcome=shaped transport=http limit=api key=<ALICE> cost=1 delay=250ms`,
+		`level=DEBUG-4 msg="rate limit: allowed" outcome=allowed transport=http limit=api key=<ALICE> cost=1`,
+		`level=DEBUG-4 msg="rate limit: allowed after a delay" outcome=shaped transport=http limit=api key=<ALICE> cost=1 delay=250ms`,
 	)
-	obs, buf, _ = newObserver(t, slog.LevelInfo, slogobs.WithAllowed())
+	obs, buf, _ = newObserver(t, slog.LevelDebug)
 	obs.Observe(context.Background(), ok)
+	obs.Observe(context.Background(), shaped)
+	if buf.String() != "" {
+		t.Errorf("admissions written to a Debug logger:\n%s", buf)
+	}
+	obs, buf, _ = newObserver(t, slog.LevelInfo)
 	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeCanceled, Key: "frank"})
 	if buf.String() != "" {
 		t.Errorf("Debug lines written to an Info logger:\n%s", buf)

@@ -45,17 +45,13 @@ func newServer() *echo.Echo {
 	// Refusals answered by the middleware: the bytes net/http's httpmw writes.
 	// It gives back what it charged a login that the login limiter refuses,
 	// so refused logins spend no global quota.
-	e.Use(echomw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
-		httpmw.WithRefundOnInnerRefusal()))
+	e.Use(echomw.New(httpmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
+		httpmw.WithRefundOnInnerRefusal())))
 	e.GET("/hello", func(c echo.Context) error { return c.String(http.StatusOK, "hello\n") })
 	// Refusals returned to Echo as *echo.HTTPError, rendered by its error
 	// handler like the application's other errors (here Echo's default, JSON).
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "welcome\n") },
-		echomw.MustNewWithConfig(echomw.Config{
-			Limiter:    core.MustNew(core.PerMinute(3).WithName("login")),
-			KeyFunc:    byIP,
-			HTTPErrors: true,
-		}))
+		echomw.New(httpmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login")), byIP), echomw.WithHTTPErrors()))
 	return e
 }
 

@@ -43,10 +43,10 @@ func router() *gin.Engine {
 	r := gin.New()
 	// The global limiter gives back what it charged a login that the
 	// login limiter refuses, so refused logins spend no global quota.
-	r.Use(gin.Recovery(), ginmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
-		httpmw.WithRefundOnInnerRefusal()))
+	r.Use(gin.Recovery(), ginmw.New(httpmw.MustNew(core.MustNew(core.PerSecond(10).WithName("api")), byIP,
+		httpmw.WithRefundOnInnerRefusal())))
 	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
-	r.POST("/login", ginmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login")), byIP),
+	r.POST("/login", ginmw.New(httpmw.MustNew(core.MustNew(core.PerMinute(3).WithName("login")), byIP)),
 		func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
 	return r
 }

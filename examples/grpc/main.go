@@ -48,6 +48,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/grpcclient"
 	"github.com/floodgate/floodgate/grpcmw"
 )
 
@@ -70,7 +71,7 @@ func main() {
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = run(ctx, os.Stdout, nil, nil)
+		err = run(ctx, os.Stdout, nil)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "grpc example:", err)
@@ -105,6 +106,9 @@ func newServer(clock core.Clock) (*grpc.Server, *health.Server, error) {
 	}
 	// Health and reflection are exempt by default: a load balancer's health
 	// checks and a developer's grpcurl spend no quota and are never refused.
+	// Rate-limit metadata goes with refusals and with calls that leave at
+	// most a tenth of the burst (here the last); grpcmw.WithHeaders sends
+	// it on every call.
 	limiter, err := grpcmw.New(lim, grpcmw.MustKeyByPeerIP())
 	if err != nil {
 		return nil, nil, err
@@ -170,9 +174,9 @@ func serveUntil(ctx context.Context, lis net.Listener, srv *grpc.Server, hs *hea
 	return errors.Join(err, <-served)
 }
 
-// run is the self-test. Tests pass a fake clock and a sleep that moves it;
-// nil means the real ones.
-func run(ctx context.Context, out io.Writer, clock core.Clock, sleep func(context.Context, time.Duration) error) (err error) {
+// run is the self-test. Tests pass a fake clock (nil means the real one),
+// and a ctx whose retries move it rather than sleep.
+func run(ctx context.Context, out io.Writer, clock core.Clock) (err error) {
 	srv, hs, err := newServer(clock)
 	if err != nil {
 		return err
@@ -229,11 +233,7 @@ func run(ctx context.Context, out io.Writer, clock core.Clock, sleep func(contex
 	fmt.Fprintf(out, "health check: %v  ratelimit: %s\n", hr.GetStatus(), first(header, "ratelimit"))
 
 	// A client that waits out refusals by itself.
-	retryOpts := []grpcmw.ClientOption{grpcmw.WithMaxAttempts(3)}
-	if sleep != nil {
-		retryOpts = append(retryOpts, grpcmw.WithSleep(sleep))
-	}
-	retry, err := grpcmw.UnaryClientInterceptor(retryOpts...)
+	retry, err := grpcclient.UnaryClientInterceptor(grpcclient.WithMaxAttempts(3))
 	if err != nil {
 		return err
 	}

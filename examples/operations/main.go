@@ -178,7 +178,7 @@ func servers(log *slog.Logger, token string) (api, admin *http.Server, err error
 	}
 	// The socket peer is the client. Behind a proxy, say which:
 	// keyfunc.MustClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8")).
-	mw, err := httpmw.Middleware(lim, keyfunc.MustClientIP(),
+	mw, err := httpmw.New(lim, keyfunc.MustClientIP(),
 		httpmw.WithObserver(core.JoinObservers(metrics, logs, page)))
 	if err != nil {
 		return nil, nil, err
@@ -191,6 +191,6 @@ func servers(log *slog.Logger, token string) (api, admin *http.Server, err error
 	adminMux := http.NewServeMux()
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	adminMux.Handle("/debug/floodgate/", requireToken(token, page))
-	return &http.Server{Handler: mw(apiMux), ReadHeaderTimeout: 5 * time.Second},
+	return &http.Server{Handler: mw.Handler(apiMux), ReadHeaderTimeout: 5 * time.Second},
 		&http.Server{Handler: adminMux, ReadHeaderTimeout: 5 * time.Second}, nil
 }

@@ -73,7 +73,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	mw, err := httpmw.Middleware(lim, byIP)
+	mw, err := httpmw.New(lim, byIP)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mw(mux), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mw.Handler(mux), ReadHeaderTimeout: 5 * time.Second}
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	served := make(chan error, 1)

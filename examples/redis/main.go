@@ -136,7 +136,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 		}
 		// An API key is no client IP: there is no proxy to trust, the
 		// header is the key, and a request without it is a 400.
-		mw, err := httpmw.Middleware(s.lim, keyfunc.Header(header))
+		mw, err := httpmw.New(s.lim, keyfunc.Header(header))
 		if err != nil {
 			return report{}, err
 		}
@@ -148,7 +148,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 			return report{}, err
 		}
 		s.url = "http://" + ln.Addr().String() + "/"
-		srv := &http.Server{Handler: mw(hello), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: mw.Handler(hello), ReadHeaderTimeout: 5 * time.Second}
 		running++
 		go func() { served <- graceful.Serve(serveCtx, srv, ln, gracePeriod) }()
 		fmt.Fprintf(out, "server %s at %s (its own *redis.Client and redisstore.Limiter)\n", name, s.url)

@@ -112,6 +112,9 @@ func checkFields(t *testing.T, d core.Decision, style core.HeaderStyle) {
 		}
 		got[f] = val
 	}
+	if err := samePut(d, &p, style, "", got); err != "" {
+		fatalf("%s", err)
+	}
 	num := func(f fields.Field, want int64) {
 		t.Helper()
 		val, ok := got[f]

@@ -58,45 +58,71 @@ func (v *Values) Format(d core.Decision, p *PolicyText, style core.HeaderStyle) 
 	if p == nil {
 		legacy, ietf = false, false
 	}
-	remaining := nonNeg(int64(d.Remaining))
-	// Each number is formatted once: the RateLimit value "name";r=R;t=T
-	// holds Remaining, and T is also Reset when allowed and Retry-After
-	// when denied, so those values are spans of it.
-	var rem, reset, rl, retry span
-	if ietf {
-		v.appendString(p.prefix)
-		rem = v.appendInt(remaining)
-		v.appendString(";t=")
-		t := v.appendInt(resetSeconds(d))
-		rl = span{0, v.n}
-		switch {
-		case d.Allowed:
-			reset = t // t is ceil(ResetAfter)
-		case d.RetryAfter > 0:
-			retry = t // t is ceil(RetryAfter) >= 1
-		}
-	}
+	b, s := format(v.buf[:0], &d, p, legacy, ietf)
+	v.n = len(b)
 	if legacy {
-		if !rem.set() {
-			rem = v.appendInt(remaining)
-		}
-		if !reset.set() {
-			reset = v.appendInt(CeilSeconds(d.ResetAfter))
-		}
 		v.konst(Limit)
-		v.span(Remaining, rem)
-		v.span(Reset, reset)
+		v.span(Remaining, s.rem)
+		v.span(Reset, s.reset)
 	}
 	if ietf {
 		v.konst(Policy)
-		v.span(RateLimit, rl)
+		v.span(RateLimit, s.rl)
 	}
 	if !d.Allowed {
-		if !retry.set() {
-			retry = v.appendInt(RetryAfterSeconds(d))
-		}
-		v.span(RetryAfter, retry)
+		v.span(RetryAfter, s.retry)
 	}
+}
+
+// spans are where format put each per-request value in the text.
+type spans struct{ rem, reset, rl, retry span }
+
+// format appends the per-request text of d's fields to b: the RateLimit
+// value when ietf, Remaining and Reset when legacy (as parts of the
+// RateLimit value where they are the same numbers), and Retry-After on a
+// denial. Each number is formatted once: the RateLimit value
+// "name";r=R;t=T holds Remaining, and T is also Reset when allowed and
+// Retry-After when denied, so those values are spans of it. b must have
+// room for len(p.prefix) + maxNumbers bytes more, which bufLen always is.
+// Values.Format and Put share it, so that both say the same thing.
+func format(b []byte, d *core.Decision, p *PolicyText, legacy, ietf bool) ([]byte, spans) {
+	var s spans
+	remaining := nonNeg(int64(d.Remaining))
+	if ietf {
+		b = append(b, p.prefix...)
+		s.rem.i = uint8(len(b))
+		b = strconv.AppendInt(b, remaining, 10)
+		s.rem.j = uint8(len(b))
+		b = append(b, ";t="...)
+		t := span{i: uint8(len(b))}
+		b = strconv.AppendInt(b, resetSeconds(*d), 10)
+		t.j = uint8(len(b))
+		s.rl = span{0, uint8(len(b))}
+		switch {
+		case d.Allowed:
+			s.reset = t // t is ceil(ResetAfter)
+		case d.RetryAfter > 0:
+			s.retry = t // t is ceil(RetryAfter) >= 1
+		}
+	}
+	if legacy {
+		if !s.rem.set() {
+			b, s.rem = appendInt(b, remaining)
+		}
+		if !s.reset.set() {
+			b, s.reset = appendInt(b, CeilSeconds(d.ResetAfter))
+		}
+	}
+	if !d.Allowed && !s.retry.set() {
+		b, s.retry = appendInt(b, RetryAfterSeconds(*d))
+	}
+	return b, s
+}
+
+func appendInt(b []byte, n int64) ([]byte, span) {
+	i := len(b)
+	b = strconv.AppendInt(b, n, 10)
+	return b, span{uint8(i), uint8(len(b))}
 }
 
 // SetPolicies makes RateLimit-Policy, if v holds it, list, the policies of
@@ -127,26 +153,14 @@ func (v *Values) Field(i int, text string) (Field, string) {
 	return e.f, v.p.Policy
 }
 
-// span is where one value sits in the text.
-type span struct{ i, j int }
+// span is where one value sits in the text, which is shorter than 256
+// bytes (bufLen): two bytes, so that format returns its spans in a
+// register.
+type span struct{ i, j uint8 }
 
 // set reports whether the span holds a value: every value is at least one
 // byte long.
 func (s span) set() bool { return s.j > s.i }
-
-func (v *Values) appendString(s string) {
-	v.n += copy(v.buf[v.n:], s)
-}
-
-// appendInt appends n. There is always room: the quoted name is at most
-// MaxQuotedName bytes (NewPolicyText cuts a longer one) and the numbers at
-// most maxNumbers, so the text never outgrows buf, and no number is ever
-// left out.
-func (v *Values) appendInt(n int64) span {
-	i := v.n
-	v.n = len(strconv.AppendInt(v.buf[:i], n, 10))
-	return span{i, v.n}
-}
 
 func (v *Values) konst(f Field) {
 	v.e[v.k] = entry{f: f, konst: true}
@@ -154,6 +168,6 @@ func (v *Values) konst(f Field) {
 }
 
 func (v *Values) span(f Field, s span) {
-	v.e[v.k] = entry{f: f, i: uint8(s.i), j: uint8(s.j)}
+	v.e[v.k] = entry{f: f, i: s.i, j: s.j}
 	v.k++
 }

@@ -176,22 +176,29 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// TestSelect: the chosen limiter decides; a nil choice means the request
+// is not limited, and its key function is never asked (a method without
+// the key's metadata is not an error).
 func TestSelect(t *testing.T) {
 	t.Parallel()
 	a, b := &ledger{d: core.Decision{Allowed: true}}, &ledger{d: core.Decision{Allowed: true}}
-	p := simple(pipeline.Config[req]{Select: func(r req) core.Limiter {
-		if r.key == "b" {
-			return b
-		}
-		return nil
-	}})
+	keys := 0
+	p := pipeline.New(pipeline.Config[req]{
+		Key: func(r req) (string, error) { keys++; return r.key, nil },
+		Select: func(r req) core.Limiter {
+			if r.key == "b" {
+				return b
+			}
+			return nil
+		},
+	})
 	var res pipeline.Result
 	p.Run(context.Background(), req{key: "a", cost: 1}, a, 0, &res)
-	if res.Limiter != nil || len(a.allows) != 1 {
-		t.Errorf("nil choice: limiter %v, a asked %d times", res.Limiter, len(a.allows))
+	if !res.Skipped || !res.Admitted() || res.Limiter != nil || len(a.allows) != 0 || keys != 0 {
+		t.Errorf("nil choice: skipped %v, limiter %v, a asked %d times, %d keys; want skipped, nothing asked", res.Skipped, res.Limiter, len(a.allows), keys)
 	}
-	p.Run(context.Background(), req{key: "b", cost: 1}, a, 0, &res)
-	if res.Limiter != core.Limiter(b) || len(b.allows) != 1 || len(a.allows) != 1 {
+	p.Run(context.Background(), req{key: "b", cost: 1}, nil, 0, &res)
+	if res.Skipped || res.Limiter != core.Limiter(b) || len(b.allows) != 1 || len(a.allows) != 0 {
 		t.Errorf("choice b: limiter %v, asked a %d, b %d times", res.Limiter, len(a.allows), len(b.allows))
 	}
 }

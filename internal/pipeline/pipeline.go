@@ -31,8 +31,9 @@ type Config[R any] struct {
 	// Observer hears of every request that is not skipped; nil is free.
 	Observer core.Observer
 	// Select picks the limiter for a request in place of the one Run is
-	// given; nil, or a nil answer, keeps Run's. It runs after the key and
-	// cost functions, only for requests that are charged.
+	// given (nil: Run's for every request). A nil answer means the request
+	// is not limited: it is skipped. It runs after Skip, before the key and
+	// cost functions, so that a request no limit applies to needs no key.
 	Select func(R) core.Limiter
 	// Hold holds denials before they are answered; the zero Hold answers
 	// at once.
@@ -70,9 +71,10 @@ func New[R any](c Config[R]) *Pipeline[R] {
 
 // Result is how one request ended.
 type Result struct {
-	// Skipped reports that the request was exempt (the skip function) or
-	// free (cost 0): it was not counted, gets no rate-limit fields and is
-	// not observed. Outcome is then meaningless.
+	// Skipped reports that the request was exempt (the skip function, or
+	// no limiter chosen by Config.Select) or free (cost 0): it was not
+	// counted, gets no rate-limit fields and is not observed. Outcome is
+	// then meaningless.
 	Skipped bool
 	// Outcome is how the request ended.
 	Outcome core.Outcome
@@ -140,6 +142,14 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		res.Skipped = true
 		return
 	}
+	if p.c.Select != nil {
+		l := p.c.Select(req)
+		if l == nil {
+			res.Skipped = true
+			return
+		}
+		lim, res.Limiter = l, l
+	}
 	key, err := p.c.Key(req)
 	if err != nil {
 		p.fail(ctx, res, fmt.Errorf("%w: %w", core.ErrKey, err))
@@ -150,7 +160,9 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		return
 	}
 	res.Key = key
-	if cost <= 0 {
+	if cost <= 0 && p.c.Cost == nil {
+		cost = 1 // the usual case, without a call
+	} else if cost <= 0 {
 		if cost, err = p.cost(req); err != nil {
 			p.fail(ctx, res, err)
 			return
@@ -158,11 +170,6 @@ func (p *Pipeline[R]) run(ctx context.Context, req R, lim core.Limiter, cost int
 		if cost == 0 {
 			res.Skipped = true
 			return
-		}
-	}
-	if p.c.Select != nil {
-		if l := p.c.Select(req); l != nil {
-			lim, res.Limiter = l, l
 		}
 	}
 	p.decide(ctx, lim, key, cost, res)
@@ -197,7 +204,13 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 // shaping wait, no hold, and an error admits whatever the failure mode.
 func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
-	err := p.allow(ctx, lim, res)
+	var err error
+	if p.c.Observer == nil {
+		// Nothing to time: the limiter straight away.
+		res.Decision, err = lim.Allow(ctx, key, cost)
+	} else {
+		err = p.allow(ctx, lim, res)
+	}
 	if err != nil {
 		p.fail(ctx, res, err)
 		return
@@ -231,8 +244,8 @@ func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, 
 
 // allow asks lim about res.Key and res.Cost and sets res.Decision, timing
 // the call when an observer is set and the request is among the sampled
-// ones (TimingEvery): without an observer, a decision costs what it did
-// before latency was reported.
+// ones (TimingEvery). decide calls lim itself when there is no observer:
+// a decision then costs what it did before latency was reported.
 func (p *Pipeline[R]) allow(ctx context.Context, lim core.Limiter, res *Result) error {
 	var err error
 	if p.c.Observer == nil || rand.Uint32()&p.timing != 0 {

@@ -9,8 +9,7 @@ import (
 	"github.com/floodgate/floodgate/internal/pipeline"
 )
 
-// Defaults of a Policy, which the client packages export under their own
-// names.
+// Defaults of a Policy, which the client packages' option docs state.
 const (
 	DefaultMaxAttempts = 3
 	DefaultBackoffBase = 100 * time.Millisecond
@@ -52,8 +51,27 @@ func Defaults() Policy {
 		MaxWait:  DefaultMaxWait,
 		Total:    DefaultMaxTotalWait,
 		Rand:     rand.Float64,
-		Sleep:    pipeline.Sleep,
+		Sleep:    sleep,
 	}
+}
+
+// sleepKey is the context key of WithSleep's function.
+type sleepKey struct{}
+
+// WithSleep returns ctx with f in place of the default wait of the
+// retries made under it, for the module's examples, whose self-tests run
+// a real client against a server on a fake clock and cannot reach the
+// client packages' unexported test options.
+func WithSleep(ctx context.Context, f func(context.Context, time.Duration) error) context.Context {
+	return context.WithValue(ctx, sleepKey{}, f)
+}
+
+// sleep is pipeline.Sleep, or the function WithSleep put in ctx.
+func sleep(ctx context.Context, d time.Duration) error {
+	if f, ok := ctx.Value(sleepKey{}).(func(context.Context, time.Duration) error); ok {
+		return f(ctx, d)
+	}
+	return pipeline.Sleep(ctx, d)
 }
 
 // The setters below validate an option's arguments for the client

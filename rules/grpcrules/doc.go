@@ -15,7 +15,7 @@
 // match its full method, through a grpcmw.Limiter made for that rule with
 // the rule's limiter, key and cost; a call no rule matches goes on
 // untouched. The rule's key parts mean, for gRPC: ip the peer's address
-// (grpcmw.KeyByPeerIP with [WithPeerIP]'s options), header:NAME the
+// (grpcmw.KeyByPeerIP, or the key [WithKey] registers as "ip"), header:NAME the
 // incoming metadata of that name in lower case, method the full method,
 // global one key for all, and a name registered with [WithKey]. The
 // grpcmw Limiters are made for every Table the Set compiles, before it
@@ -23,6 +23,7 @@
 // registered here is rejected like any other bad file and the rules in
 // force stay.
 //
-// Like grpcmw, each rule's Limiter exempts the health and reflection
-// services unless grpcmw.WithLimitedInfrastructure is among the options.
+// Like grpcmw, each rule's Limiter skips the health and reflection
+// services (grpcmw.SkipInfrastructure) unless a grpcmw.WithSkip function
+// among the options replaces that default.
 package grpcrules

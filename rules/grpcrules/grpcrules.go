@@ -10,7 +10,6 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
-	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/rules"
 )
 
@@ -19,7 +18,6 @@ type Option func(*options)
 
 type options struct {
 	grpc []grpcmw.Option
-	ip   []keyfunc.Option
 	keys map[string]grpcmw.KeyFunc
 	errs []string
 }
@@ -30,20 +28,16 @@ func WithGRPCOptions(opts ...grpcmw.Option) Option {
 	return func(o *options) { o.grpc = append(o.grpc, opts...) }
 }
 
-// WithPeerIP sets the options of the grpcmw.KeyByPeerIP that the "ip" key
-// part uses, such as keyfunc.WithTrustedProxies behind a gateway.
-func WithPeerIP(opts ...keyfunc.Option) Option {
-	return func(o *options) { o.ip = append(o.ip, opts...) }
-}
-
 // WithKey registers a key part under name for gRPC, as rules.WithKey does
-// for HTTP.
+// for HTTP. A key named "ip" replaces the built-in one, the call's peer
+// (grpcmw.KeyByPeerIP()): behind a gateway, give
+// WithKey("ip", grpcmw.MustKeyByPeerIP(keyfunc.WithTrustedProxies(...))).
 func WithKey(name string, f grpcmw.KeyFunc) Option {
 	return func(o *options) {
 		switch {
 		case f == nil:
 			o.errs = append(o.errs, fmt.Sprintf("WithKey(%q, nil): give a key function", name))
-		case name == "ip" || name == "path" || name == "method" || name == "global" || strings.Contains(name, ":"):
+		case name == "path" || name == "method" || name == "global" || strings.Contains(name, ":"):
 			o.errs = append(o.errs, fmt.Sprintf("WithKey(%q): the name is built in or not a key name", name))
 		default:
 			if o.keys == nil {
@@ -87,11 +81,10 @@ func New(set *rules.Set, opts ...Option) (*Interceptors, error) {
 	if len(ic.o.errs) > 0 {
 		return nil, errors.New("grpcrules: " + strings.Join(ic.o.errs, "; "))
 	}
-	ip, err := grpcmw.KeyByPeerIP(ic.o.ip...)
-	if err != nil {
-		return nil, fmt.Errorf("grpcrules: WithPeerIP: %w", err)
+	ic.ip = ic.o.keys["ip"]
+	if ic.ip == nil {
+		ic.ip = grpcmw.MustKeyByPeerIP() // no options: it cannot fail
 	}
-	ic.ip = ip
 	get, err := set.Attach(ic.build)
 	if err != nil {
 		return nil, err

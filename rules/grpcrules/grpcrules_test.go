@@ -154,3 +154,17 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("custom key: %s", got)
 	}
 }
+
+// TestKeyIPReplaced: a key registered as "ip" replaces the peer address,
+// as behind a gateway: two peers that the replacement keys alike share
+// the Query rule's quota.
+func TestKeyIPReplaced(t *testing.T) {
+	ic, err := New(newSet(t), WithKey("ip", func(context.Context, string) (string, error) { return "gateway", nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("198.51.100.9"), Port: 1}})
+	if got := calls(ic, peerCtx(), "/pkg.Search/Query", 2) + " " + calls(ic, other, "/pkg.Search/Query", 1); got != "OK OK ResourceExhausted" {
+		t.Errorf("Query from two peers keyed alike: %s", got)
+	}
+}

@@ -1,4 +1,4 @@
-package grpcmw
+package grpcclient
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // retryStream is a client stream that opens again when the server refuses
 // it before sending anything.
 type retryStream struct {
-	o        *clientOptions
+	o        *options
 	ctx      context.Context
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn

@@ -1,4 +1,4 @@
-package keyfunc
+package clientip
 
 import "strings"
 
@@ -56,7 +56,7 @@ func parseForwarded(line string, elems []fwdElem) (n, errAt int, overflow bool) 
 		}
 
 		start := i
-		for i < len(line) && isTchar(line[i]) {
+		for i < len(line) && IsTchar(line[i]) {
 			i++
 		}
 		if i == start || i == len(line) || line[i] != '=' {

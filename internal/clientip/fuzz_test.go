@@ -1,4 +1,4 @@
-package keyfunc
+package clientip
 
 import (
 	"errors"
@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 )
+
+// testTrusted is the proxy set the fuzz targets run behind: a private
+// range, an IPv6 range and one address.
+var testTrusted = []string{"10.0.0.0/8", "2001:db8:ffff::/48", "192.0.2.1"}
 
 // fuzzKinds are the header configurations FuzzClientIP cycles through.
 var fuzzKinds = []string{"X-Forwarded-For", "Forwarded", "X-Real-IP"}

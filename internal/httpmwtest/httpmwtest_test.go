@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/floodgate/floodgate/httpmw/httpmwtest"
+	"github.com/floodgate/floodgate/internal/httpmwtest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 

@@ -1,4 +1,4 @@
-package grpcmw
+package grpcclient
 
 import (
 	"strconv"
@@ -26,7 +26,7 @@ func FuzzRetryHint(f *testing.F) {
 	f.Add(int64(0), int32(0), false, "1e3")
 	f.Add(int64(0), int32(0), false, " 10")
 	f.Fuzz(func(t *testing.T, secs int64, nanos int32, withInfo bool, pushback string) {
-		st := status.New(codes.ResourceExhausted, MessageDenied)
+		st := status.New(codes.ResourceExhausted, "rate limit exceeded")
 		info := &durationpb.Duration{Seconds: secs, Nanos: nanos}
 		if withInfo {
 			var err error
@@ -34,7 +34,7 @@ func FuzzRetryHint(f *testing.F) {
 				t.Skip()
 			}
 		}
-		trailer := metadata.Pairs(PushbackKey, pushback)
+		trailer := metadata.Pairs(pushbackKey, pushback)
 		d, ok := retryHint(st.Err(), trailer)
 		if ok && d < 0 {
 			t.Fatalf("negative wait %v", d)

@@ -1,4 +1,4 @@
-package keyfunc
+package clientip
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package grpcmw
+package grpcclient
 
 import (
 	"context"
@@ -34,6 +34,10 @@ func RetryDelay(err error) (d time.Duration, ok bool) {
 	return 0, false
 }
 
+// pushbackKey is the trailer metadata key of a refusal's retry delay in
+// whole milliseconds (gRFC A6), which grpcmw sets.
+const pushbackKey = "grpc-retry-pushback-ms"
+
 // retryHint is the delay a refused call asks for: RetryInfo, else the
 // trailer's grpc-retry-pushback-ms. A negative or malformed pushback means
 // "do not retry", as gRFC A6 defines it.
@@ -44,7 +48,7 @@ func retryHint(err error, trailer metadata.MD) (time.Duration, bool) {
 	if status.Code(err) != codes.ResourceExhausted {
 		return 0, false
 	}
-	vs := trailer.Get(PushbackKey)
+	vs := trailer.Get(pushbackKey)
 	if len(vs) != 1 {
 		return 0, false
 	}
@@ -66,8 +70,8 @@ func retryHint(err error, trailer metadata.MD) (time.Duration, bool) {
 // limit) and every other error are returned at once.
 //
 // It returns an error for invalid options.
-func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, error) {
-	o, err := newClientOptions(opts)
+func UnaryClientInterceptor(opts ...Option) (grpc.UnaryClientInterceptor, error) {
+	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +111,8 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 // Trailer describe the latest attempt.
 //
 // It returns an error for invalid options.
-func StreamClientInterceptor(opts ...ClientOption) (grpc.StreamClientInterceptor, error) {
-	o, err := newClientOptions(opts)
+func StreamClientInterceptor(opts ...Option) (grpc.StreamClientInterceptor, error) {
+	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package grpcmw_test
+package grpcclient_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/grpcclient"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/internal/coretest"
 )
@@ -64,19 +65,19 @@ func longCtx(t *testing.T) context.Context {
 
 // clientEnv serves Health and Chat limited to 1 per minute on a fake clock,
 // with a client using the retrying interceptors.
-func clientEnv(t *testing.T, sl *sleeper, opts ...grpcmw.ClientOption) (*env, *recorder) {
+func clientEnv(t *testing.T, sl *sleeper, opts ...grpcclient.Option) (*env, *recorder) {
 	t.Helper()
 	rec := &recorder{Limiter: gcra(t, core.PerMinute(1), sl.clock)}
-	opts = append([]grpcmw.ClientOption{grpcmw.WithSleep(sl.sleep), grpcmw.WithRand(half)}, opts...)
-	unary, err := grpcmw.UnaryClientInterceptor(opts...)
+	opts = append([]grpcclient.Option{grpcclient.WithSleep(sl.sleep), grpcclient.WithRand(half)}, opts...)
+	unary, err := grpcclient.UnaryClientInterceptor(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := grpcmw.StreamClientInterceptor(opts...)
+	stream, err := grpcclient.StreamClientInterceptor(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithLimitedInfrastructure()),
+	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithSkip(func(context.Context, string) bool { return false })),
 		grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 	return e, rec
 }
@@ -86,7 +87,7 @@ func TestUnaryClientRetries(t *testing.T) {
 	tests := []struct {
 		name      string
 		advance   bool
-		opts      []grpcmw.ClientOption
+		opts      []grpcclient.Option
 		deadline  time.Duration
 		wantCode  codes.Code
 		wantWaits []time.Duration
@@ -104,15 +105,15 @@ func TestUnaryClientRetries(t *testing.T) {
 		},
 		{
 			name: "backoff capped", advance: false,
-			opts: []grpcmw.ClientOption{grpcmw.WithMaxAttempts(4), grpcmw.WithBackoff(100*time.Millisecond, 150*time.Millisecond),
-				grpcmw.WithMaxTotalWait(4 * time.Minute)},
+			opts: []grpcclient.Option{grpcclient.WithMaxAttempts(4), grpcclient.WithBackoff(100*time.Millisecond, 150*time.Millisecond),
+				grpcclient.WithMaxTotalWait(4 * time.Minute)},
 			wantCode:  codes.ResourceExhausted,
 			wantWaits: []time.Duration{time.Minute + 50*time.Millisecond, time.Minute + 75*time.Millisecond, time.Minute + 75*time.Millisecond},
 			wantTries: 4,
 		},
 		{
 			name: "one attempt", advance: true,
-			opts:     []grpcmw.ClientOption{grpcmw.WithMaxAttempts(1)},
+			opts:     []grpcclient.Option{grpcclient.WithMaxAttempts(1)},
 			wantCode: codes.ResourceExhausted, wantTries: 1,
 		},
 		{
@@ -121,7 +122,7 @@ func TestUnaryClientRetries(t *testing.T) {
 		},
 		{
 			name: "delay longer than max wait", advance: true,
-			opts:     []grpcmw.ClientOption{grpcmw.WithMaxWait(59 * time.Second)},
+			opts:     []grpcclient.Option{grpcclient.WithMaxWait(59 * time.Second)},
 			wantCode: codes.ResourceExhausted, wantTries: 1,
 		},
 	}
@@ -145,14 +146,14 @@ func TestUnaryClientRetries(t *testing.T) {
 			}
 			if err != nil {
 				// The last refusal comes back whole.
-				if d := parseDenial(t, err); d.retry != time.Minute || d.details != 3 {
+				if d, ok := grpcclient.RetryDelay(err); !ok || d != time.Minute || len(status.Convert(err).Details()) != 3 {
 					t.Errorf("returned status %+v", d)
 				}
 			}
 			if got := sl.got(); !reflect.DeepEqual(got, tc.wantWaits) {
 				t.Errorf("waits %v, want %v", got, tc.wantWaits)
 			}
-			if keys, _, _ := rec.snapshot(); len(keys)-1 != tc.wantTries {
+			if keys := rec.snapshot(); len(keys)-1 != tc.wantTries {
 				t.Errorf("%d attempts reached the server, want %d", len(keys)-1, tc.wantTries)
 			}
 		})
@@ -165,7 +166,7 @@ func TestUnaryClientRetries(t *testing.T) {
 func TestClientJitterBoundedByDeadline(t *testing.T) {
 	t.Parallel()
 	sl := &sleeper{clock: coretest.NewClock(t0), advance: true}
-	e, _ := clientEnv(t, sl, grpcmw.WithBackoff(time.Hour, time.Hour), grpcmw.WithRand(func() float64 { return 0.999999 }))
+	e, _ := clientEnv(t, sl, grpcclient.WithBackoff(time.Hour, time.Hour), grpcclient.WithRand(func() float64 { return 0.999999 }))
 	ctx := callCtx(t)
 	if _, _, err := e.check(ctx); err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func withRetryInfo(c codes.Code, d *durationpb.Duration) error {
 func TestUnaryClientWhatIsRetried(t *testing.T) {
 	t.Parallel()
 	exhausted := status.Error(codes.ResourceExhausted, "grpc: received message larger than max")
-	pushback := func(v string) metadata.MD { return metadata.Pairs(grpcmw.PushbackKey, v) }
+	pushback := func(v string) metadata.MD { return metadata.Pairs(pushbackKey, v) }
 	tests := []struct {
 		name      string
 		errs      []error
@@ -237,7 +238,7 @@ func TestUnaryClientWhatIsRetried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			sl := &sleeper{}
-			ic, err := grpcmw.UnaryClientInterceptor(grpcmw.WithSleep(sl.sleep), grpcmw.WithRand(half))
+			ic, err := grpcclient.UnaryClientInterceptor(grpcclient.WithSleep(sl.sleep), grpcclient.WithRand(half))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +270,7 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 		name    string
 		err     error
 		trailer metadata.MD
-		opts    []grpcmw.ClientOption
+		opts    []grpcclient.Option
 		want    time.Duration
 	}{
 		{"small delay adds the jitter", retryIn(durationpb.New(time.Second)), nil, nil, time.Second + 50*time.Millisecond},
@@ -278,24 +279,24 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 		{"delay past the largest", retryIn(&durationpb.Duration{Seconds: 315_576_000_000}), nil, nil, maxDur},
 		// Half of the 775807 ns the total leaves after the largest
 		// whole number of milliseconds.
-		{"largest pushback", exhausted, metadata.Pairs(grpcmw.PushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur - 387904},
+		{"largest pushback", exhausted, metadata.Pairs(pushbackKey, strconv.FormatInt(int64(maxDur/time.Millisecond), 10)), nil, maxDur - 387904},
 		// The jitter is cut to the total's rest: as with no delay.
 		{"largest backoff", retryIn(durationpb.New(time.Hour)), nil,
-			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur - 1023},
+			[]grpcclient.Option{grpcclient.WithBackoff(maxDur, maxDur), grpcclient.WithRand(almostOne)}, maxDur - 1023},
 		{"largest backoff, zero delay", retryIn(durationpb.New(0)), nil,
-			[]grpcmw.ClientOption{grpcmw.WithBackoff(maxDur, maxDur), grpcmw.WithRand(almostOne)}, maxDur - 1023},
+			[]grpcclient.Option{grpcclient.WithBackoff(maxDur, maxDur), grpcclient.WithRand(almostOne)}, maxDur - 1023},
 		{"rand out of range", retryIn(durationpb.New(time.Second)), nil,
-			[]grpcmw.ClientOption{grpcmw.WithRand(func() float64 { return 2 })}, time.Second + 100*time.Millisecond},
+			[]grpcclient.Option{grpcclient.WithRand(func() float64 { return 2 })}, time.Second + 100*time.Millisecond},
 		{"negative rand", retryIn(durationpb.New(time.Second)), nil,
-			[]grpcmw.ClientOption{grpcmw.WithRand(func() float64 { return -1 })}, time.Second},
+			[]grpcclient.Option{grpcclient.WithRand(func() float64 { return -1 })}, time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			sl := &sleeper{}
-			opts := append([]grpcmw.ClientOption{grpcmw.WithSleep(sl.sleep), grpcmw.WithRand(half),
-				grpcmw.WithMaxWait(maxDur), grpcmw.WithMaxTotalWait(maxDur), grpcmw.WithMaxAttempts(2)}, tc.opts...)
-			ic, err := grpcmw.UnaryClientInterceptor(opts...)
+			opts := append([]grpcclient.Option{grpcclient.WithSleep(sl.sleep), grpcclient.WithRand(half),
+				grpcclient.WithMaxWait(maxDur), grpcclient.WithMaxTotalWait(maxDur), grpcclient.WithMaxAttempts(2)}, tc.opts...)
+			ic, err := grpcclient.UnaryClientInterceptor(opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +314,7 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 func TestUnaryClientSleepInterrupted(t *testing.T) {
 	t.Parallel()
 	sl := &sleeper{err: context.Canceled}
-	ic, err := grpcmw.UnaryClientInterceptor(grpcmw.WithSleep(sl.sleep))
+	ic, err := grpcclient.UnaryClientInterceptor(grpcclient.WithSleep(sl.sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestUnaryClientSleepInterrupted(t *testing.T) {
 
 func TestDefaultSleepStopsWithContext(t *testing.T) {
 	t.Parallel()
-	ic, err := grpcmw.UnaryClientInterceptor()
+	ic, err := grpcclient.UnaryClientInterceptor()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestStreamClientRetries(t *testing.T) {
 			if got := sl.got(); len(got) != tc.wantWaits {
 				t.Errorf("waits %v, want %d", got, tc.wantWaits)
 			}
-			if keys, _, _ := rec.snapshot(); len(keys)-1 != tc.wantTries {
+			if keys := rec.snapshot(); len(keys)-1 != tc.wantTries {
 				t.Errorf("%d attempts reached the server, want %d", len(keys)-1, tc.wantTries)
 			}
 		})
@@ -407,7 +408,7 @@ func TestStreamClientDoesNotReplay(t *testing.T) {
 	if got := sl.got(); len(got) != 0 {
 		t.Errorf("waited %v", got)
 	}
-	if keys, _, _ := rec.snapshot(); len(keys) != 2 {
+	if keys := rec.snapshot(); len(keys) != 2 {
 		t.Errorf("%d checks, want 2 (no retry)", len(keys))
 	}
 }
@@ -432,7 +433,7 @@ func TestRetryDelay(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := grpcmw.RetryDelay(tc.err)
+			got, ok := grpcclient.RetryDelay(tc.err)
 			if got != tc.want || ok != tc.wantOK {
 				t.Errorf("RetryDelay = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
 			}
@@ -442,19 +443,19 @@ func TestRetryDelay(t *testing.T) {
 
 func TestClientOptionsValidate(t *testing.T) {
 	t.Parallel()
-	for name, opt := range map[string]grpcmw.ClientOption{
+	for name, opt := range map[string]grpcclient.Option{
 		"nil":            nil,
-		"zero attempts":  grpcmw.WithMaxAttempts(0),
-		"negative base":  grpcmw.WithBackoff(-1, time.Second),
-		"max below base": grpcmw.WithBackoff(time.Second, time.Millisecond),
-		"zero max wait":  grpcmw.WithMaxWait(0),
-		"nil rand":       grpcmw.WithRand(nil),
-		"nil sleep":      grpcmw.WithSleep(nil),
+		"zero attempts":  grpcclient.WithMaxAttempts(0),
+		"negative base":  grpcclient.WithBackoff(-1, time.Second),
+		"max below base": grpcclient.WithBackoff(time.Second, time.Millisecond),
+		"zero max wait":  grpcclient.WithMaxWait(0),
+		"nil rand":       grpcclient.WithRand(nil),
+		"nil sleep":      grpcclient.WithSleep(nil),
 	} {
-		if _, err := grpcmw.UnaryClientInterceptor(opt); err == nil || !strings.HasPrefix(err.Error(), "grpcmw: ") {
+		if _, err := grpcclient.UnaryClientInterceptor(opt); err == nil || !strings.HasPrefix(err.Error(), "grpcclient: ") {
 			t.Errorf("%s: UnaryClientInterceptor error %v", name, err)
 		}
-		if _, err := grpcmw.StreamClientInterceptor(opt); err == nil {
+		if _, err := grpcclient.StreamClientInterceptor(opt); err == nil {
 			t.Errorf("%s: StreamClientInterceptor accepted it", name)
 		}
 	}
