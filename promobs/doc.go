@@ -19,8 +19,10 @@
 //
 // # Metrics
 //
-// Names start with the namespace, "floodgate" unless [WithNamespace] says
-// otherwise; [WithConstLabels] adds fixed labels to all of them.
+// Names start with "floodgate_". To add fixed labels (the service, the
+// zone) or to register a second Observer on one registry, wrap the
+// registry, as for any collector: prometheus.WrapRegistererWith(labels,
+// reg) or prometheus.WrapRegistererWithPrefix("edge_", reg).
 //
 //   - floodgate_requests_total{limit, transport, outcome, shadow}: every
 //     request an adapter checked. limit is the name of the limit that

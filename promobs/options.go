@@ -1,7 +1,6 @@
 package promobs
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,9 +12,10 @@ import (
 // Option configures an [Observer] made by [New].
 type Option func(*options)
 
-// DefaultNamespace prefixes every metric's name unless [WithNamespace]
-// says otherwise.
-const DefaultNamespace = "floodgate"
+// namespace prefixes every metric's name. To tell two Observers on one
+// registry apart, or to add fixed labels, wrap the registry:
+// prometheus.WrapRegistererWithPrefix or prometheus.WrapRegistererWith.
+const namespace = "floodgate"
 
 // defaultLatencyBuckets are the buckets of the decision-latency
 // histogram, in seconds: from 1 µs, where an in-memory decision falls,
@@ -43,32 +43,6 @@ type options struct {
 type breakerSource struct {
 	name   string
 	health core.HealthReporter
-}
-
-// WithNamespace sets the prefix of every metric's name (default
-// [DefaultNamespace], "floodgate"): "floodgate_requests_total". An empty
-// namespace leaves the names unprefixed ("requests_total").
-func WithNamespace(ns string) Option {
-	return func(o *options) {
-		if o.errs.Require(validName(ns), "WithNamespace(%q): a namespace is letters, digits and underscores, not starting with a digit", ns) {
-			o.namespace = ns
-		}
-	}
-}
-
-// WithConstLabels adds labels with fixed values to every metric, such as
-// the service or the instance's zone. Their names must not be one of the
-// labels the metrics have already (limit, transport, outcome, shadow,
-// failure, breaker, state, side); [New] reports a clash.
-func WithConstLabels(l prometheus.Labels) Option {
-	return func(o *options) {
-		for name := range l {
-			if !o.errs.Require(validName(name) && name != "", "WithConstLabels: label name %q is not letters, digits and underscores starting with a letter or underscore", name) {
-				return
-			}
-		}
-		o.constLabels = maps.Clone(l)
-	}
 }
 
 // WithBuckets sets the upper bounds, in seconds and increasing, of the
@@ -121,20 +95,6 @@ func (o *options) addBreaker(b breakerSource) {
 		}
 	}
 	o.breakers = append(o.breakers, b)
-}
-
-// validName reports whether s is a metric or label name's part: letters,
-// digits and underscores, not starting with a digit ("" is valid).
-func validName(s string) bool {
-	for i, r := range s {
-		switch {
-		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case '0' <= r && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func increasing(b []float64) bool {

@@ -75,12 +75,12 @@ type series struct {
 // New makes an Observer and registers its metrics with reg (pass
 // prometheus.DefaultRegisterer for the default registry, which
 // promhttp.Handler serves). It fails if an option is invalid or if reg
-// refuses a metric, such as one registered already: two Observers on one
-// registry need different namespaces or const labels. On failure nothing
-// stays registered.
+// refuses a metric, such as one registered already: a second Observer on
+// one registry needs a wrapped registry (see the package documentation).
+// On failure nothing stays registered.
 func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	o := options{
-		namespace: DefaultNamespace,
+		namespace: namespace,
 		latency:   defaultLatencyBuckets,
 		hold:      defaultHoldBuckets,
 		errs:      option.Errors{Prefix: "promobs: "},
@@ -146,7 +146,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			for _, done := range cs[:i] {
 				reg.Unregister(done)
 			}
-			return nil, fmt.Errorf("promobs: registering the metrics: %w; two Observers on one registry need different namespaces (WithNamespace) or const labels (WithConstLabels)", err)
+			return nil, fmt.Errorf("promobs: registering the metrics: %w; give a second Observer on one registry a registry wrapped with prometheus.WrapRegistererWithPrefix or prometheus.WrapRegistererWith", err)
 		}
 	}
 	return ob, nil

@@ -169,7 +169,7 @@ func TestCounts(t *testing.T) {
 func TestKeyNeverALabel(t *testing.T) {
 	t.Parallel()
 	const key = "198.51.100.23-api-key-9f8e"
-	obs, reg := newObserver(t, promobs.WithHealth("redis", &reporter{}), promobs.WithConstLabels(prometheus.Labels{"service": "shop"}))
+	obs, reg := newObserver(t, promobs.WithHealth("redis", &reporter{}))
 	for o := core.Outcome(0); o <= core.OutcomeCanceled+1; o++ {
 		for _, shadow := range []bool{false, true} {
 			obs.Observe(context.Background(), core.Event{
@@ -403,9 +403,7 @@ func TestInvalid(t *testing.T) {
 	}{
 		{"nil registerer", nil, nil, "promobs: nil Registerer; pass prometheus.DefaultRegisterer"},
 		{"nil option", prometheus.NewRegistry(), []promobs.Option{nil}, "promobs: nil Option (argument 1)"},
-		{"namespace", prometheus.NewRegistry(), []promobs.Option{promobs.WithNamespace("rate-limit")}, `promobs: WithNamespace("rate-limit"): a namespace is letters`},
-		{"label name", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"1x": "a"})}, `promobs: WithConstLabels: label name "1x"`},
-		{"label clash", prometheus.NewRegistry(), []promobs.Option{promobs.WithConstLabels(prometheus.Labels{"limit": "a"})}, "promobs: registering the metrics"},
+		{"label clash", prometheus.WrapRegistererWith(prometheus.Labels{"limit": "a"}, prometheus.NewRegistry()), nil, "promobs: registering the metrics"},
 		{"buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets([]float64{0.1, 0.1}, nil)}, "promobs: WithBuckets([0.1 0.1], ...): the latency bounds must be"},
 		{"no buckets", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets(nil, []float64{})}, "promobs: WithBuckets(..., []): the hold bounds must be"},
 		{"negative bucket", prometheus.NewRegistry(), []promobs.Option{promobs.WithBuckets(nil, []float64{-1, 1})}, "promobs: WithBuckets(..., [-1 1]): the hold bounds must be"},
@@ -478,7 +476,7 @@ func TestRegisterFails(t *testing.T) {
 }
 
 // TestRegisterTwice: a second Observer on one registry is refused unless
-// its namespace differs.
+// the registry is wrapped, with a prefix or with labels.
 func TestRegisterTwice(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
@@ -486,18 +484,18 @@ func TestRegisterTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := promobs.New(reg); err == nil || !strings.Contains(err.Error(), "WithNamespace") {
+	if _, err := promobs.New(reg); err == nil || !strings.Contains(err.Error(), "WrapRegistererWithPrefix") {
 		t.Fatalf("a second Observer with the same names: %v", err)
 	}
-	edge, err := promobs.New(reg, promobs.WithNamespace("edge"))
+	edge, err := promobs.New(prometheus.WrapRegistererWithPrefix("edge_", reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	obs.Observe(context.Background(), core.Event{Transport: "http", Outcome: core.OutcomeAllowed})
 	edge.Observe(context.Background(), core.Event{Transport: "grpc", Outcome: core.OutcomeDenied})
 	diff(t, samples(t, reg), map[string]float64{
-		"floodgate_requests_total{limit=,outcome=allowed,shadow=false,transport=http}": 1,
-		"edge_requests_total{limit=,outcome=denied,shadow=false,transport=grpc}":       1,
+		"floodgate_requests_total{limit=,outcome=allowed,shadow=false,transport=http}":     1,
+		"edge_floodgate_requests_total{limit=,outcome=denied,shadow=false,transport=grpc}": 1,
 	})
 }
 
