@@ -10,7 +10,7 @@ import (
 // keeps 16 bytes of state per key in memory, except [SlidingLog] and
 // [SlidingWindow] with sub-windows, which keep a log per key in a
 // table of their own (see SlidingLog).
-type Algorithm int
+type Algorithm uint8
 
 const (
 	// TokenBucket is the default: a bucket of Burst tokens refilled at

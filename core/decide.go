@@ -2,17 +2,47 @@ package core
 
 import "time"
 
+// ruling is a verdict with the policy it was reached under and whether the
+// overflow state reached it: what the locked path returns, six words that
+// travel in registers, so that Allow builds the Decision (which holds the
+// whole policy) once, in its own result.
+type ruling struct {
+	v        verdict
+	p        *policy
+	overflow bool
+}
+
+// decision is r as a Decision.
+func (r ruling) decision() Decision {
+	d := r.p.decision(r.v)
+	d.Overflow = r.overflow
+	return d
+}
+
+// fill writes r into d, a zero Decision, field by field: a Decision
+// holds the whole policy, and writing it in place spares a copy of it.
+func (r ruling) fill(d *Decision) {
+	d.Allowed, d.Overflow = r.v.allowed, r.overflow
+	d.Limit = r.p.limit
+	d.Remaining, d.ResetAfter = int(r.v.remaining), time.Duration(r.v.resetAfter)
+	if r.v.allowed {
+		d.Delay = time.Duration(r.v.retryAfter)
+	} else {
+		d.RetryAfter = time.Duration(r.v.retryAfter)
+	}
+}
+
 // decide decides for key hash h of shard sh under p, the policy loaded
 // when the call began. moved says that a Dynamic limiter has already looked
 // for the key in its other tables.
-func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bool) (Decision, error) {
+func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bool) (ruling, error) {
 	var sl *slot
 	if k.cache {
 		sl = sh.slot(h)
 		if cost > 1 {
 			if st, ok := sl.load(h, now); ok {
 				if _, v := p.alg.decide(st, now, cost); !v.allowed {
-					return p.decision(v), nil
+					return ruling{v: v, p: p}, nil
 				}
 			}
 		}
@@ -24,7 +54,7 @@ func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bo
 		// this shard's cache.
 		if p = q; cost > p.maxCost {
 			sh.mu.Unlock()
-			return Decision{}, p.checkCost(int(cost))
+			return ruling{}, p.checkCost(int(cost))
 		}
 	}
 	st, found := sh.lru.Peek(h)
@@ -50,13 +80,13 @@ func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bo
 		}
 	}
 	sh.mu.Unlock()
-	return p.decision(v), nil
+	return ruling{v: v, p: p}, nil
 }
 
 // insert decides for a key sh does not hold, from state st, called with sh
 // locked; it unlocks sh. st is a fresh state, or the key's state carried
 // over from another table (carried), which is kept even when denied.
-func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state, carried bool) Decision {
+func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state, carried bool) ruling {
 	if !k.makeRoom(p.alg, sh, now) {
 		sh.mu.Unlock()
 		return k.decideOverflow(p, now, cost)
@@ -73,7 +103,7 @@ func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state
 		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
 	}
 	sh.mu.Unlock()
-	return p.decision(v)
+	return ruling{v: v, p: p}
 }
 
 func (p *policy) decision(v verdict) Decision {
@@ -103,7 +133,7 @@ func (p *policy) deniedOne(st state, now, cost int64, v verdict) (verdict, bool)
 	return one, !one.allowed
 }
 
-func (k *Keyed) decideOverflow(p *policy, now, cost int64) Decision {
+func (k *Keyed) decideOverflow(p *policy, now, cost int64) ruling {
 	k.overflowMu.Lock()
 	if !k.overflowSet {
 		k.overflow, k.overflowSet = p.alg.fresh(now), true
@@ -111,7 +141,5 @@ func (k *Keyed) decideOverflow(p *policy, now, cost int64) Decision {
 	var v verdict
 	k.overflow, v = p.alg.decide(k.overflow, now, cost)
 	k.overflowMu.Unlock()
-	d := p.decision(v)
-	d.Overflow = true
-	return d
+	return ruling{v: v, p: p, overflow: true}
 }

@@ -185,7 +185,7 @@ func (d *Dynamic) stripe(h uint64) *sync.Mutex { return &d.moves[h>>58] }
 // miss decides for key hash h, which k's shard sh did not hold when looked
 // at (sh unlocked): its state is moved from another table if one holds it,
 // then the decision is made as in k alone.
-func (d *Dynamic) miss(k *Keyed, sh *shard, h uint64, now, cost int64) (Decision, error) {
+func (d *Dynamic) miss(k *Keyed, sh *shard, h uint64, now, cost int64) (ruling, error) {
 	mu := d.stripe(h)
 	mu.Lock()
 	defer mu.Unlock()

@@ -213,8 +213,8 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 	}
 	if k.ext != nil {
 		v, overflow := k.ext.allow(h, now, int64(cost))
-		d := p.decision(v)
-		d.Overflow = overflow
+		var d Decision
+		ruling{v: v, p: p, overflow: overflow}.fill(&d)
 		return d, nil
 	}
 	sh := &k.shards[h&k.mask]
@@ -226,5 +226,9 @@ func (k *Keyed) Allow(_ context.Context, key string, cost int) (Decision, error)
 			return Decision{Limit: p.limit, RetryAfter: time.Duration(until - now), ResetAfter: time.Duration(resetAt - now)}, nil
 		}
 	}
-	return k.decide(p, sh, h, now, int64(cost), false)
+	r, err := k.decide(p, sh, h, now, int64(cost), false)
+	if err != nil {
+		return Decision{}, err
+	}
+	return r.decision(), nil
 }

@@ -54,7 +54,7 @@ func (l Limit) Validate() error {
 func (l Limit) validateSettings() error {
 	a := l.Algorithm
 	switch {
-	case a < TokenBucket || a > Concurrency:
+	case a > Concurrency:
 		return fmt.Errorf("core: unknown algorithm %d; use TokenBucket, GCRA, FixedWindow, SlidingWindow, LeakyBucket, WarmUp, SlidingLog or Concurrency", int(a))
 	case l.Overdraft && a != TokenBucket:
 		return fmt.Errorf("core: Overdraft applies to the token bucket only, not %v", a)
