@@ -23,7 +23,7 @@ func TestDecisionTables(t *testing.T) {
 		for _, cache := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/cache=%v", tab.Name, cache), func(t *testing.T) {
 				coretest.Run(t, tab, func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
-					lim, err := core.New(tab.Policy(), core.WithClock(clk), core.WithDenyCache(cache))
+					lim, err := core.New(tab.Limit, core.WithClock(clk), core.WithDenyCache(cache))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -37,7 +37,7 @@ func TestStackTables(t *testing.T) {
 				coretest.RunStack(t, tab, func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
 					var layers []core.Limit
 					for _, l := range tab.Layers {
-						layers = append(layers, l.Policy())
+						layers = append(layers, l.Limit)
 					}
 					s, err := core.NewStack(layers, core.WithClock(clk), core.WithDenyCache(cache))
 					if err != nil {

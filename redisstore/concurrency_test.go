@@ -376,7 +376,7 @@ func TestConcurrencyMatchesMemory(t *testing.T) {
 			}
 			// Leases outlive the test's five minutes of fake time: in
 			// memory, nothing expires.
-			red := factory(c, redisstore.WithLeaseTTL(time.Hour))(t, coretest.Table{Algorithm: core.Concurrency, Limit: l}, clk)
+			red := factory(c, redisstore.WithLeaseTTL(time.Hour))(t, coretest.Table{Limit: l.WithAlgorithm(core.Concurrency)}, clk)
 			type pair struct{ mem, red *core.Lease }
 			var held []pair
 			for i := 0; i < 300; i++ {

@@ -22,7 +22,7 @@ func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.S
 	return func(t testing.TB, tab coretest.StackTable, clk *coretest.Clock) core.Limiter {
 		var layers []core.Limit
 		for _, l := range tab.Layers {
-			layers = append(layers, l.Policy())
+			layers = append(layers, l.Limit)
 		}
 		// Leases in memory never expire: here they outlive every table's
 		// fake time.
@@ -57,28 +57,34 @@ func TestStackTables(t *testing.T) {
 // lease releases included.
 func TestStackMatchesMemory(t *testing.T) {
 	c := single(t)
-	kinds := []coretest.Table{
+	// The kinds are policies without a rate: each pair gets the rates below.
+	kinds := []core.Limit{
 		{Algorithm: core.TokenBucket}, {Algorithm: core.GCRA}, {Algorithm: core.FixedWindow},
 		{Algorithm: core.SlidingWindow}, {Algorithm: core.SlidingWindow, SubWindows: 5},
 		{Algorithm: core.SlidingLog}, {Algorithm: core.LeakyBucket}, {Algorithm: core.Concurrency},
 	}
-	name := func(k coretest.Table) string {
+	name := func(k core.Limit) string {
 		if k.SubWindows != 0 {
 			return fmt.Sprintf("sub-windows-%d", k.SubWindows)
 		}
 		return k.Algorithm.String()
 	}
+	rated := func(k, rate core.Limit) coretest.Table {
+		rate.Algorithm, rate.SubWindows = k.Algorithm, k.SubWindows
+		return coretest.Table{Limit: rate}
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, a := range kinds {
 		for _, b := range kinds {
 			t.Run(name(a)+"+"+name(b), func(t *testing.T) {
-				a.Limit = core.PerSecond(7).WithBurst(4).WithName("fast")
-				b.Limit = core.Limit{Events: 12, Period: 5 * time.Second, Burst: 6, Name: "slow"}
-				tab := coretest.StackTable{Layers: []coretest.Table{a, b}}
+				tab := coretest.StackTable{Layers: []coretest.Table{
+					rated(a, core.PerSecond(7).WithBurst(4).WithName("fast")),
+					rated(b, core.Limit{Events: 12, Period: 5 * time.Second, Burst: 6, Name: "slow"}),
+				}}
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
 				var layers []core.Limit
 				for _, l := range tab.Layers {
-					layers = append(layers, l.Policy())
+					layers = append(layers, l.Limit)
 				}
 				mem, err := core.NewStack(layers, core.WithClock(clk))
 				if err != nil {

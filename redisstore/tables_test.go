@@ -32,7 +32,7 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 	return func(t testing.TB, tab coretest.Table, clk *coretest.Clock) core.Limiter {
 		o := append([]redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithPrefix(fmt.Sprintf("t%d:", rand.Uint64())), redisstore.WithTimeout(5 * time.Second)}, opts...)
-		lim, err := redisstore.New(c, tab.Policy(), o...)
+		lim, err := redisstore.New(c, tab.Limit, o...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,31 +97,31 @@ func TestMatchesMemory(t *testing.T) {
 		long bool
 	}
 	plain := func(alg core.Algorithm) policy {
-		return policy{alg.String(), func(l core.Limit) coretest.Table { return coretest.Table{Algorithm: alg, Limit: l} }, true}
+		return policy{alg.String(), func(l core.Limit) coretest.Table { return coretest.Table{Limit: l.WithAlgorithm(alg)} }, true}
 	}
 	policies := []policy{
 		plain(core.TokenBucket), plain(core.GCRA), plain(core.FixedWindow), plain(core.SlidingWindow), plain(core.LeakyBucket),
 		// The logs may hold up to 2²⁰ entries.
 		{"sliding-log", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.SlidingLog, Limit: l, MaxEntries: 1 << 20}
+			return coretest.Table{Limit: l.WithAlgorithm(core.SlidingLog).WithMaxEntries(1 << 20)}
 		}, true},
 		{"sub-windows-4", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.SlidingWindow, Limit: l, SubWindows: 4, MaxEntries: 1 << 20}
+			return coretest.Table{Limit: l.WithSubWindows(4).WithMaxEntries(1 << 20)}
 		}, true},
 		{"sub-windows-10", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.SlidingWindow, Limit: l, SubWindows: 10, MaxEntries: 1 << 20}
+			return coretest.Table{Limit: l.WithSubWindows(10).WithMaxEntries(1 << 20)}
 		}, true},
 		{"token-bucket-overdraft", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.TokenBucket, Limit: l, Overdraft: true}
+			return coretest.Table{Limit: l.WithOverdraft()}
 		}, false},
 		{"leaky-bucket-3.5-intervals", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.LeakyBucket, Limit: l, MaxDelay: 3*l.Interval() + l.Interval()/2}
+			return coretest.Table{Limit: l.WithMaxDelay(3*l.Interval() + l.Interval()/2)}
 		}, false},
 		{"warm-up-period-x3", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.WarmUp, Limit: l, WarmUp: l.Period, ColdFactor: 3}
+			return coretest.Table{Limit: l.WithWarmUp(l.Period, 3)}
 		}, false},
 		{"warm-up-odd", func(l core.Limit) coretest.Table {
-			return coretest.Table{Algorithm: core.WarmUp, Limit: l, WarmUp: 5*l.Interval()/2 + 7, ColdFactor: 1.7}
+			return coretest.Table{Limit: l.WithWarmUp(5*l.Interval()/2+7, 1.7)}
 		}, false},
 	}
 	r := rand.New(rand.NewPCG(8, 9))
@@ -133,13 +133,13 @@ func TestMatchesMemory(t *testing.T) {
 			tab := p.tab(l)
 			t.Run(fmt.Sprintf("%s/%v", p.name, l), func(t *testing.T) {
 				clk := coretest.NewClock(coretest.T0.Add(time.Duration(r.Int64N(int64(time.Hour)))))
-				mem, err := core.New(tab.Policy(), core.WithClock(clk))
+				mem, err := core.New(tab.Limit, core.WithClock(clk))
 				if err != nil {
 					t.Fatal(err)
 				}
 				red := factory(c)(t, tab, clk)
 				maxCost := l.EffectiveBurst()
-				if tab.Algorithm == core.FixedWindow || tab.Algorithm == core.SlidingWindow || tab.Algorithm == core.SlidingLog {
+				if tab.Limit.Algorithm == core.FixedWindow || tab.Limit.Algorithm == core.SlidingWindow || tab.Limit.Algorithm == core.SlidingLog {
 					maxCost = l.Events
 				}
 				ctx := context.Background()
@@ -147,7 +147,7 @@ func TestMatchesMemory(t *testing.T) {
 				// The float algorithms get longer runs: exact agreement
 				// depends on every rounding.
 				steps := 400
-				if tab.Algorithm == core.WarmUp || tab.Overdraft {
+				if tab.Limit.Algorithm == core.WarmUp || tab.Limit.Overdraft {
 					steps = 2000
 				}
 				for i := 0; i < steps; i++ {
@@ -197,11 +197,11 @@ func TestMatchesMemory(t *testing.T) {
 				// The traffic must reach both sides of every decision, and
 				// the shaper's waits when one interval fits in its longest
 				// wait (the 40-day limit's 8-day interval does not).
-				longest := tab.MaxDelay
+				longest := tab.Limit.MaxDelay
 				if longest == 0 {
 					longest = core.DefaultMaxDelay
 				}
-				shapes := tab.Algorithm == core.LeakyBucket && longest >= l.Interval()
+				shapes := tab.Limit.Algorithm == core.LeakyBucket && longest >= l.Interval()
 				if allowed+delayed == 0 || denied == 0 || refunds == 0 || shapes != (delayed > 0) {
 					t.Errorf("%d admitted at once, %d shaped, %d refused, %d refunds: the traffic misses a kind of decision", allowed, delayed, denied, refunds)
 				}

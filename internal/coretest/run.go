@@ -16,7 +16,7 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 	t.Helper()
 	clk := NewClock(T0)
 	lim := newLimiter(t, tab, clk)
-	leases := tab.Algorithm == core.Concurrency
+	leases := tab.Limit.Algorithm == core.Concurrency
 	var holding []heldLease // leases handed out and not released, oldest first
 	for i, s := range tab.Steps {
 		clk.Set(T0.Add(s.At))
@@ -56,8 +56,8 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 			t.Errorf("%s step %d at %v cost %d:\n got allowed=%v remaining=%d retry=%v reset=%v delay=%v\nwant allowed=%v remaining=%d retry=%v reset=%v delay=%v",
 				tab.Name, i, s.At, s.Cost, d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay, s.Allowed, s.Remaining, s.Retry, s.Reset, s.Delay)
 		}
-		if d.Limit != tab.Policy() {
-			t.Errorf("%s step %d: decision limit %v, want %v", tab.Name, i, d.Limit, tab.Policy())
+		if d.Limit != tab.Limit {
+			t.Errorf("%s step %d: decision limit %v, want %v", tab.Name, i, d.Limit, tab.Limit)
 		}
 	}
 }

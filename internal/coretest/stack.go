@@ -47,8 +47,8 @@ func StackTables() []StackTable {
 		// since the epoch).
 		Name: "gcra-and-fixed-window",
 		Layers: []Table{
-			{Algorithm: core.GCRA, Limit: core.PerSecond(5).WithName("second")},
-			{Algorithm: core.FixedWindow, Limit: core.Limit{Events: 6, Period: 10 * s, Name: "ten"}},
+			{Limit: core.PerSecond(5).WithName("second").WithAlgorithm(core.GCRA)},
+			{Limit: core.Limit{Events: 6, Period: 10 * s, Name: "ten", Algorithm: core.FixedWindow}},
 		},
 		Steps: []StackStep{
 			// Both admit; GCRA has 0 left and is named, with its reset.
@@ -80,9 +80,9 @@ func StackTables() []StackTable {
 		// their limits). The hourly one is the tightest.
 		Name: "three-token-buckets",
 		Layers: []Table{
-			{Algorithm: core.TokenBucket, Limit: core.PerSecond(10)},
-			{Algorithm: core.TokenBucket, Limit: core.PerMinute(100)},
-			{Algorithm: core.TokenBucket, Limit: core.PerHour(3)},
+			{Limit: core.PerSecond(10).WithAlgorithm(core.TokenBucket)},
+			{Limit: core.PerMinute(100).WithAlgorithm(core.TokenBucket)},
+			{Limit: core.PerHour(3).WithAlgorithm(core.TokenBucket)},
 		},
 		Steps: []StackStep{
 			{0, 2, true, "3-per-h", 1, 0, 40*time.Minute - 1, 0},
@@ -95,8 +95,8 @@ func StackTables() []StackTable {
 		// apart, span 60 s; fast: 100 ms apart, span 200 ms.
 		Name: "slow-and-fast",
 		Layers: []Table{
-			{Algorithm: core.GCRA, Limit: core.PerMinute(5).WithName("slow")},
-			{Algorithm: core.GCRA, Limit: core.PerSecond(10).WithBurst(2).WithName("fast")},
+			{Limit: core.PerMinute(5).WithName("slow").WithAlgorithm(core.GCRA)},
+			{Limit: core.PerSecond(10).WithBurst(2).WithName("fast").WithAlgorithm(core.GCRA)},
 		},
 		Steps: []StackStep{
 			{0, 2, true, "fast", 0, 0, 200 * ms, 0},
@@ -110,8 +110,8 @@ func StackTables() []StackTable {
 		// 500 ms counting 5 per 2 s, aligned to T0.
 		Name: "log-and-sub-windows",
 		Layers: []Table{
-			{Algorithm: core.SlidingLog, Limit: core.Limit{Events: 3, Period: s, Name: "log"}},
-			{Algorithm: core.SlidingWindow, SubWindows: 4, Limit: core.Limit{Events: 5, Period: 2 * s, Name: "ring"}},
+			{Limit: core.Limit{Events: 3, Period: s, Name: "log", Algorithm: core.SlidingLog}},
+			{Limit: core.Limit{Events: 5, Period: 2 * s, Name: "ring", Algorithm: core.SlidingWindow, SubWindows: 4}},
 		},
 		Steps: []StackStep{
 			// The log has 1 left, the ring 3.
@@ -147,8 +147,8 @@ func StackTables() []StackTable {
 		// a token bucket of 4 per second, 250 ms per token.
 		Name: "concurrency-and-token-bucket",
 		Layers: []Table{
-			{Algorithm: core.Concurrency, Limit: core.Limit{Events: 2, Period: 250 * ms, Name: "inflight"}},
-			{Algorithm: core.TokenBucket, Limit: core.PerSecond(4).WithName("rate")},
+			{Limit: core.Limit{Events: 2, Period: 250 * ms, Name: "inflight", Algorithm: core.Concurrency}},
+			{Limit: core.PerSecond(4).WithName("rate").WithAlgorithm(core.TokenBucket)},
 		},
 		Steps: []StackStep{
 			{0, 1, true, "inflight", 1, 0, 250 * ms, 0},
@@ -189,7 +189,7 @@ func RunStack(t *testing.T, tab StackTable, newStack StackFactory, late time.Dur
 	lim := newStack(t, tab, clk)
 	leases := false
 	for _, l := range tab.Layers {
-		leases = leases || l.Algorithm == core.Concurrency
+		leases = leases || l.Limit.Algorithm == core.Concurrency
 	}
 	var holding []*core.Lease
 	defer func() {

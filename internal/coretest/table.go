@@ -28,33 +28,13 @@ type Step struct {
 	Delay     time.Duration // Delay: a shaper's wait before an admitted request proceeds
 }
 
-// Table is a sequence of requests on one key under one algorithm and limit,
-// with the exact decision each must get.
+// Table is a sequence of requests on one key under one policy (a
+// core.Limit holding its algorithm and settings), with the exact decision
+// each must get.
 type Table struct {
-	Name      string
-	Algorithm core.Algorithm
-	Limit     core.Limit
-
-	// The algorithm's settings, as the core.Limit fields of those names;
-	// zero values are the defaults. [Table.Policy] puts them together.
-	Overdraft  bool
-	MaxDelay   time.Duration
-	WarmUp     time.Duration
-	ColdFactor float64
-	SubWindows int
-	MaxEntries int
-
+	Name  string
+	Limit core.Limit
 	Steps []Step
-}
-
-// Policy returns tab's limit with its algorithm and settings: the policy
-// every store is given.
-func (tab Table) Policy() core.Limit {
-	l := tab.Limit
-	l.Algorithm, l.Overdraft, l.MaxDelay = tab.Algorithm, tab.Overdraft, tab.MaxDelay
-	l.WarmUp, l.ColdFactor = tab.WarmUp, tab.ColdFactor
-	l.SubWindows, l.MaxEntries = tab.SubWindows, tab.MaxEntries
-	return l
 }
 
 // Factory returns a limiter for tab's algorithm, limit and settings that
@@ -73,7 +53,7 @@ func Tables() []Table {
 func rateTables() []Table {
 	const ms, ns = time.Millisecond, time.Nanosecond
 	return []Table{{
-		Name: "gcra", Algorithm: core.GCRA, Limit: core.PerSecond(10).WithBurst(3),
+		Name: "gcra", Limit: core.PerSecond(10).WithBurst(3).WithAlgorithm(core.GCRA),
 		Steps: []Step{
 			{0, 1, true, 2, 0, 100 * ms, 0},
 			{0, 1, true, 1, 0, 200 * ms, 0},
@@ -93,7 +73,7 @@ func rateTables() []Table {
 		// truncates to zero nanoseconds, one nanosecond before the ideal
 		// instant; RetryAfter is that exact instant, and ResetAfter the
 		// instant a whole burst would be admitted.
-		Name: "token-bucket", Algorithm: core.TokenBucket, Limit: core.PerSecond(10).WithBurst(3),
+		Name: "token-bucket", Limit: core.PerSecond(10).WithBurst(3).WithAlgorithm(core.TokenBucket),
 		Steps: []Step{
 			{0, 1, true, 2, 0, 100*ms - ns, 0},
 			{0, 1, true, 1, 0, 200*ms - ns, 0},
@@ -111,7 +91,7 @@ func rateTables() []Table {
 	}, {
 		// A rate that is no whole number of nanoseconds per event: float
 		// rounding and the ceiling of the GCRA interval both show.
-		Name: "token-bucket-thirds", Algorithm: core.TokenBucket, Limit: core.PerSecond(3).WithBurst(2),
+		Name: "token-bucket-thirds", Limit: core.PerSecond(3).WithBurst(2).WithAlgorithm(core.TokenBucket),
 		Steps: []Step{
 			{0, 2, true, 0, 0, 666666666 * ns, 0},
 			{0, 1, false, 0, 333333333 * ns, 666666666 * ns, 0},
@@ -119,7 +99,7 @@ func rateTables() []Table {
 			{500 * ms, 2, false, 0, 499999999 * ns, 499999999 * ns, 0},
 		},
 	}, {
-		Name: "gcra-thirds", Algorithm: core.GCRA, Limit: core.PerSecond(3).WithBurst(2),
+		Name: "gcra-thirds", Limit: core.PerSecond(3).WithBurst(2).WithAlgorithm(core.GCRA),
 		Steps: []Step{
 			{0, 2, true, 0, 0, 666666668 * ns, 0},
 			{0, 1, false, 0, 333333334 * ns, 666666668 * ns, 0},
@@ -127,7 +107,7 @@ func rateTables() []Table {
 			{500 * ms, 2, false, 0, 500000002 * ns, 500000002 * ns, 0},
 		},
 	}, {
-		Name: "fixed-window", Algorithm: core.FixedWindow, Limit: core.PerSecond(3).WithBurst(1),
+		Name: "fixed-window", Limit: core.PerSecond(3).WithBurst(1).WithAlgorithm(core.FixedWindow),
 		Steps: []Step{
 			{0, 1, true, 2, 0, 1000 * ms, 0},
 			{0, 2, true, 0, 0, 1000 * ms, 0},
@@ -142,7 +122,7 @@ func rateTables() []Table {
 	}, {
 		// Windows of 7 s are aligned to the epoch, not to T0: the one
 		// holding T0 began 6 s before it.
-		Name: "fixed-window-7s", Algorithm: core.FixedWindow, Limit: core.Limit{Events: 2, Period: 7 * time.Second},
+		Name: "fixed-window-7s", Limit: core.Limit{Events: 2, Period: 7 * time.Second, Algorithm: core.FixedWindow},
 		Steps: []Step{
 			{0, 2, true, 0, 0, 1 * time.Second, 0},
 			{0, 1, false, 0, 1 * time.Second, 1 * time.Second, 0},
@@ -151,7 +131,7 @@ func rateTables() []Table {
 			{8 * time.Second, 1, true, 1, 0, 7 * time.Second, 0},
 		},
 	}, {
-		Name: "sliding-window", Algorithm: core.SlidingWindow, Limit: core.PerSecond(4),
+		Name: "sliding-window", Limit: core.PerSecond(4).WithAlgorithm(core.SlidingWindow),
 		Steps: []Step{
 			{0, 4, true, 0, 0, 2000 * ms, 0},
 			{0, 1, false, 0, 1250 * ms, 2000 * ms, 0},
@@ -166,7 +146,7 @@ func rateTables() []Table {
 		// A period of a day and 7 ns, and counts near 10⁹: the weighted
 		// count is the ceiling of a product that needs more than 64 bits
 		// (the expected values come from exact integer arithmetic).
-		Name: "sliding-window-odd", Algorithm: core.SlidingWindow, Limit: core.Limit{Events: 1_000_000_007, Period: 86_400_000_000_007},
+		Name: "sliding-window-odd", Limit: core.Limit{Events: 1_000_000_007, Period: 86_400_000_000_007, Algorithm: core.SlidingWindow},
 		Steps: []Step{
 			{0, 1_000_000_000, true, 7, 0, 92_800_000_137_739, 0},
 			{18_745_679_038_966, 500_000_000, false, 142_889_809, 30_854_320_493_970, 74_054_321_098_773, 0},
@@ -177,7 +157,7 @@ func rateTables() []Table {
 		// Units in flight: a refusal waits for a release, however long;
 		// its RetryAfter and every ResetAfter are the Period, a hint. A
 		// negative cost releases the oldest leases.
-		Name: "concurrency", Algorithm: core.Concurrency, Limit: core.InFlight(3),
+		Name: "concurrency", Limit: core.InFlight(3).WithAlgorithm(core.Concurrency),
 		Steps: []Step{
 			{0, 1, true, 2, 0, 1000 * ms, 0},
 			{0, 2, true, 0, 0, 1000 * ms, 0},
@@ -193,7 +173,7 @@ func rateTables() []Table {
 			{7 * time.Second, 1, true, 2, 0, 1000 * ms, 0},
 		},
 	}, {
-		Name: "concurrency-hint", Algorithm: core.Concurrency, Limit: core.Limit{Events: 1, Period: 250 * ms, Name: "uploads"},
+		Name: "concurrency-hint", Limit: core.Limit{Events: 1, Period: 250 * ms, Name: "uploads", Algorithm: core.Concurrency},
 		Steps: []Step{
 			{0, 1, true, 0, 0, 250 * ms, 0},
 			{100 * ms, 1, false, 0, 250 * ms, 250 * ms, 0},
@@ -205,7 +185,7 @@ func rateTables() []Table {
 		// request's within 4. Entries (instant: cost) after each step in
 		// the comments; a denial waits for the oldest entries that must
 		// leave, each leaving 1s after its instant.
-		Name: "sliding-log", Algorithm: core.SlidingLog, Limit: core.Limit{Events: 4, Period: time.Second},
+		Name: "sliding-log", Limit: core.Limit{Events: 4, Period: time.Second, Algorithm: core.SlidingLog},
 		Steps: []Step{
 			{0, 1, true, 3, 0, 1000 * ms, 0},                // 0:1
 			{0, 1, true, 2, 0, 1000 * ms, 0},                // 0:2 (coalesced)
@@ -226,7 +206,7 @@ func rateTables() []Table {
 		},
 	}, {
 		// An entry at exactly t−Period no longer counts at t.
-		Name: "sliding-log-7s", Algorithm: core.SlidingLog, Limit: core.Limit{Events: 2, Period: 7 * time.Second},
+		Name: "sliding-log-7s", Limit: core.Limit{Events: 2, Period: 7 * time.Second, Algorithm: core.SlidingLog},
 		Steps: []Step{
 			{ns, 1, true, 1, 0, 7 * time.Second, 0},                                // 1ns:1
 			{2 * time.Second, 1, true, 0, 0, 7 * time.Second, 0},                   // 1ns:1 2s:1
@@ -240,7 +220,7 @@ func rateTables() []Table {
 		// start: cost) after each step; a denial waits for the start of
 		// the first sub-window without enough of the old ones, 1s after
 		// the last of them began.
-		Name: "sliding-window-4", Algorithm: core.SlidingWindow, Limit: core.Limit{Events: 4, Period: time.Second}, SubWindows: 4,
+		Name: "sliding-window-4", Limit: core.Limit{Events: 4, Period: time.Second, Algorithm: core.SlidingWindow, SubWindows: 4},
 		Steps: []Step{
 			{100 * ms, 2, true, 2, 0, 900 * ms, 0},          // 0:2; reset 0+1000−100
 			{300 * ms, 1, true, 1, 0, 950 * ms, 0},          // 0:2 250:1
@@ -258,7 +238,7 @@ func rateTables() []Table {
 	}, {
 		// Two sub-windows of 3.5s, aligned to the epoch: the one holding
 		// T0 began 2.5s before it (starts −2.5s, 1s, 4.5s, 8s, 11.5s).
-		Name: "sliding-window-2-epoch", Algorithm: core.SlidingWindow, Limit: core.Limit{Events: 3, Period: 7 * time.Second}, SubWindows: 2,
+		Name: "sliding-window-2-epoch", Limit: core.Limit{Events: 3, Period: 7 * time.Second, Algorithm: core.SlidingWindow, SubWindows: 2},
 		Steps: []Step{
 			{0, 3, true, 0, 0, 4500 * ms, 0},                  // −2.5s:3; reset −2.5+7
 			{500 * ms, 1, false, 0, 4000 * ms, 4000 * ms, 0},  // −2.5s:3 leaves at 4.5s

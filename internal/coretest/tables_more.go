@@ -15,7 +15,7 @@ func shapingTables() []Table {
 		// requests whose turn would still come within 250 ms; ResetAfter
 		// is when the line drains; a refusal's RetryAfter is when the turn
 		// would be 250 ms away.
-		Name: "leaky-bucket", Algorithm: core.LeakyBucket, Limit: core.PerSecond(10), MaxDelay: 250 * ms,
+		Name: "leaky-bucket", Limit: core.PerSecond(10).WithMaxDelay(250 * ms),
 		Steps: []Step{
 			// At 0 the line is empty: the first request goes at once, the
 			// next ones wait 100, 200 ms; 300 ms would be past the bound.
@@ -74,7 +74,7 @@ func shapingTables() []Table {
 		// and moves it on by its cost. ResetAfter: until the next free
 		// instant, plus 100 ms per permit missing from 10. Remaining is 0:
 		// every admission moves the next free instant past now.
-		Name: "warm-up", Algorithm: core.WarmUp, Limit: core.PerSecond(10), WarmUp: time.Second, ColdFactor: 3,
+		Name: "warm-up", Limit: core.PerSecond(10).WithWarmUp(time.Second, 3),
 		Steps: []Step{
 			{0, 1, true, 0, 0, 380 * ms, 0},         // 9 left, next free 280
 			{0, 1, false, 0, 280 * ms, 380 * ms, 0}, // not before 280
@@ -118,7 +118,7 @@ func shapingTables() []Table {
 		// is not in debt, and the next ones wait the debt out. Remaining
 		// counts the whole tokens and one more into debt. As in
 		// "token-bucket", x/time/rate's test admits a nanosecond early.
-		Name: "token-bucket-overdraft", Algorithm: core.TokenBucket, Limit: core.PerSecond(10).WithBurst(3), Overdraft: true,
+		Name: "token-bucket-overdraft", Limit: core.PerSecond(10).WithBurst(3).WithOverdraft(),
 		Steps: []Step{
 			// 3 tokens: 2 cost-1 requests, then a third, then one into debt.
 			{0, 1, true, 3, 0, 100*ms - ns, 0},
@@ -153,7 +153,7 @@ func shapingTables() []Table {
 		// Refunds (a cancelled reservation) give back exactly what was
 		// charged, never beyond a whole quota. GCRA: a refund moves the
 		// theoretical arrival time back, never before now.
-		Name: "gcra-refund", Algorithm: core.GCRA, Limit: core.PerSecond(10).WithBurst(3),
+		Name: "gcra-refund", Limit: core.PerSecond(10).WithBurst(3).WithAlgorithm(core.GCRA),
 		Steps: []Step{
 			{0, 3, true, 0, 0, 300 * ms, 0},
 			{0, -2, false, 0, 0, 0, 0},
@@ -166,7 +166,7 @@ func shapingTables() []Table {
 		},
 	}, {
 		// The token bucket: tokens come back, capped at the burst.
-		Name: "token-bucket-refund", Algorithm: core.TokenBucket, Limit: core.PerSecond(10).WithBurst(3),
+		Name: "token-bucket-refund", Limit: core.PerSecond(10).WithBurst(3).WithAlgorithm(core.TokenBucket),
 		Steps: []Step{
 			{0, 3, true, 0, 0, 300*ms - ns, 0},
 			{0, -2, false, 0, 0, 0, 0},
@@ -178,7 +178,7 @@ func shapingTables() []Table {
 	}, {
 		// The fixed window: the count goes down, never below zero, and
 		// only in the window it was charged in.
-		Name: "fixed-window-refund", Algorithm: core.FixedWindow, Limit: core.PerSecond(3),
+		Name: "fixed-window-refund", Limit: core.PerSecond(3).WithAlgorithm(core.FixedWindow),
 		Steps: []Step{
 			{0, 3, true, 0, 0, 1000 * ms, 0},
 			{0, -2, false, 0, 0, 0, 0},
@@ -193,7 +193,7 @@ func shapingTables() []Table {
 	}, {
 		// The sliding window: the current window's count goes down, or,
 		// when it is empty, the previous window's.
-		Name: "sliding-window-refund", Algorithm: core.SlidingWindow, Limit: core.PerSecond(4),
+		Name: "sliding-window-refund", Limit: core.PerSecond(4).WithAlgorithm(core.SlidingWindow),
 		Steps: []Step{
 			{0, 4, true, 0, 0, 2000 * ms, 0},
 			{0, -1, false, 0, 0, 0, 0},
