@@ -130,10 +130,7 @@
 // message goes on, whatever the decision, the store or the key; the
 // response metadata carries the rate-limit fields only when WithHeaders is
 // given too, and never retry-after or a pushback. The same holds through
-// [Limiter.Limit], the go-grpc-middleware bridge. A limiter that returns
-// shadow decisions itself (core.Decision.Shadow) is observed and never
-// enforced alike, but without rate-limit metadata, and a key or cost
-// failure before the limiter is asked is answered as usual.
+// [Limiter.Limit], the go-grpc-middleware bridge.
 //
 // # go-grpc-middleware
 //

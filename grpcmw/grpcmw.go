@@ -65,7 +65,6 @@ func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	if err := l.o.Validate(lim, key != nil, "grpcmw.MustKeyByPeerIP()"); err != nil {
 		return nil, err
 	}
-	l.o.headers = l.o.Headers
 	cfg := l.o.Pipeline
 	cfg.Skip = nil // the interceptors skip first (options.skip)
 	cfg.Transport = "grpc"

@@ -24,7 +24,7 @@ func nearLimit(d *core.Decision) bool {
 // lower-case keys, or nil when the style sends none for d. list is the
 // deciding limiter's RateLimit-Policy list when it is a stack ("" otherwise).
 func (l *Limiter) headerMD(d core.Decision, list string) metadata.MD {
-	style := l.o.headers // HeadersBoth unless WithHeaders said otherwise
+	style := l.o.Headers // HeadersBoth unless WithHeaders said otherwise
 	if !l.o.HeadersSet && d.Allowed && !nearLimit(&d) {
 		// The default: gRPC clients rarely read rate-limit metadata on
 		// success, and five fields on every call cost more than the

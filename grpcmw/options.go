@@ -18,8 +18,6 @@ type Option func(*options)
 type options struct {
 	option.Adapter[call]
 	meter bool
-	// headers is Adapter.Headers, where the metadata writer reads it.
-	headers core.HeaderStyle
 	// skip is the WithSkip function, or SkipInfrastructure. The
 	// interceptors call it before the pipeline, so that a skipped call
 	// costs one call of it.

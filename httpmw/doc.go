@@ -87,11 +87,8 @@
 // (core.Event.Shadow), never enforced: every request goes on to the
 // handler, with no shaping wait and no held denial, and neither a store
 // error nor a bad key stops it. Its response carries the rate-limit fields
-// only when [WithHeaders] is given too, and never Retry-After. A limiter
-// that returns shadow decisions itself (core.Decision.Shadow) is observed
-// and never enforced alike, but without rate-limit fields, and a key or
-// cost failure before the limiter is asked is answered as usual. To
-// enforce one limit and measure another, chain two middlewares.
+// only when [WithHeaders] is given too, and never Retry-After. To enforce
+// one limit and measure another, chain two middlewares.
 //
 // # Concurrency limits, layers, stacks and choices
 //

@@ -29,12 +29,12 @@ func newPolicy(l core.Limit) *policy {
 // limiter that decided ("" for a single limit).
 func (l *Limiter) writeHeaders(h http.Header, d *core.Decision, list string) {
 	var pt *fields.PolicyText
-	if l.o.headers != core.HeadersNone {
+	if l.o.Headers != core.HeadersNone {
 		pt = &l.policies.Get(d.Limit).PolicyText
 	}
 	// The values and their text come from a slab (see fields.Take): no
 	// allocation on most requests, and the keys are already canonical.
-	fields.Put(h, fields.HTTPKeys, d, pt, l.o.headers, list)
+	fields.Put(h, fields.HTTPKeys, d, pt, l.o.Headers, list)
 }
 
 // problemType is the RFC 9457 problem type URI of a [ProblemDetails]

@@ -48,7 +48,6 @@ func New(lim core.Limiter, key keyfunc.Func, opts ...Option) (*Limiter, error) {
 	if err := l.o.Validate(lim, key != nil, "keyfunc.MustClientIP()"); err != nil {
 		return nil, err
 	}
-	l.o.headers = l.o.Headers
 	cfg := l.o.Pipeline
 	cfg.Transport, cfg.Key = "http", key
 	l.p = pipeline.New(cfg)

@@ -19,8 +19,6 @@ type options struct {
 	option.Adapter[*http.Request]
 	deny    DenyHandler
 	onError ErrorHandler
-	// headers is Adapter.Headers, where the header writer reads it.
-	headers core.HeaderStyle
 }
 
 // DenyHandler answers a request the limiter refused. When it runs, the

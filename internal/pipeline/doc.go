@@ -14,8 +14,7 @@
 //
 // Shadow (dry-run) mode is a setting of the adapter (Config.Shadow): every
 // request is decided, charged and observed as enforcing would, and
-// admitted, so that a failure before the limiter is asked admits too. A
-// limiter's own shadow decision (core.Decision.Shadow) is recognised after
-// it is made, reported as one and never enforced. Either way the Result
-// carries the decision enforcing would have made.
+// admitted, so that a failure before the limiter is asked admits too. The
+// Result carries the decision enforcing would have made, and
+// Result.ShadowDecision the shadow one the caller hands on.
 package pipeline

@@ -99,8 +99,7 @@ type Result struct {
 	Limiter core.Limiter
 	// Held is how long a denial was held before its answer (Config.Hold).
 	Held time.Duration
-	// Shadow reports a request in shadow mode: Config.Shadow is set, or
-	// the limiter's decision was a shadow one (core.Decision.Shadow).
+	// Shadow reports a request in shadow mode (Config.Shadow).
 	// Whatever the outcome, the request is admitted: no shaping wait, no
 	// held denial, and an error (a bad key or cost, a failing key or cost
 	// function, a store error) admits whatever the failure mode. Decision
@@ -199,9 +198,8 @@ func (p *Pipeline[R]) Decide(ctx context.Context, lim core.Limiter, key string, 
 }
 
 // decide is Decide once res.Shadow says whether the pipeline is in shadow
-// mode. A shadow decision from the limiter (core.Decision.Shadow) is
-// recognised as well. Nothing of a shadow decision is enforced: no
-// shaping wait, no hold, and an error admits whatever the failure mode.
+// mode. Nothing of a shadow request is enforced: no shaping wait, no hold,
+// and an error admits whatever the failure mode.
 func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, cost int, res *Result) {
 	res.Key, res.Cost = key, cost
 	var err error
@@ -213,9 +211,6 @@ func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, 
 	}
 	if err != nil {
 		p.fail(ctx, res, err)
-		return
-	}
-	if res.Decision.Shadow && !p.unshadow(ctx, res) {
 		return
 	}
 	switch {
