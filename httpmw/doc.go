@@ -125,9 +125,12 @@
 // Writing the headers allocates nothing on most requests: the policy's
 // constant text is formatted once per Limit, the per-request numbers are
 // formatted once into one buffer and sliced out, header keys go into the map
-// in canonical form without http.Header.Set, and the value slices and text
-// are carved from shared slabs (one allocation per ~16 requests; no two
-// responses share storage). bench_test.go measures the middleware against a
+// in canonical form without http.Header.Set, the values that repeat (the
+// limit, the policy, numbers below 1024) are read-only slices shared by
+// every response, and the others are carved from slabs (one allocation per
+// ~40 requests; no two responses share storage that is not read-only: set
+// headers with Set or Add, which never write into a value in place).
+// bench_test.go measures the middleware against a
 // bare handler. [WithRefundOnInnerRefusal] adds, per admitted request, a
 // copy of the *http.Request and a record of the charge (two allocations,
 // measured in BenchmarkLayered).

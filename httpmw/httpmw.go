@@ -1,6 +1,7 @@
 package httpmw
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/floodgate/floodgate/core"
@@ -231,7 +232,7 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 // check runs the pipeline for r and sets the rate-limit headers on h.
 func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error) {
 	var res pipeline.Result
-	ctx := r.Context()
+	ctx := context.Context(requestContext{r})
 	l.p.Run(ctx, r, l.limiter, 0, &res)
 	a.request = r
 	switch {
@@ -244,7 +245,7 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 			l.writeHeaders(h, &a.Decision, l.listOf(&res))
 		}
 		if l.o.RefundInner {
-			a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
+			a.request = r.WithContext(pipeline.Attach(r.Context(), l.limiter, &res))
 		}
 		return a, nil
 	case res.Err != nil:
@@ -253,7 +254,7 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 	l.writeHeaders(h, &res.Decision, l.listOf(&res))
 	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
 	if a.admitted && l.o.RefundInner {
-		a.request = r.WithContext(pipeline.Attach(ctx, l.limiter, &res))
+		a.request = r.WithContext(pipeline.Attach(r.Context(), l.limiter, &res))
 	}
 	return a, nil
 }

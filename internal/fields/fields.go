@@ -98,6 +98,9 @@ type PolicyText struct {
 	Policy string
 	// prefix starts the RateLimit value: "name";r=
 	prefix string
+	// events and policy are Events and Policy as header values: shared,
+	// read-only one-element slices (see [Put]).
+	events, policy []string
 }
 
 // NewPolicyText formats l's constant fields.
@@ -105,12 +108,15 @@ func NewPolicyText(l core.Limit) PolicyText {
 	name := fieldName(PolicyName(l))
 	events := strconv.FormatInt(nonNeg(int64(l.Events)), 10)
 	q := SFString(name)
+	policy := q + ";q=" + events + ";w=" + strconv.FormatInt(max(CeilSeconds(l.Period), 1), 10)
 	return PolicyText{
 		Limit:  l,
 		Name:   name,
 		Events: events,
-		Policy: q + ";q=" + events + ";w=" + strconv.FormatInt(max(CeilSeconds(l.Period), 1), 10),
+		Policy: policy,
 		prefix: q + ";r=",
+		events: []string{events},
+		policy: []string{policy},
 	}
 }
 

@@ -1,6 +1,7 @@
 package fields
 
 import (
+	"strconv"
 	"unsafe"
 
 	"github.com/floodgate/floodgate/core"
@@ -23,19 +24,27 @@ const (
 // [Values.SetPolicies] says. p may be nil when style sends no rate-limit
 // fields. It returns how many fields it set.
 //
-// It is the request path's writer: the values and their text come from a
-// slab (see [Take]; the text is formatted straight into it), each value in
-// a slot of its own with capacity equal to its length, so that no two
-// responses share storage and an append to one value copies it. The map keys are assigned directly, with no
-// canonicalisation. Most calls allocate nothing.
+// It is the request path's writer, and it allocates nothing on most calls.
+// A value that repeats from one response to the next (the policy's limit
+// and RateLimit-Policy, a number below [SharedNumbers]) is a one-element
+// slice shared by every response that carries it, read-only: Set, Add and
+// Del on the header leave it intact (its capacity is its length, so an
+// append copies), and only a handler that wrote into m[k][i] in place
+// would change it for others. Every other value (the RateLimit field, a
+// large Remaining) gets a slot of its own in a slab (see [Take]) and its
+// text is formatted straight into the slab, so no two responses share
+// storage that is not read-only. The map keys are assigned directly, with
+// no canonicalisation.
 func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, style core.HeaderStyle, list string) int {
 	legacy, ietf := style.Legacy(), style.IETF()
 	if p == nil {
 		legacy, ietf = false, false
 	}
+	// n is the most slab slots the values can take: RateLimit, a stack's
+	// policy list, and the numbers when they are not small.
 	n := 0
 	if legacy {
-		n += 3
+		n += 2
 	}
 	if ietf {
 		n += 2
@@ -66,7 +75,7 @@ func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, styl
 		// Full: drop it, its storage belongs to earlier responses now.
 		s = new(slab)
 	}
-	vals := s.vals[s.nv : s.nv+n : s.nv+n]
+	x := slots{free: s.vals[s.nv : s.nv+n : s.nv+n]}
 	b, sp := format(s.text[s.nt:s.nt:slabText], d, p, legacy, ietf)
 	var text string
 	if start := &s.text[s.nt]; unsafe.SliceData(b) == start {
@@ -78,34 +87,69 @@ func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, styl
 	} else {
 		text = string(b) // need was short and append moved b: never, but safe
 	}
-	s.nv += n
-	slabs.Put(s)
 
 	names := &httpNames
 	if keys == MetadataKeys {
 		names = &mdNames
 	}
-	i := 0
+	set := 0
 	if legacy {
-		vals[0], vals[1], vals[2] = p.Events, text[sp.rem.i:sp.rem.j], text[sp.reset.i:sp.reset.j]
-		m[names[Limit]] = vals[0:1:1]
-		m[names[Remaining]] = vals[1:2:2]
-		m[names[Reset]] = vals[2:3:3]
-		i = 3
+		m[names[Limit]] = p.events
+		m[names[Remaining]] = x.number(nonNeg(int64(d.Remaining)), text, sp.rem)
+		m[names[Reset]] = x.number(CeilSeconds(d.ResetAfter), text, sp.reset)
+		set = 3
 	}
 	if ietf {
-		if list == "" {
-			list = p.Policy
+		if list == "" || list == p.Policy {
+			m[names[Policy]] = p.policy
+		} else {
+			m[names[Policy]] = x.one(list)
 		}
-		vals[i], vals[i+1] = list, text[sp.rl.i:sp.rl.j]
-		m[names[Policy]] = vals[i : i+1 : i+1]
-		m[names[RateLimit]] = vals[i+1 : i+2 : i+2]
-		i += 2
+		m[names[RateLimit]] = x.one(text[sp.rl.i:sp.rl.j])
+		set += 2
 	}
 	if !d.Allowed {
-		vals[i] = text[sp.retry.i:sp.retry.j]
-		m[names[RetryAfter]] = vals[i : i+1 : i+1]
-		i++
+		m[names[RetryAfter]] = x.number(RetryAfterSeconds(*d), text, sp.retry)
+		set++
 	}
-	return i
+	s.nv += x.used
+	slabs.Put(s)
+	return set
 }
+
+// slots hands out a slab's value slots one at a time.
+type slots struct {
+	free []string
+	used int
+}
+
+// one returns a fresh slot holding v, with capacity 1.
+func (x *slots) one(v string) []string {
+	i := x.used
+	x.free[i] = v
+	x.used++
+	return x.free[i : i+1 : i+1]
+}
+
+// number returns the value for n, whose text is sp in text: the shared
+// slice when n is small, else a fresh slot.
+func (x *slots) number(n int64, text string, sp span) []string {
+	if uint64(n) < SharedNumbers {
+		return sharedNumbers[n : n+1 : n+1]
+	}
+	return x.one(text[sp.i:sp.j])
+}
+
+// SharedNumbers bounds the numbers whose value slices are shared by every
+// response (see [Put]): Remaining under a limit of up to this many
+// requests, and waits of up to this many seconds, the common values.
+const SharedNumbers = 1024
+
+// sharedNumbers holds the text of 0 .. SharedNumbers-1.
+var sharedNumbers = func() []string {
+	s := make([]string, SharedNumbers)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()

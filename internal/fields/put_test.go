@@ -2,6 +2,7 @@ package fields_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -87,5 +88,53 @@ func TestPutAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { clear(m); fields.Put(m, fields.HTTPKeys, &d, &p, core.HeadersBoth, "") }); n > 0 {
 			t.Errorf("%v allocs per Put of %+v", n, d)
 		}
+	}
+}
+
+// TestPutStorage checks what two responses share: the read-only values
+// (the limit, the policy, numbers below SharedNumbers) and nothing else;
+// the numbers on either side of the bound read right.
+func TestPutStorage(t *testing.T) {
+	p := fields.NewPolicyText(core.PerMinute(5000).WithName("api"))
+	put := func(remaining int, reset time.Duration) map[string][]string {
+		m := map[string][]string{}
+		d := core.Decision{Allowed: true, Limit: p.Limit, Remaining: remaining, ResetAfter: reset}
+		fields.Put(m, fields.HTTPKeys, &d, &p, core.HeadersBoth, "")
+		return m
+	}
+	same := func(a, b []string) bool { return &a[0] == &b[0] }
+	for _, n := range []int{0, 1, fields.SharedNumbers - 1, fields.SharedNumbers, 4999} {
+		a, b := put(n, time.Duration(n)*time.Second), put(n, time.Duration(n)*time.Second)
+		want := fmt.Sprint(n)
+		for _, k := range []string{"X-Ratelimit-Remaining", "X-Ratelimit-Reset"} {
+			if a[k][0] != want || b[k][0] != want {
+				t.Errorf("%d: %s = %q and %q, want %q", n, k, a[k], b[k], want)
+			}
+			if shared := same(a[k], b[k]); shared != (n < fields.SharedNumbers) {
+				t.Errorf("%d: %s shared = %v", n, k, shared)
+			}
+		}
+		if same(a["Ratelimit"], b["Ratelimit"]) {
+			t.Errorf("%d: two responses share RateLimit's storage", n)
+		}
+		for _, k := range []string{"X-Ratelimit-Limit", "Ratelimit-Policy"} {
+			if !same(a[k], b[k]) || cap(a[k]) != 1 {
+				t.Errorf("%d: %s is not the shared read-only value (cap %d)", n, k, cap(a[k]))
+			}
+		}
+		// Add copies rather than writing into a shared value.
+		http.Header(a).Add("X-Ratelimit-Limit", "x")
+		if b["X-Ratelimit-Limit"][0] != "5000" || len(b["X-Ratelimit-Limit"]) != 1 {
+			t.Fatalf("Add on one response changed another's: %q", b["X-Ratelimit-Limit"])
+		}
+	}
+	// A stack's list is a value of its own.
+	m1, m2 := map[string][]string{}, map[string][]string{}
+	d := core.Decision{Allowed: true, Limit: p.Limit, Remaining: 3}
+	list := `"a";q=1;w=1, "api";q=5000;w=60`
+	fields.Put(m1, fields.HTTPKeys, &d, &p, core.HeadersBoth, list)
+	fields.Put(m2, fields.HTTPKeys, &d, &p, core.HeadersBoth, list)
+	if m1["Ratelimit-Policy"][0] != list || same(m1["Ratelimit-Policy"], m2["Ratelimit-Policy"]) {
+		t.Errorf("stack list: %q, shared %v", m1["Ratelimit-Policy"], same(m1["Ratelimit-Policy"], m2["Ratelimit-Policy"]))
 	}
 }
