@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/floodgate/floodgate/keyfunc"
 )
 
 // Writer is a reusable http.ResponseWriter that keeps the status and the
@@ -42,7 +41,7 @@ func (w *Writer) Reset() { clear(w.h); w.Code = 0 }
 // peers (10.a.b.c:4242), and fails tb unless key gives each a different
 // key: a benchmark that meant n clients but used one would measure the
 // wrong thing.
-func Peers(tb testing.TB, n int, method, target string, key keyfunc.Func) []*http.Request {
+func Peers(tb testing.TB, n int, method, target string, key func(*http.Request) (string, error)) []*http.Request {
 	tb.Helper()
 	if n < 1 || n > 1<<24 {
 		tb.Fatalf("httpmwtest: Peers(%d): n must be in 1..2^24", n)
