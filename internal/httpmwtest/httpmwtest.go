@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-
 )
 
 // Writer is a reusable http.ResponseWriter that keeps the status and the
