@@ -23,6 +23,7 @@ import (
 	"github.com/floodgate/floodgate/grpcclient"
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/grpctest"
 )
 
 // sleeper records the waits a client interceptor asks for and, when
@@ -65,7 +66,7 @@ func longCtx(t *testing.T) context.Context {
 
 // clientEnv serves Health and Chat limited to 1 per minute on a fake clock,
 // with a client using the retrying interceptors.
-func clientEnv(t *testing.T, sl *sleeper, opts ...grpcclient.Option) (*env, *recorder) {
+func clientEnv(t *testing.T, sl *sleeper, opts ...grpcclient.Option) (*grpctest.Env, *recorder) {
 	t.Helper()
 	rec := &recorder{Limiter: gcra(t, core.PerMinute(1), sl.clock)}
 	opts = append([]grpcclient.Option{grpcclient.WithSleep(sl.sleep), grpcclient.WithRand(half)}, opts...)
@@ -132,7 +133,7 @@ func TestUnaryClientRetries(t *testing.T) {
 			sl := &sleeper{clock: coretest.NewClock(t0), advance: tc.advance}
 			e, rec := clientEnv(t, sl, tc.opts...)
 			ctx := longCtx(t)
-			if _, _, err := e.check(ctx); err != nil {
+			if _, _, err := e.Check(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if tc.deadline > 0 {
@@ -140,7 +141,7 @@ func TestUnaryClientRetries(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
 				defer cancel()
 			}
-			_, _, err := e.check(ctx)
+			_, _, err := e.Check(ctx)
 			if status.Code(err) != tc.wantCode {
 				t.Fatalf("err %v, want %v", err, tc.wantCode)
 			}
@@ -168,12 +169,12 @@ func TestClientJitterBoundedByDeadline(t *testing.T) {
 	sl := &sleeper{clock: coretest.NewClock(t0), advance: true}
 	e, _ := clientEnv(t, sl, grpcclient.WithBackoff(time.Hour, time.Hour), grpcclient.WithRand(func() float64 { return 0.999999 }))
 	ctx := callCtx(t)
-	if _, _, err := e.check(ctx); err != nil {
+	if _, _, err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if _, _, err := e.check(ctx); err != nil {
+	if _, _, err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waits := sl.got()
@@ -358,11 +359,11 @@ func TestStreamClientRetries(t *testing.T) {
 			sl := &sleeper{clock: coretest.NewClock(t0), advance: tc.advance}
 			e, rec := clientEnv(t, sl)
 			ctx := longCtx(t)
-			if _, _, err := e.check(ctx); err != nil {
+			if _, _, err := e.Check(ctx); err != nil {
 				t.Fatal(err)
 			}
 			req := &healthpb.HealthCheckRequest{Service: ""}
-			st, err := e.health.Watch(ctx, req)
+			st, err := e.Health.Watch(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,10 +399,10 @@ func TestStreamClientDoesNotReplay(t *testing.T) {
 	sl := &sleeper{clock: coretest.NewClock(t0), advance: true}
 	e, rec := clientEnv(t, sl)
 	ctx := callCtx(t)
-	if _, _, err := e.check(ctx); err != nil {
+	if _, _, err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := chat(ctx, e, 1)
+	_, err := e.Chat(ctx, 1)
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("chat: %v", err)
 	}

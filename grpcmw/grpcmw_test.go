@@ -3,8 +3,6 @@ package grpcmw_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -17,8 +15,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -27,6 +23,7 @@ import (
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/grpctest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -34,7 +31,6 @@ const (
 	mCheck = "/grpc.health.v1.Health/Check"
 	mList  = "/grpc.health.v1.Health/List"
 	mWatch = "/grpc.health.v1.Health/Watch"
-	mChat  = "/floodgate.test.Chat/Chat"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -64,69 +60,11 @@ func gcra(t *testing.T, l core.Limit, clock core.Clock) *core.Keyed {
 	return lim
 }
 
-// chatDesc is a bidirectional stream service written by hand (no proto
-// generation): every request message is answered with one response.
-var chatDesc = grpc.ServiceDesc{
-	ServiceName: "floodgate.test.Chat",
-	HandlerType: (*any)(nil),
-	Streams: []grpc.StreamDesc{{
-		StreamName:    "Chat",
-		ServerStreams: true,
-		ClientStreams: true,
-		Handler: func(_ any, ss grpc.ServerStream) error {
-			for {
-				var req healthpb.HealthCheckRequest
-				if err := ss.RecvMsg(&req); err != nil {
-					if err == io.EOF {
-						return nil
-					}
-					return err
-				}
-				if err := ss.SendMsg(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}); err != nil {
-					return err
-				}
-			}
-		},
-	}},
-}
-
-type env struct {
-	cc     *grpc.ClientConn
-	health healthpb.HealthClient
-}
-
-// serve starts a real server on 127.0.0.1 with the health service and the
-// chat service, and a client connected to it. Both stop with the test.
-func serve(t *testing.T, srvOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *env {
+// serveLimiter starts the test server (grpctest.Serve) behind l's
+// interceptors.
+func serveLimiter(t *testing.T, l *grpcmw.Limiter, dialOpts ...grpc.DialOption) *grpctest.Env {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(srvOpts...)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	srv.RegisterService(&chatDesc, struct{}{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	cc, err := grpc.NewClient(lis.Addr().String(),
-		append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cc.Close()
-		srv.Stop()
-		<-done
-	})
-	return &env{cc: cc, health: healthpb.NewHealthClient(cc)}
-}
-
-func serveLimiter(t *testing.T, l *grpcmw.Limiter, dialOpts ...grpc.DialOption) *env {
-	t.Helper()
-	return serve(t, []grpc.ServerOption{
+	return grpctest.Serve(t, []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(l.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(l.StreamServerInterceptor()),
 	}, dialOpts...)
@@ -139,14 +77,9 @@ func callCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// check calls Health.Check and returns its header and trailer metadata.
-func (e *env) check(ctx context.Context) (header, trailer metadata.MD, err error) {
-	_, err = e.health.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
-	return header, trailer, err
-}
-
-func (e *env) list(ctx context.Context) (header metadata.MD, err error) {
-	_, err = e.health.List(ctx, &healthpb.HealthListRequest{}, grpc.Header(&header))
+// callList calls Health.List and returns its header metadata.
+func callList(ctx context.Context, e *grpctest.Env) (header metadata.MD, err error) {
+	_, err = e.Health.List(ctx, &healthpb.HealthListRequest{}, grpc.Header(&header))
 	return header, err
 }
 
@@ -232,7 +165,7 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 		allowedMD(policy, "3", "1", "40", `"default";r=1;t=40`),
 		allowedMD(policy, "3", "0", "60", `"default";r=0;t=60`),
 	} {
-		h, tr, err := e.check(ctx)
+		h, tr, err := e.Check(ctx)
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
@@ -242,7 +175,7 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 		}
 	}
 
-	h, tr, err := e.check(ctx)
+	h, tr, err := e.Check(ctx)
 	got := parseDenial(t, err)
 	want := denial{
 		code: codes.ResourceExhausted, msg: grpcmw.MessageDenied, retry: 20 * time.Second,
@@ -263,7 +196,7 @@ func TestUnaryBurstDenyRefill(t *testing.T) {
 
 	// Waiting exactly RetryInfo's delay admits the same call.
 	clock.Advance(got.retry)
-	h, _, err = e.check(ctx)
+	h, _, err = e.Check(ctx)
 	if err != nil {
 		t.Fatalf("after waiting RetryInfo: %v", err)
 	}
@@ -334,7 +267,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 					e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithHeaders(style), limitAll))
 					ctx := callCtx(t)
 					for i := range 5 {
-						h, _, err := e.check(ctx)
+						h, _, err := e.Check(ctx)
 						_, _, d := rec.snapshot()
 						if d.Allowed != (err == nil) {
 							t.Fatalf("call %d: err %v for decision %+v", i, err, d)
@@ -385,15 +318,15 @@ func TestPerMethodLimiter(t *testing.T) {
 	))
 	ctx := callCtx(t)
 
-	if _, _, err := e.check(ctx); err != nil {
+	if _, _, err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.check(ctx); status.Code(err) != codes.ResourceExhausted {
+	if _, _, err := e.Check(ctx); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("second Check: %v, want ResourceExhausted", err)
 	}
 	// List has its own limiter and policy.
 	for i, rem := range []string{"1", "0"} {
-		h, err := e.list(ctx)
+		h, err := callList(ctx, e)
 		if err != nil {
 			t.Fatalf("List %d: %v", i, err)
 		}
@@ -404,13 +337,13 @@ func TestPerMethodLimiter(t *testing.T) {
 			t.Errorf("List remaining = %q, want %s", got, rem)
 		}
 	}
-	_, err := e.list(ctx)
+	_, err := callList(ctx, e)
 	if d := parseDenial(t, err); d.subject != "list" || d.desc != "2 per 1m0s" || d.meta["policy"] != "list" {
 		t.Errorf("List denial = %+v", d)
 	}
 	// Watch is not limited: never counted, never limited, no metadata.
 	for range 3 {
-		st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+		st, err := e.Health.Watch(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,7 +364,7 @@ func TestSkip(t *testing.T) {
 		})))
 	ctx := metadata.AppendToOutgoingContext(callCtx(t), "x-internal", "1")
 	for range 3 {
-		h, _, err := e.check(ctx) // skipped before the key function: no key needed
+		h, _, err := e.Check(ctx) // skipped before the key function: no key needed
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,7 +434,7 @@ func TestCost(t *testing.T) {
 			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(opts, limitAll)...))
 			ctx := callCtx(t)
 			for i, want := range tc.wantCodes {
-				_, _, err := e.check(ctx)
+				_, _, err := e.Check(ctx)
 				if status.Code(err) != want {
 					t.Fatalf("call %d: %v, want %v", i, err, want)
 				}
@@ -544,7 +477,7 @@ func TestKeyFunctionError(t *testing.T) {
 			hooked = err
 			mu.Unlock()
 		}), limitAll))
-	h, _, err := e.check(callCtx(t))
+	h, _, err := e.Check(callCtx(t))
 	st := status.Convert(err)
 	// A missing x-api-key is the client's to fix, not a server fault.
 	if st.Code() != codes.InvalidArgument || st.Message() != grpcmw.MessageBadKey || len(st.Details()) != 0 {
@@ -565,7 +498,7 @@ func TestKeyFunctionError(t *testing.T) {
 
 	// With the metadata, the call is keyed by it.
 	ctx := metadata.AppendToOutgoingContext(callCtx(t), "X-API-Key", "tenant-7")
-	if _, _, err := e.check(ctx); err != nil {
+	if _, _, err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if keys, _, _ := rec.snapshot(); !reflect.DeepEqual(keys, []string{"tenant-7"}) {
@@ -605,7 +538,7 @@ func TestStoreFailure(t *testing.T) {
 			}))
 			e := serveLimiter(t, grpcmw.MustNew(failing{storeErr}, grpcmw.Constant("k"), append(opts, limitAll)...))
 			ctx := callCtx(t)
-			h, tr, err := e.check(ctx)
+			h, tr, err := e.Check(ctx)
 			if tc.open {
 				if err != nil {
 					t.Fatalf("FailOpen: %v", err)
@@ -626,7 +559,7 @@ func TestStoreFailure(t *testing.T) {
 				}
 			}
 			// Streams follow the same mode.
-			st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+			st, err := e.Health.Watch(ctx, &healthpb.HealthCheckRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -649,7 +582,7 @@ func TestStreamOpenChecked(t *testing.T) {
 	e := serveLimiter(t, grpcmw.MustNew(gcra(t, core.PerMinute(1).WithName("watch"), clock), grpcmw.Constant("k"), limitAll))
 	ctx := callCtx(t)
 
-	st, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+	st, err := e.Health.Watch(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,7 +592,7 @@ func TestStreamOpenChecked(t *testing.T) {
 	h, _ := st.Header()
 	wantMD(t, "admitted stream", h, allowedMD(`"watch";q=1;w=60`, "1", "0", "60", `"watch";r=0;t=60`))
 
-	st2, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+	st2, err := e.Health.Watch(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,26 +608,6 @@ func TestStreamOpenChecked(t *testing.T) {
 	if v := st2.Trailer().Get(grpcmw.PushbackKey); !reflect.DeepEqual(v, []string{"60000"}) {
 		t.Errorf("pushback = %q", v)
 	}
-}
-
-// chat opens the chat stream and exchanges n messages, returning the error
-// of the first exchange that fails.
-func chat(ctx context.Context, e *env, n int) (sent int, err error) {
-	cs, err := e.cc.NewStream(ctx, &chatDesc.Streams[0], mChat)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = cs.CloseSend() }()
-	for i := range n {
-		if err := cs.SendMsg(&healthpb.HealthCheckRequest{}); err != nil && err != io.EOF {
-			return i, err
-		}
-		var resp healthpb.HealthCheckResponse
-		if err := cs.RecvMsg(&resp); err != nil {
-			return i, err
-		}
-	}
-	return n, nil
 }
 
 func TestMeterMessages(t *testing.T) {
@@ -715,7 +628,7 @@ func TestMeterMessages(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{Limiter: gcra(t, core.PerMinute(4), coretest.NewClock(t0))}
 			e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), append(tc.opts, limitAll)...))
-			sent, err := chat(callCtx(t), e, tc.exchange)
+			sent, err := e.Chat(callCtx(t), tc.exchange)
 			if sent != tc.wantSent || status.Code(err) != tc.wantCode {
 				t.Fatalf("exchanged %d, err %v; want %d, %v", sent, err, tc.wantSent, tc.wantCode)
 			}
@@ -779,7 +692,7 @@ func TestShaping(t *testing.T) {
 		t.Parallel()
 		sh := &shaper{delay: time.Millisecond}
 		e := serveLimiter(t, grpcmw.MustNew(sh, grpcmw.Constant("k"), limitAll))
-		if _, _, err := e.check(callCtx(t)); err != nil {
+		if _, _, err := e.Check(callCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -837,7 +750,7 @@ func TestKeyByPeerIPOverTCP(t *testing.T) {
 			for _, v := range tc.xff {
 				ctx = metadata.AppendToOutgoingContext(ctx, "x-forwarded-for", v)
 			}
-			_, _, err := e.check(ctx)
+			_, _, err := e.Check(ctx)
 			if status.Code(err) != tc.wantCode {
 				t.Fatalf("err %v, want %v", err, tc.wantCode)
 			}
@@ -861,12 +774,12 @@ func TestBridge(t *testing.T) {
 	l := grpcmw.MustNew(gcra(t, core.PerMinute(1), clock), grpcmw.Constant("k"), limitAll)
 	var _ ratelimit.Limiter = l
 
-	e := serve(t, []grpc.ServerOption{
+	e := grpctest.Serve(t, []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(ratelimit.UnaryServerInterceptor(l)),
 		grpc.ChainStreamInterceptor(ratelimit.StreamServerInterceptor(l)),
 	})
 	ctx := callCtx(t)
-	h, _, err := e.check(ctx)
+	h, _, err := e.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -875,7 +788,7 @@ func TestBridge(t *testing.T) {
 	// Their interceptor flattens our status into its own message: the
 	// code survives, the details do not; our metadata and trailer still go
 	// out, since Limit sets them itself.
-	h, tr, err := e.check(ctx)
+	h, tr, err := e.Check(ctx)
 	st := status.Convert(err)
 	if st.Code() != codes.ResourceExhausted || len(st.Details()) != 0 || !strings.Contains(st.Message(), grpcmw.MessageDenied) {
 		t.Errorf("bridged denial = %v %q %v", st.Code(), st.Message(), st.Details())

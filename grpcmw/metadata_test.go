@@ -23,7 +23,7 @@ func TestDefaultMetadataNearLimit(t *testing.T) {
 	e := serveLimiter(t, grpcmw.MustNew(gcra(t, limit, clock), grpcmw.Constant("k"), grpcmw.WithSkip(func(context.Context, string) bool { return false })))
 	ctx := callCtx(t)
 	for i := range 20 {
-		h, _, err := e.check(ctx)
+		h, _, err := e.Check(ctx)
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
@@ -36,7 +36,7 @@ func TestDefaultMetadataNearLimit(t *testing.T) {
 		reset := []string{"60", "57", "54"}[remaining] // ceil(ResetAfter): 3 s a call
 		wantMD(t, "call near the limit", h, allowedMD(policy, "20", rem, reset, `"api";r=`+rem+`;t=`+reset))
 	}
-	h, _, err := e.check(ctx)
+	h, _, err := e.Check(ctx)
 	if d := parseDenial(t, err); d.retry <= 0 {
 		t.Fatalf("refusal without RetryInfo: %+v", d)
 	}
@@ -47,7 +47,7 @@ func TestDefaultMetadataNearLimit(t *testing.T) {
 	// The full metadata on every call, as before this default.
 	e = serveLimiter(t, grpcmw.MustNew(gcra(t, limit, coretest.NewClock(t0)), grpcmw.Constant("k"),
 		grpcmw.WithSkip(func(context.Context, string) bool { return false }), grpcmw.WithHeaders(core.HeadersBoth)))
-	h, _, err = e.check(ctx)
+	h, _, err = e.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

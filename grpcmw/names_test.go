@@ -41,7 +41,7 @@ func TestHostilePolicyNames(t *testing.T) {
 				ResetAfter: time.Minute, RetryAfter: 11500 * time.Millisecond,
 			}
 			e := serveLimiter(t, grpcmw.MustNew(fixed{d}, grpcmw.Constant("k"), limitAll))
-			h, _, err := e.check(callCtx(t))
+			h, _, err := e.Check(callCtx(t))
 			den := parseDenial(t, err)
 			if den.code != codes.ResourceExhausted || den.retry != d.RetryAfter || den.details != 3 {
 				t.Fatalf("refusal %+v", den)
