@@ -102,7 +102,8 @@ func LimitByIP(limit core.Limit, opts ...Option) func(http.Handler) http.Handler
 // context, which next is expected to heed).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := l.Enter(w, r)
+		var a Admission
+		l.enter(&a, w, r)
 		if !a.admitted {
 			return
 		}
@@ -192,8 +193,15 @@ func (a *Admission) End() {
 //   - the request ended while it waited its turn ([core.ErrWaitCanceled]):
 //     503; the client has usually gone already.
 //   - anything else: 500.
-func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
-	a, err := l.check(w.Header(), r)
+func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) (a Admission) {
+	l.enter(&a, w, r)
+	return a
+}
+
+// enter is Enter writing into *a, a zero Admission: Handler's own
+// Admission stays in its frame, with no copy of the Decision on the way.
+func (l *Limiter) enter(a *Admission, w http.ResponseWriter, r *http.Request) {
+	err := l.check(a, w.Header(), r)
 	switch {
 	case a.admitted:
 	case err != nil:
@@ -203,7 +211,6 @@ func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
 		a.status = http.StatusTooManyRequests
 		l.writeDenied(w, r, a.Decision)
 	}
-	return a
 }
 
 // Check is [Limiter.Enter] without the answer, for adapters that render
@@ -218,7 +225,7 @@ func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
 // answer with, and either err is nil and a.Decision denied the request, or
 // err says why no decision was made (the error an [ErrorHandler] gets).
 func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error) {
-	a, err = l.check(h, r)
+	err = l.check(&a, h, r)
 	switch {
 	case a.admitted:
 	case err != nil:
@@ -229,8 +236,10 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 	return a, err
 }
 
-// check runs the pipeline for r and sets the rate-limit headers on h.
-func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error) {
+// check runs the pipeline for r, sets the rate-limit headers on h and
+// fills in *a, a zero Admission, but for its status; it returns why no
+// decision was made, if none was.
+func (l *Limiter) check(a *Admission, h http.Header, r *http.Request) error {
 	var res pipeline.Result
 	ctx := context.Context(requestContext{r})
 	l.p.Run(ctx, r, l.limiter, 0, &res)
@@ -238,7 +247,7 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 	switch {
 	case res.Skipped || res.FailedOpen:
 		a.admitted = true
-		return a, nil
+		return nil
 	case res.Shadow:
 		a.admitted, a.Decision = true, res.ShadowDecision()
 		if l.o.HeadersSet && res.Err == nil {
@@ -247,16 +256,16 @@ func (l *Limiter) check(h http.Header, r *http.Request) (a Admission, err error)
 		if l.o.RefundInner {
 			a.request = r.WithContext(pipeline.Attach(r.Context(), l.limiter, &res))
 		}
-		return a, nil
+		return nil
 	case res.Err != nil:
-		return a, res.Err
+		return res.Err
 	}
 	l.writeHeaders(h, &res.Decision, l.listOf(&res))
 	a.Decision, a.admitted = res.Decision, res.Decision.Allowed
 	if a.admitted && l.o.RefundInner {
 		a.request = r.WithContext(pipeline.Attach(r.Context(), l.limiter, &res))
 	}
-	return a, nil
+	return nil
 }
 
 // listOf is the RateLimit-Policy list of the limiter that decided res.
