@@ -193,7 +193,8 @@ func (a *Admission) End() {
 //   - the request ended while it waited its turn ([core.ErrWaitCanceled]):
 //     503; the client has usually gone already.
 //   - anything else: 500.
-func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) (a Admission) {
+func (l *Limiter) Enter(w http.ResponseWriter, r *http.Request) Admission {
+	var a Admission
 	l.enter(&a, w, r)
 	return a
 }
