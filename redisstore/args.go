@@ -22,6 +22,7 @@ func fixedArgs(margin time.Duration, params []string) []any {
 // Script arguments boxed once: converting a string to any allocates.
 var (
 	argAllow, argRefund, argNoClock any = "a", "r", ""
+	argGrant                        any = "g"
 	argRelease, argRenew            any = "l", "n"
 	smallCosts                          = func() (c [65]any) {
 		for i := range c {
@@ -44,6 +45,8 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 		args[0] = argAllow
 	case 'r':
 		args[0] = argRefund
+	case 'g':
+		args[0] = argGrant
 	case 'l':
 		args[0] = argRelease
 	case 'n':
@@ -66,16 +69,21 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	return args
 }
 
-// reply reads the script's numbers from cmd: four, and a stack's fifth,
-// the layer its decision names.
-func reply(op string, cmd *redis.Cmd) ([5]int64, error) {
-	var out [5]int64
+// vals is a script's answer: allowed (0 or 1), remaining, the wait before
+// a retry and the wait until the quota is whole, in ns; then a stack's
+// layer, the one its decision names, or a grant's units (see quota.go)
+// and, for a fixed window, the window's start in seconds and nanoseconds.
+type vals [7]int64
+
+// reply reads the script's numbers from cmd: four, five or seven.
+func reply(op string, cmd *redis.Cmd) (vals, error) {
+	var out vals
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}
-	if len(res) != 4 && len(res) != 5 {
-		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4 or 5", len(res))}
+	if len(res) != 4 && len(res) != 5 && len(res) != 7 {
+		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4, 5 or 7", len(res))}
 	}
 	copy(out[:], res)
 	return out, nil

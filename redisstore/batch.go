@@ -33,7 +33,7 @@ type pending struct {
 	code byte // for the error of a call the breaker turns away
 	keys []string
 	args []any
-	out  [5]int64
+	out  vals
 	err  error
 	done chan struct{} // closed when out and err are set
 	gone atomic.Bool   // the caller stopped waiting: do not send it
@@ -49,7 +49,7 @@ type pending struct {
 // timeout; but time queued is never counted against the server, only the
 // pipelines' round trips are. probe marks the breaker's probe, which is
 // always sent at once.
-func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op string, code byte, rkey string, cost int, member string) (vals, error) {
 	args := l.args(pol, code, cost, member)
 	q := r.q
 	if q == nil || probe {
@@ -76,10 +76,10 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 		return p.out, p.err
 	case <-ctx.Done():
 		p.gone.Store(true)
-		return [5]int64{}, &core.StoreError{Op: op, Err: ctx.Err()}
+		return vals{}, &core.StoreError{Op: op, Err: ctx.Err()}
 	case <-expired:
 		p.gone.Store(true)
-		return [5]int64{}, &core.StoreError{Op: op, Err: errQueueTimeout}
+		return vals{}, &core.StoreError{Op: op, Err: errQueueTimeout}
 	}
 }
 
@@ -92,7 +92,7 @@ var errQueueTimeout = fmt.Errorf("redisstore: no answer within the timeout while
 
 // send makes one call's round trip alone, bounded by the Limiter's timeout
 // from now, and tells b (nil: no breaker) what it showed.
-func (l *Limiter) send(ctx context.Context, b *breaker.Breaker, probe bool, op, rkey string, args []any) ([5]int64, error) {
+func (l *Limiter) send(ctx context.Context, b *breaker.Breaker, probe bool, op, rkey string, args []any) (vals, error) {
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()

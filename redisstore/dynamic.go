@@ -74,6 +74,9 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 	if err != nil {
 		return nil, err
 	}
+	if o.quota != nil {
+		return nil, errQuotaSingle
+	}
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,8 @@ type options struct {
 	leaseTTL time.Duration                                      // core.Concurrency; 0: defaultLeaseTTL
 	after    func(d time.Duration, f func()) (stop func() bool) // schedules renewals; tests replace it
 
+	quota *quotaConfig // the local quota; nil: none
+
 	fallback bool          // WithFallback
 	local    []core.Option // WithFallback's options of the in-memory limiter
 
@@ -174,6 +176,11 @@ func (o *options) validate(errs *option.Errors) error {
 	for _, opt := range o.local {
 		errs.Require(opt != nil, "WithFallback: nil core.Option")
 	}
+	if q := o.quota; q != nil {
+		errs.Require(q.length >= 0 && q.length <= time.Minute, "local quota: a lease's length must be from 0 (a tenth of the period, at most 1s) to 1m, got %v", q.length)
+		errs.Require(q.hot >= 0, "local quota: the decisions that make a key hot must be >= 0 (0: %d), got %d", defaultQuotaHot, q.hot)
+		errs.Require(q.keys >= 0, "local quota: the keys followed must be >= 0 (0: %d), got %d", defaultQuotaKeys, q.keys)
+	}
 	return errs.Err()
 }
 
@@ -195,4 +202,10 @@ func (o *options) ttl() time.Duration {
 		return defaultLeaseTTL
 	}
 	return o.leaseTTL
+}
+
+// withLocalQuota decides the keys that are hot on this instance from
+// local quota leases (see quota.go).
+func withLocalQuota(c quotaConfig) Option {
+	return func(o *options) { cc := c; o.quota = &cc }
 }

@@ -42,6 +42,9 @@ type Limiter struct {
 
 	local core.Limiter // WithFallback's in-memory limiter; nil without it
 	count counters     // for Health
+
+	quota      *quotas // the local quota's leases; nil without it
+	quotaCount quotaCounts
 }
 
 // policy is one limit's part of a call: the limit, the largest cost it
@@ -80,6 +83,12 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		return nil, err
 	}
 	lim.pol = lim.newPolicy(l, maxCost, p)
+	if o.quota != nil {
+		if err := quotaAlgorithm(l.Algorithm, l.Overdraft); err != nil {
+			return nil, err
+		}
+		lim.quota = newQuotas(*o.quota, l)
+	}
 	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Keyed, error) { return core.New(l, opts...) }); err != nil {
 		return nil, err
 	}
@@ -160,6 +169,9 @@ func (l *Limiter) Limit() core.Limit { return l.pol.limit }
 // breaker is open, that error comes at once. A limiter made WithFallback
 // decides such a call locally instead.
 func (l *Limiter) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	if l.quota != nil {
+		return l.allowQuota(ctx, l.pol, key, cost)
+	}
 	return l.allow(ctx, l.pol, key, cost)
 }
 

@@ -10,7 +10,7 @@ import (
 // holds it: while that server's breaker is open, only its probe goes to
 // Redis and every other call gets errCircuitOpen at once. member is a
 // concurrency lease's member, empty for the other algorithms.
-func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key string, cost int, member string) (vals, error) {
 	var rkey string // made at most once; not at all to fail fast, but on a Cluster
 	r := l.one
 	if l.masters != nil {
@@ -19,7 +19,7 @@ func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key
 	}
 	if b := r.b; b != nil && !b.Closed() {
 		if !b.TryProbe() {
-			return [5]int64{}, errOpen(code)
+			return vals{}, errOpen(code)
 		}
 		if rkey == "" {
 			rkey = l.key(key)
@@ -33,7 +33,7 @@ func (l *Limiter) call(ctx context.Context, p *policy, op string, code byte, key
 }
 
 // probe is call for the caller that owns the probe of r's breaker.
-func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int, member string) ([5]int64, error) {
+func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, code byte, rkey string, cost int, member string) (vals, error) {
 	// A client that panics must not keep the probe, or Redis would never
 	// be called again.
 	done := false

@@ -56,6 +56,9 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
+	if o.quota != nil {
+		return nil, errQuotaSingle
+	}
 	var (
 		limits []core.Limit
 		ends   []string

@@ -27,7 +27,12 @@
 -- so that waiting the RetryAfter admits and the key's TTL is bounded.
 --
 -- KEYS[1]: the state key.
--- ARGV[1]: 'a' to charge (allow), 'r' to refund.
+-- ARGV[1]: 'a' to charge (allow), 'r' to refund, 'g' to grant a local
+--   quota lease (GCRA, token bucket and fixed window): charge what fits
+--   now, up to the cost, as 'a' would charge that many (at least one, so
+--   that nothing fitting is refused as a request of one would be); the
+--   reply gains a fifth number, the units charged (0 when refused), and a
+--   fixed window's a sixth and seventh, its start in seconds and ns.
 -- ARGV[2]: the cost, a whole number >= 1.
 -- ARGV[3], ARGV[4]: a test clock's seconds and nanoseconds, or '' and ''
 --   for the server's TIME (microseconds).

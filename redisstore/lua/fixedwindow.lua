@@ -4,7 +4,10 @@
 -- stepped back) is read as the current window's, its count kept, where
 -- core keeps the later window in force. A count kept across a limit
 -- change may exceed events: nothing is left then.
--- ARGV[6]: the period in ns; ARGV[7]: the events per window.
+-- ARGV[6]: the period in ns; ARGV[7]: the events per window; ARGV[8] and
+-- ARGV[9], for a refund, optional: a window's start in seconds and ns (a
+-- grant's reply), so that a lease's return refunds its own window only.
+-- A grant's reply ends with the window's start, in seconds and ns.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 local state = redis.call('GET', key)
 
@@ -25,9 +28,18 @@ if state then
 end
 local start = w
 local reset = start + period - now
+local ws, wn = idiv(start, 1e9)
+ws = R + ws
+
+-- A grant charges what fits now, up to the cost asked.
+local grant = op == 'g'
+if grant then
+  cost, op = math.max(1, math.min(cost, events - count)), 'a'
+end
 
 if op == 'r' then
-  if count == 0 then
+  local gs, gn = tonumber(ARGV[8]), tonumber(ARGV[9])
+  if count == 0 or (gs and (gs ~= ws or gn ~= wn)) then
     return {0, 0, 0, 0}
   end
   count = math.max(0, count - cost)
@@ -45,10 +57,16 @@ else
       fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
     end
   end
+  if grant then
+    return {0, math.max(0, events - count), reset, reset, 0, ws, wn}
+  end
   return {0, math.max(0, events - count), reset, reset}
 end
 redis.call('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
 if op == 'r' then
   return {1, 0, 0, reset}
+end
+if grant then
+  return {1, events - count, 0, reset, cost, ws, wn}
 end
 return {1, events - count, 0, reset}

@@ -17,6 +17,13 @@ if state then
   end
 end
 
+-- A grant charges what fits now, up to the cost asked.
+local grant = op == 'g'
+if grant then
+  local fit = idiv(math.max(0, span - (math.max(tat, now) - now)), interval)
+  cost, op = math.max(1, math.min(cost, fit)), 'a'
+end
+
 local t -- the new tat
 if op == 'r' then
   if tat <= now then
@@ -38,11 +45,18 @@ else
         fix('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
       end
     end
-    return {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
+    local r = {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
+    if grant then
+      r[5] = 0
+    end
+    return r
   end
 end
 redis.call('SET', key, stamp(t), 'PX', math.ceil((t - now) / 1e6) + margin)
 if op == 'r' then
   return {1, 0, 0, t - now}
+end
+if grant then
+  return {1, idiv(span - (t - now), interval), 0, t - now, cost}
 end
 return {1, idiv(span - (t - now), interval), 0, t - now}

@@ -116,6 +116,21 @@ if state then
   end
 end
 
+-- A grant charges what fits now, up to the cost asked (never with
+-- WithOverdraft: New refuses local quota there).
+local grant = op == 'g'
+if grant then
+  local h = level(tokens, last, now)
+  local fit = 0
+  if h > 0 then
+    fit = math.floor(h)
+  end
+  if fits(h, fit + 1) then
+    fit = fit + 1
+  end
+  cost, op = math.max(1, math.min(cost, fit)), 'a'
+end
+
 local have, reset, result
 if op == 'r' then
   if not state then
@@ -164,12 +179,19 @@ else
         fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
       end
     end
-    return {0, left, wait(tokens, last, need), reset}
+    local r = {0, left, wait(tokens, last, need), reset}
+    if grant then
+      r[5] = 0
+    end
+    return r
   end
   tokens = tk
   last = math.max(last, now)
   reset = wait(tokens, last, burst)
   result = {1, left, 0, reset}
+  if grant then
+    result[5] = cost
+  end
 end
 redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
 return result

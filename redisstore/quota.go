@@ -1,0 +1,202 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Local quota: a key that is hot on this instance is decided in memory from
+// a lease, a batch of units that one script charged to the key's shared
+// state as admissions (op 'g'). The instance spends them until they run
+// out or the lease ends, and gives back what it did not spend (a refund;
+// for a fixed window only into the window it was taken from). A key that
+// is not hot keeps one round trip per decision.
+//
+// The bound: a unit is spent only after the script charged it, never more
+// than L (the lease's length) after the call that took it was sent, and a
+// spent unit is never given back. So the instances together admit no more
+// than one shared limiter would have over the same interval widened by L;
+// for a fixed window a lease also ends with its window (from the reply,
+// counted from before the call was sent), so no window admits more than
+// its limit. An instance that dies holding units loses them; they were
+// charged as admissions, which is all the state remembers of them.
+//
+// What is approximate: Remaining and ResetAfter of a local decision (the
+// shared state's as the grant saw it, plus the units still held), and
+// RetryAfter of a local refusal (the shared state's at the last grant, or
+// the wait before this instance asks again). While units sit in leases
+// elsewhere, or wait to be given back, the fleet admits less than a
+// shared limiter would.
+
+// quotaConfig is the local quota's configuration.
+type quotaConfig struct {
+	length time.Duration // a lease's length L; 0: a tenth of the period, at most 1 s
+	hot    int           // decisions within one length that make a key hot; 0: 8
+	keys   int           // keys followed at most; 0: 4096
+}
+
+const (
+	defaultQuotaHot  = 8
+	defaultQuotaKeys = 4096
+	// quotaFill is how much more than the key's recent demand over one
+	// length a lease asks for.
+	quotaFill = 1.25
+)
+
+// quotas is a Limiter's local quota: the keys it follows, in shards.
+type quotas struct {
+	length int64 // ns
+	hot    int64
+	keys   int
+	shards [16]quotaShard
+	giving sync.WaitGroup // returns under way
+}
+
+type quotaShard struct {
+	mu sync.Mutex
+	m  map[string]*quota
+}
+
+// quota is one key's lease and demand.
+type quota struct {
+	mu    sync.Mutex
+	units int64 // unspent units of the lease in force
+	end   int64 // the process-clock instant the lease ends; 0: none
+	ws    int64 // a fixed window's start (seconds, ns) from the grant
+	wn    int64
+	gen   uint64 // counts leases, so that a late timer returns nothing twice
+	// The shared state as the last grant saw it, and when it was sent.
+	remaining, reset, sent int64
+	// asking is closed when the grant in flight ends; nil when none is.
+	asking chan struct{}
+	// wait is the instant before which a refused key does not ask again.
+	wait int64
+	// Demand: decisions seen since from, and the rate over the last
+	// full length (per ns).
+	seen, from int64
+	rate       float64
+	last       int64 // the last decision, for eviction
+}
+
+// errQuotaSingle: stacks and Dynamic limiters have no local quota yet.
+var errQuotaSingle = errors.New("redisstore: local quota leases the keys of one limit (New); a Stack or a Dynamic decides every call in Redis")
+
+// quotaAlgorithm says whether alg (with overdraft) can be leased, and why
+// not.
+func quotaAlgorithm(alg core.Algorithm, overdraft bool) error {
+	switch {
+	case overdraft:
+		return fmt.Errorf("redisstore: local quota cannot lend (WithOverdraft): a lease holds units already charged, and lending admits what was never charged")
+	case alg == core.GCRA, alg == core.TokenBucket, alg == core.FixedWindow:
+		return nil
+	}
+	return fmt.Errorf("redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not %v: the others' admissions cannot be charged ahead of time as a batch of units", alg)
+}
+
+func newQuotas(c quotaConfig, l core.Limit) *quotas {
+	length := c.length
+	if length == 0 {
+		length = min(l.Period/10, time.Second)
+	}
+	q := &quotas{length: int64(max(length, time.Millisecond)), hot: int64(c.hot), keys: c.keys}
+	if q.hot == 0 {
+		q.hot = defaultQuotaHot
+	}
+	if q.keys == 0 {
+		q.keys = defaultQuotaKeys
+	}
+	for i := range q.shards {
+		q.shards[i].m = map[string]*quota{}
+	}
+	return q
+}
+
+// get returns key's quota, made if there is room (nil if not).
+func (qs *quotas) get(key string, now int64) *quota {
+	sh := &qs.shards[quotaShardOf(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if q := sh.m[key]; q != nil {
+		return q
+	}
+	if len(sh.m) >= (qs.keys+len(qs.shards)-1)/len(qs.shards) && !sh.prune(now, qs.length) {
+		return nil
+	}
+	q := &quota{from: now}
+	sh.m[key] = q
+	return q
+}
+
+// prune drops the keys idle for two lengths that hold no units, and
+// reports whether it dropped any.
+func (sh *quotaShard) prune(now, length int64) bool {
+	n := len(sh.m)
+	for k, q := range sh.m {
+		q.mu.Lock()
+		idle := q.units == 0 && q.asking == nil && now-q.last > 2*length
+		q.mu.Unlock()
+		if idle {
+			delete(sh.m, k)
+		}
+	}
+	return len(sh.m) < n
+}
+
+func quotaShardOf(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % 16)
+}
+
+// see counts one decision at now and reports whether the key is hot: at
+// least hot decisions within the last length.
+func (q *quota) see(now, length, hot int64) bool {
+	q.last = now
+	if now-q.from >= length {
+		q.rate = float64(q.seen) / float64(max(now-q.from, 1))
+		q.seen, q.from = 0, now
+	}
+	q.seen++
+	return q.seen >= hot || q.rate*float64(length) >= float64(hot)
+}
+
+// size is how many units a lease asks for: the demand over one length and
+// a quarter more, at least cost, at most half the burst.
+func (q *quota) size(length int64, cost int, burst int) int {
+	r := max(q.rate, float64(q.seen)/float64(max(q.last-q.from, length)))
+	n := int(min(math.Ceil(quotaFill*r*float64(length)), float64(math.MaxInt32)))
+	return max(cost, min(n, max(1, burst/2)))
+}
+
+// returnArgs is p for a lease's return: a fixed window's start follows the
+// algorithm's parameters, so that the refund reaches that window only.
+func returnPolicy(p *policy, alg core.Algorithm, ws, wn int64) *policy {
+	if alg != core.FixedWindow {
+		return p
+	}
+	fixed := append(p.fixed[:len(p.fixed):len(p.fixed)], strconv.FormatInt(ws, 10), strconv.FormatInt(wn, 10))
+	return &policy{limit: p.limit, maxCost: p.maxCost, fixed: fixed}
+}
+
+// giveBack returns units of key's lease to the shared state, in the
+// background: the caller does not wait for it. A return that fails loses
+// the units, which only ever admits less.
+func (l *Limiter) giveBack(p *policy, key string, units, ws, wn int64) {
+	rp := returnPolicy(p, l.alg, ws, wn)
+	l.quota.giving.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), max(l.timeout, time.Second))
+		defer cancel()
+		if _, err := l.call(ctx, rp, "return", 'r', key, int(units), ""); err == nil {
+			l.quotaCount.returned.Add(units)
+		}
+	})
+}

@@ -1,0 +1,167 @@
+package redisstore
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// quotaCounts counts what the local quota did, for Health and tests.
+type quotaCounts struct {
+	grants   atomic.Uint64 // grant round trips answered
+	leased   atomic.Uint64 // decisions made from a lease
+	returned atomic.Int64  // units given back
+}
+
+// allowQuota decides for key with the local quota: from the key's lease
+// while it holds units, else, when the key is hot, with a new lease (one
+// round trip, which the key's other callers wait for), else in one round
+// trip as allow.
+func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost int) (core.Decision, error) {
+	if err := p.checkCost(cost); err != nil {
+		return core.Decision{}, err
+	}
+	qs := l.quota
+	seen, hot := false, false
+	for {
+		now := l.clock.Now()
+		q := qs.get(key, now)
+		if q == nil { // too many keys followed: this one is cold
+			return l.allow(ctx, p, key, cost)
+		}
+		q.mu.Lock()
+		if !seen {
+			// Counted once per call: a call that waited for another's
+			// grant is still the hot key's.
+			hot, seen = q.see(now, qs.length, qs.hot), true
+		}
+		if q.end > now && q.units >= int64(cost) {
+			q.units -= int64(cost)
+			d := q.admitted(p, now)
+			q.mu.Unlock()
+			l.quotaCount.leased.Add(1)
+			return d, nil
+		}
+		// The lease, if any, is over for this call: its end has come, or
+		// it holds fewer units than the cost (they go back, and a new
+		// lease of at least the cost is asked for).
+		back, ws, wn := q.units, q.ws, q.wn
+		q.units, q.end = 0, 0
+		switch {
+		case !hot:
+			q.mu.Unlock()
+			l.giveBackSome(p, key, back, ws, wn)
+			return l.allow(ctx, p, key, cost)
+		case now < q.wait:
+			d := q.refused(p, now, time.Duration(q.wait-now))
+			q.mu.Unlock()
+			l.giveBackSome(p, key, back, ws, wn)
+			return d, nil
+		case q.asking != nil:
+			ch := q.asking
+			q.mu.Unlock()
+			l.giveBackSome(p, key, back, ws, wn)
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return core.Decision{}, &core.StoreError{Op: "grant", Err: ctx.Err()}
+			}
+		}
+		ch := make(chan struct{})
+		q.asking = ch
+		n := q.size(qs.length, cost, p.limit.EffectiveBurst())
+		q.mu.Unlock()
+		l.giveBackSome(p, key, back, ws, wn)
+		return l.grant(ctx, p, key, cost, q, ch, n, now)
+	}
+}
+
+// grant asks for a lease of n units for key, then decides for this call's
+// cost from it. sent is when the call was sent, on the process's clock:
+// the lease ends at most the quota's length after it.
+func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q *quota, ch chan struct{}, n int, sent int64) (core.Decision, error) {
+	v, err := l.call(ctx, p, "grant", 'g', key, n, "")
+	q.mu.Lock()
+	q.asking = nil
+	close(ch)
+	if err != nil {
+		q.mu.Unlock()
+		return l.allowLocal(ctx, key, cost, err)
+	}
+	l.quotaCount.grants.Add(1)
+	q.remaining, q.reset, q.sent = v[1], v[3], sent
+	k := v[4]
+	if k == 0 {
+		// Nothing fits: refuse here until then, or a quarter of a lease,
+		// whichever is later, so that an exhausted key costs a round trip
+		// per quarter lease at most.
+		q.wait = sent + max(v[2], l.quota.length/4)
+		d := q.refused(p, sent, time.Duration(q.wait-sent))
+		q.mu.Unlock()
+		return d, nil
+	}
+	end := sent + l.quota.length
+	if l.alg == core.FixedWindow {
+		end = min(end, sent+v[3]) // the window's end, from before the call was sent
+		q.ws, q.wn = v[5], v[6]
+	}
+	q.gen++
+	q.units, q.end = k, end
+	gen := q.gen
+	l.opts.after(time.Duration(end-sent), func() { l.expire(p, key, q, gen) })
+	if k < int64(cost) {
+		// Fewer units than the cost fit: a shared limiter refuses it too.
+		// The units serve cheaper calls.
+		d := q.refused(p, sent, time.Duration(int64(cost)-k)*p.limit.Interval())
+		q.mu.Unlock()
+		return d, nil
+	}
+	q.units -= int64(cost)
+	d := q.admitted(p, sent)
+	q.mu.Unlock()
+	return d, nil
+}
+
+// expire gives back what lease gen of q left unspent once it has ended.
+func (l *Limiter) expire(p *policy, key string, q *quota, gen uint64) {
+	q.mu.Lock()
+	if q.gen != gen || q.units == 0 || l.clock.Now() < q.end {
+		q.mu.Unlock()
+		return
+	}
+	back, ws, wn := q.units, q.ws, q.wn
+	q.units, q.end = 0, 0
+	q.mu.Unlock()
+	l.giveBackSome(p, key, back, ws, wn)
+}
+
+func (l *Limiter) giveBackSome(p *policy, key string, units, ws, wn int64) {
+	if units > 0 {
+		l.giveBack(p, key, units, ws, wn)
+	}
+}
+
+// admitted is a local admission at now: Remaining is the shared state's as
+// the grant left it plus the units still held, ResetAfter the grant's less
+// the time since.
+func (q *quota) admitted(p *policy, now int64) core.Decision {
+	return core.Decision{
+		Allowed:    true,
+		Limit:      p.limit,
+		Remaining:  int(q.remaining + q.units),
+		ResetAfter: time.Duration(max(0, q.reset-(now-q.sent))),
+	}
+}
+
+// refused is a local refusal at now, to be retried after wait.
+func (q *quota) refused(p *policy, now int64, wait time.Duration) core.Decision {
+	return core.Decision{
+		Limit:      p.limit,
+		Remaining:  int(q.units),
+		RetryAfter: max(wait, 1),
+		ResetAfter: time.Duration(max(0, q.reset-(now-q.sent), int64(wait))),
+	}
+}

@@ -1,0 +1,278 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// quotaRig is instances of one limit on one server, each with the local
+// quota, deciding at one fake clock's time; lease ends fire when the test
+// says (fire).
+type quotaRig struct {
+	t    *testing.T
+	clk  *coretest.Clock
+	lims []*redisstore.Limiter
+	mu   sync.Mutex
+	ends []func()
+	// prefix is the instances' key prefix.
+	prefix string
+}
+
+func newQuotaRig(t *testing.T, c redis.UniversalClient, l core.Limit, instances int, length time.Duration, hot int) *quotaRig {
+	prefix := fmt.Sprintf("q%d:", rand.Uint64())
+	r := &quotaRig{t: t, clk: coretest.NewClock(coretest.T0), prefix: prefix}
+	for range instances {
+		lim, err := redisstore.New(c, l, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
+			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second),
+			redisstore.WithLocalQuota(length, hot, 0),
+			redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.ends = append(r.ends, f)
+				return func() bool { return false }
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.lims = append(r.lims, lim)
+	}
+	return r
+}
+
+// fire runs the lease ends scheduled so far and waits for the returns.
+func (r *quotaRig) fire() {
+	r.mu.Lock()
+	ends := r.ends
+	r.ends = nil
+	r.mu.Unlock()
+	for _, f := range ends {
+		f()
+	}
+	r.settle()
+}
+
+func (r *quotaRig) settle() {
+	for _, l := range r.lims {
+		redisstore.QuotaSettle(l)
+	}
+}
+
+// allow asks instance i about key at cost 1.
+func (r *quotaRig) allow(i int, key string) core.Decision {
+	r.t.Helper()
+	d, err := r.lims[i].Allow(context.Background(), key, 1)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+func counts(l *redisstore.Limiter) string {
+	g, d, ret := redisstore.QuotaCounts(l)
+	return fmt.Sprintf("grants %d, leased %d, returned %d, store %d", g, d, ret, l.Health().StoreDecisions)
+}
+
+// TestQuotaLease walks one key through a lease's life on the fake clock:
+// cold calls are round trips; the hot key's grant; decisions from the
+// lease; its end, its return and the next grant; a limit exhausted.
+func TestQuotaLease(t *testing.T) {
+	c := single(t)
+	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket, core.FixedWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			// 100 a minute: a lease lasts 1 s (a tenth of the period, at
+			// most 1 s) and 4 calls within it make a key hot.
+			l := core.PerMinute(100).WithAlgorithm(alg)
+			r := newQuotaRig(t, c, l, 1, 0, 4)
+			lim := r.lims[0]
+			for i := range 3 {
+				if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 99-i {
+					t.Fatalf("cold call %d: %+v", i, d)
+				}
+			}
+			if g, d, _ := redisstore.QuotaCounts(lim); g != 0 || d != 0 || lim.Health().StoreDecisions != 3 {
+				t.Fatalf("three cold calls: %s, want three round trips", counts(lim))
+			}
+			// The fourth call makes the key hot: a grant of the demand over
+			// one length and a quarter more (4 calls in 1 s: 5 units), of
+			// which this call spends one.
+			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 96 {
+				t.Fatalf("the grant's call: %+v, want 96 left (92 shared, 4 held)", d)
+			}
+			for i := range 4 {
+				if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 95-i {
+					t.Fatalf("leased call %d: %+v", i, d)
+				}
+			}
+			if g, d, _ := redisstore.QuotaCounts(lim); g != 1 || d != 4 || lim.Health().StoreDecisions != 3 {
+				t.Fatalf("after the lease: %s, want one grant and four leased decisions", counts(lim))
+			}
+			// Spent: the next call asks for another lease at once.
+			if d := r.allow(0, "k"); !d.Allowed {
+				t.Fatalf("after the lease ran out: %+v", d)
+			}
+			g, _, _ := redisstore.QuotaCounts(lim)
+			if g != 2 {
+				t.Fatalf("after the lease ran out: %s, want a second grant", counts(lim))
+			}
+			// The lease ends unspent: its units go back to Redis. (A fixed
+			// window's lease also ends with its window; T0 is on a whole
+			// minute, so not before this.)
+			r.clk.Advance(time.Second)
+			r.fire()
+			_, _, ret := redisstore.QuotaCounts(lim)
+			if ret == 0 {
+				t.Fatalf("after the lease ended: %s, want its units back", counts(lim))
+			}
+			// Redis is charged exactly what was spent, 9 calls (3 cold, 6
+			// leased), and the buckets refilled for a second at 100 a
+			// minute (one unit).
+			want := 92
+			if alg == core.FixedWindow {
+				want = 91
+			}
+			if got := r.spendAll(c, l, "k"); got != want {
+				t.Fatalf("Redis admits %d more after 9 admissions and the return, want %d", got, want)
+			}
+		})
+	}
+}
+
+// spendAll spends what is left for key at the clock's instant with a plain
+// Limiter (no local quota) on the rig's keys, one unit at a time, and
+// returns how many it admitted.
+func (r *quotaRig) spendAll(c redis.UniversalClient, l core.Limit, key string) int {
+	r.t.Helper()
+	return r.spend(c, l, key, l.EffectiveBurst()+1)
+}
+
+// spend is spendAll, stopping after most admissions.
+func (r *quotaRig) spend(c redis.UniversalClient, l core.Limit, key string, most int) int {
+	r.t.Helper()
+	plain, err := redisstore.New(c, l, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
+		redisstore.WithPrefix(r.prefix), redisstore.WithDenyCache(0))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for ; n < most; n++ {
+		d, err := plain.Allow(context.Background(), key, 1)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !d.Allowed {
+			return n
+		}
+	}
+	if most > l.EffectiveBurst() {
+		r.t.Fatalf("%d admitted in a row at one instant under %v", n, l)
+	}
+	return n
+}
+
+// hammer has every instance's goroutines call key calls times each at the
+// clock's instant and returns how many were admitted.
+func (r *quotaRig) hammer(key string, goroutines, calls int) int {
+	r.t.Helper()
+	var admitted, failed atomic.Int64
+	var wg sync.WaitGroup
+	for _, lim := range r.lims {
+		for range goroutines {
+			wg.Go(func() {
+				for range calls {
+					d, err := lim.Allow(context.Background(), key, 1)
+					switch {
+					case err != nil:
+						failed.Add(1)
+					case d.Allowed:
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		r.t.Fatalf("%d calls failed", n)
+	}
+	return int(admitted.Load())
+}
+
+// TestQuotaFleetExact: 4 instances × 16 goroutines on one hot key never
+// admit more than the limit, and once the leases have ended and their
+// units are back, exactly the limit: nothing spent is lost, nothing
+// unspent is kept. The clock stands still (but for a lease's length), and
+// the limit refills one unit every 5 minutes.
+func TestQuotaFleetExact(t *testing.T) {
+	c := single(t)
+	const burst = 1000
+	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket, core.FixedWindow} {
+		t.Run(alg.String(), func(t *testing.T) {
+			l := core.Limit{Events: burst, Period: burst * 5 * time.Minute}.WithAlgorithm(alg)
+			r := newQuotaRig(t, c, l, 4, 0, 0)
+			// Fewer calls than the limit: the leases hold units when the
+			// clock moves on.
+			first := r.hammer("hot", 16, burst/128)
+			if first > burst {
+				t.Fatalf("the fleet admitted %d, more than the limit %d", first, burst)
+			}
+			r.clk.Advance(time.Second) // every lease has ended
+			r.fire()
+			second := r.hammer("hot", 16, 3*burst/64)
+			if first+second != burst {
+				t.Errorf("the fleet admitted %d + %d once the leases were back, want exactly %d", first, second, burst)
+			}
+			var grants uint64
+			var back int64
+			for _, lim := range r.lims {
+				g, _, n := redisstore.QuotaCounts(lim)
+				grants, back = grants+g, back+n
+			}
+			if back == 0 {
+				t.Errorf("no unit was given back: the leases held none when they ended")
+			}
+			t.Logf("%d + %d admitted; %d grants for %d calls; %d units given back", first, second, grants, 4*16*(burst/128+3*burst/64), back)
+		})
+	}
+}
+
+// TestQuotaFixedWindowReturn: a lease of a fixed window ends with its
+// window, and its units, returned after the window has turned, are not
+// added to the next window: every window admits exactly its limit.
+func TestQuotaFixedWindowReturn(t *testing.T) {
+	c := single(t)
+	l := core.PerMinute(500).WithAlgorithm(core.FixedWindow) // leases of 1 s
+	r := newQuotaRig(t, c, l, 4, 0, 0)
+	turn := coretest.T0.Truncate(time.Minute).Add(time.Minute)
+	r.clk.Set(turn.Add(-500 * time.Millisecond)) // half a second before the window turns
+	first := r.hammer("w", 8, 4)                 // 128 calls: leases hold units
+	if first > 500 {
+		t.Fatalf("the first window admitted %d", first)
+	}
+	r.clk.Advance(600 * time.Millisecond) // the next window
+	// A plain limiter charges the new window first, so that a refund
+	// into it would show; then the leases' units go back, too late for
+	// their window.
+	early := r.spend(c, l, "w", 10)
+	r.fire()
+	next := r.hammer("w", 16, 20) // 1280 calls
+	if early+next != 500 {
+		t.Errorf("the next window admitted %d + %d, want exactly its limit 500 (the first admitted %d)", early, next, first)
+	}
+	var ret int64
+	for _, lim := range r.lims {
+		_, _, n := redisstore.QuotaCounts(lim)
+		ret += n
+	}
+	t.Logf("first window %d, next %d; %d units given back", first, next, ret)
+}
