@@ -75,7 +75,7 @@ func Report(rows []Row, results []*Result) string {
 		s, ms := r.Windows(time.Second), r.Windows(100*time.Millisecond)
 		all, cross := r.CallsPerDecision()
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s / %s | %.4f / %.4f |\n",
-			row.Name, c.Limit.Algorithm, dur(c.widen()), cell(s), cell(ms),
+			row.Name, c.Limit.Algorithm, widening(c), cell(s), cell(ms),
 			dur(r.Latency(50)), dur(r.Latency(99)), all, cross)
 	}
 	for i, row := range rows {
@@ -97,4 +97,13 @@ func dur(d time.Duration) string {
 		return "0"
 	}
 	return d.Round(100 * time.Microsecond).String()
+}
+
+// widening is how far the bound widens each window: for leases on a fixed
+// window, not at all (a unit is spent in the window it was charged in).
+func widening(c Config) string {
+	if c.Limit.Algorithm == FixedWindow && c.leased() {
+		return "same window"
+	}
+	return dur(c.widen())
 }
