@@ -65,7 +65,8 @@ func retryHint(err error, trailer metadata.MD) (time.Duration, bool) {
 // plus jitter (see WithBackoff) and tries again, up to WithMaxAttempts
 // times in all. It gives up, returning the last refusal, when the next wait
 // would reach the call's deadline, when the delay is longer than
-// WithMaxWait, or when the call's context ends while it waits.
+// WithMaxWait's each or would take the call's waits past its total, or
+// when the call's context ends while it waits.
 // ResourceExhausted without a retry delay (such as a message over the size
 // limit) and every other error are returned at once.
 //

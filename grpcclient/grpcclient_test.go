@@ -107,7 +107,7 @@ func TestUnaryClientRetries(t *testing.T) {
 		{
 			name: "backoff capped", advance: false,
 			opts: []grpcclient.Option{grpcclient.WithMaxAttempts(4), grpcclient.WithBackoff(100*time.Millisecond, 150*time.Millisecond),
-				grpcclient.WithMaxTotalWait(4 * time.Minute)},
+				grpcclient.WithMaxWait(time.Minute, 4*time.Minute)},
 			wantCode:  codes.ResourceExhausted,
 			wantWaits: []time.Duration{time.Minute + 50*time.Millisecond, time.Minute + 75*time.Millisecond, time.Minute + 75*time.Millisecond},
 			wantTries: 4,
@@ -123,7 +123,7 @@ func TestUnaryClientRetries(t *testing.T) {
 		},
 		{
 			name: "delay longer than max wait", advance: true,
-			opts:     []grpcclient.Option{grpcclient.WithMaxWait(59 * time.Second)},
+			opts:     []grpcclient.Option{grpcclient.WithMaxWait(59*time.Second, 3*time.Minute)},
 			wantCode: codes.ResourceExhausted, wantTries: 1,
 		},
 	}
@@ -275,7 +275,7 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 		want    time.Duration
 	}{
 		{"small delay adds the jitter", retryIn(durationpb.New(time.Second)), nil, nil, time.Second + 50*time.Millisecond},
-		// The jitter is cut to what WithMaxTotalWait leaves: half of 1 ms.
+		// The jitter is cut to what WithMaxWait's total leaves: half of 1 ms.
 		{"delay just under the largest", retryIn(durationpb.New(maxDur - time.Millisecond)), nil, nil, maxDur - time.Millisecond/2},
 		{"delay past the largest", retryIn(&durationpb.Duration{Seconds: 315_576_000_000}), nil, nil, maxDur},
 		// Half of the 775807 ns the total leaves after the largest
@@ -296,7 +296,7 @@ func TestClientHugeWaitSaturates(t *testing.T) {
 			t.Parallel()
 			sl := &sleeper{}
 			opts := append([]grpcclient.Option{grpcclient.WithSleep(sl.sleep), grpcclient.WithRand(half),
-				grpcclient.WithMaxWait(maxDur), grpcclient.WithMaxTotalWait(maxDur), grpcclient.WithMaxAttempts(2)}, tc.opts...)
+				grpcclient.WithMaxWait(maxDur, maxDur), grpcclient.WithMaxAttempts(2)}, tc.opts...)
 			ic, err := grpcclient.UnaryClientInterceptor(opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -449,7 +449,8 @@ func TestClientOptionsValidate(t *testing.T) {
 		"zero attempts":  grpcclient.WithMaxAttempts(0),
 		"negative base":  grpcclient.WithBackoff(-1, time.Second),
 		"max below base": grpcclient.WithBackoff(time.Second, time.Millisecond),
-		"zero max wait":  grpcclient.WithMaxWait(0),
+		"zero max wait":  grpcclient.WithMaxWait(0, time.Minute),
+		"zero total":     grpcclient.WithMaxWait(time.Minute, 0),
 		"nil rand":       grpcclient.WithRand(nil),
 		"nil sleep":      grpcclient.WithSleep(nil),
 	} {

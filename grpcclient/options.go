@@ -35,19 +35,16 @@ func WithBackoff(base, max time.Duration) Option {
 	return func(o *options) { o.SetBackoff(&o.errs, base, max) }
 }
 
-// WithMaxWait sets the longest retry delay a server may ask for (default a
-// minute): a refusal asking for longer is returned at once rather
-// than waited out. The call's deadline bounds every wait too.
-func WithMaxWait(d time.Duration) Option {
-	return func(o *options) { o.SetMaxWait(&o.errs, d) }
-}
-
-// WithMaxTotalWait bounds the waits of all a call's retries together
-// (default 3 minutes): a retry whose server delay would take
-// them past it is not made (the refusal is returned), and the jitter never
-// does. The call's deadline bounds them too.
-func WithMaxTotalWait(d time.Duration) Option {
-	return func(o *options) { o.SetMaxTotalWait(&o.errs, d) }
+// WithMaxWait bounds how long a call waits before its retries: each is the
+// longest retry delay a server may ask for (default a minute), total the
+// longest all of a call's retries may wait together (default 3 minutes).
+// Both must be > 0: 0 is an error, not the default, so to change one bound
+// give the other's default. A refusal asking for longer than each, or for a
+// delay that would take the call's waits past total, is returned at once
+// rather than waited out; the jitter never takes the waits past total. The
+// call's deadline bounds every wait too.
+func WithMaxWait(each, total time.Duration) Option {
+	return func(o *options) { o.SetMaxWait(&o.errs, each, total) }
 }
 
 // withRand sets the source of jitter (default math/rand/v2's Float64):

@@ -14,9 +14,10 @@
 // fields (r=0: wait t seconds), plus full jitter over a capped exponential
 // backoff. It retries only idempotent requests (or ones with an
 // Idempotency-Key) whose body can be replayed through GetBody, bounds the
-// attempts and each wait, drains the responses it discards, and stops
-// waiting as soon as the request's context ends. Its options have the
-// names, defaults and meaning of package grpcclient's.
+// attempts, each wait and their total (WithMaxWait), drains the responses
+// it discards, and stops waiting as soon as the request's context ends.
+// Its options have the names, defaults and meaning of package
+// grpcclient's.
 //
 // Put the retry outside the limiter, so that every retry asks the limiter
 // again:

@@ -27,7 +27,7 @@ func ExampleNewRetryTransport() {
 // runs this on a fake clock).
 func ExampleNewLimitedTransport() {
 	lim := core.MustNew(core.PerSecond(2))
-	rt, err := httpclient.NewLimitedTransport(http.DefaultTransport, lim, nil, httpclient.WithMaxWait(time.Second))
+	rt, err := httpclient.NewLimitedTransport(http.DefaultTransport, lim, nil, httpclient.WithMaxWait(time.Second, 3*time.Minute))
 	if err != nil {
 		panic(err)
 	}

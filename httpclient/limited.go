@@ -60,7 +60,7 @@ var limitedOptions = []string{"WithMaxWait", "WithSleep"}
 // When lim refuses, the transport waits the refusal's RetryAfter and asks
 // again; when lim admits with a Delay (a shaping limiter such as
 // core.LeakyBucket), it waits the Delay and sends. The waits before one
-// request may add up to WithMaxWait (default a minute): a refusal or
+// request may add up to WithMaxWait's each (default a minute): a refusal or
 // a Delay that would take them further fails the request at once with a
 // *LimitError (errors.Is(err, ErrLimited)), and a Delay's units are given
 // back with lim.Refund. Nothing is sent then. When the request's context
@@ -77,7 +77,9 @@ var limitedOptions = []string{"WithMaxWait", "WithSleep"}
 // closed, or at once when the request fails. A key or limiter error fails
 // the request unsent, wrapping the error.
 //
-// The only option it takes is WithMaxWait; others are an error.
+// The only option it takes is WithMaxWait, whose each it uses (its total
+// bounds retries, which this transport does not make); others are an
+// error.
 func NewLimitedTransport(next http.RoundTripper, lim core.Limiter, key func(*http.Request) (string, error), opts ...Option) (*LimitedTransport, error) {
 	if lim == nil {
 		return nil, errors.New("httpclient: nil core.Limiter; make one with core.New")

@@ -121,7 +121,7 @@ func TestLimitedMaxWait(t *testing.T) {
 	t.Parallel()
 	sl := newSleeper()
 	s := &sent{clock: sl.clock}
-	c := limited(t, s, newLimiter(t, core.PerMinute(1), sl.clock), sl, httpclient.WithMaxWait(30*time.Second))
+	c := limited(t, s, newLimiter(t, core.PerMinute(1), sl.clock), sl, httpclient.WithMaxWait(30*time.Second, 3*time.Minute))
 	if _, err := doGet(c, "http://api.test/"); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,9 @@ func TestLimitedShaping(t *testing.T) {
 	sl := newSleeper()
 	s := &sent{clock: sl.clock}
 	lim := newLimiter(t, core.PerSecond(1).WithAlgorithm(core.LeakyBucket).WithMaxDelay(10*time.Second), sl.clock)
-	// The waits do not move the clock, so the queue builds up.
-	rt, err := httpclient.NewLimitedTransport(s, lim, nil, httpclient.WithMaxWait(1500*time.Millisecond),
+	// The waits do not move the clock, so the queue builds up. The total
+	// bounds retries only: the 1s wait is made although it exceeds it.
+	rt, err := httpclient.NewLimitedTransport(s, lim, nil, httpclient.WithMaxWait(1500*time.Millisecond, time.Millisecond),
 		httpclient.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestLimitedLease(t *testing.T) {
 	sl := newSleeper()
 	s := &sent{clock: sl.clock}
 	lim := newLimiter(t, (core.Limit{Events: 1, Period: time.Second, Burst: 1}).WithAlgorithm(core.Concurrency), sl.clock)
-	c := limited(t, s, lim, sl, httpclient.WithMaxWait(time.Millisecond))
+	c := limited(t, s, lim, sl, httpclient.WithMaxWait(time.Millisecond, 3*time.Minute))
 	open, err := c.Get("http://api.test/")
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,7 @@ func TestLimitedGivesBackOnce(t *testing.T) {
 	t.Parallel()
 	lim := &shapedLease{delay: 5 * time.Second}
 	sl := newSleeper()
-	c := limited(t, &sent{clock: sl.clock}, lim, sl, httpclient.WithMaxWait(time.Second))
+	c := limited(t, &sent{clock: sl.clock}, lim, sl, httpclient.WithMaxWait(time.Second, 3*time.Minute))
 	if _, err := doGet(c, "http://api.test/"); !errors.Is(err, httpclient.ErrLimited) {
 		t.Fatalf("err %v, want ErrLimited", err)
 	}

@@ -53,36 +53,30 @@ func WithBackoff(base, max time.Duration) Option {
 	}
 }
 
-// WithMaxWait sets the longest wait a transport accepts before it sends
-// one request (default a minute); the request's context bounds every
-// wait too.
+// WithMaxWait bounds how long a transport waits for one request: each is
+// the longest single wait it accepts (default a minute), total the longest
+// all of a request's retries may wait together (default 3 minutes). Both
+// must be > 0: 0 is an error, not the default, so to change one bound give
+// the other's default. The request's context bounds every wait too.
 //
-// For NewRetryTransport it is the longest delay a response may ask for
-// (Retry-After, or the RateLimit fields), as in grpcclient: a response asking
-// for longer is returned to the caller at once rather than waited out. The
-// jitter comes on top, so the whole wait of one request is at most
-// (WithMaxAttempts−1)·(WithMaxWait + the backoff's max), and at most
-// WithMaxTotalWait.
+// For NewRetryTransport, each is the longest delay a response may ask for
+// (Retry-After, or the RateLimit fields), as in grpcclient: a response
+// asking for longer is returned to the caller at once rather than waited
+// out. A retry whose delay would take the request's waits past total is
+// not made either (the response is returned), and the jitter, which comes
+// on top of the delay, never takes them past it. So the whole wait of one
+// request is at most (WithMaxAttempts−1)·(each + the backoff's max), and at
+// most total.
 //
-// For NewLimitedTransport it bounds the sum of the waits the limiter asks
-// for before a request is sent: a refusal or a shaping delay that would
-// take the sum past it fails the request at once with a *LimitError.
-func WithMaxWait(d time.Duration) Option {
+// For NewLimitedTransport, each bounds the sum of the waits the limiter
+// asks for before a request is sent: a refusal or a shaping delay that
+// would take the sum past it fails the request at once with a *LimitError.
+// total does not apply there (the transport makes no retries), but it
+// must still be > 0.
+func WithMaxWait(each, total time.Duration) Option {
 	return func(o *options) {
 		o.use("WithMaxWait")
-		o.SetMaxWait(&o.errs, d)
-	}
-}
-
-// WithMaxTotalWait bounds the waits of all of one request's retries
-// together (default 3 minutes), for NewRetryTransport: a retry
-// whose server delay would take them past it is not made (the response is
-// returned), and the jitter never does. The request's context bounds them
-// too.
-func WithMaxTotalWait(d time.Duration) Option {
-	return func(o *options) {
-		o.use("WithMaxTotalWait")
-		o.SetMaxTotalWait(&o.errs, d)
+		o.SetMaxWait(&o.errs, each, total)
 	}
 }
 

@@ -17,7 +17,7 @@ type RetryTransport struct {
 }
 
 // retryOptions are the options NewRetryTransport takes.
-var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithMaxTotalWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable"}
+var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable"}
 
 // NewRetryTransport returns a RetryTransport that sends requests through
 // next (http.DefaultTransport when nil).
@@ -33,8 +33,9 @@ var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "Wi
 // the jitter alone, a capped exponential backoff with full jitter.
 //
 // It gives up and returns the last response, unread, when the attempts are
-// spent, when the delay is longer than WithMaxWait, or when it would reach
-// the request's deadline. The responses it retries are drained (up to
+// spent, when the delay is longer than WithMaxWait's each or would take
+// the request's waits past its total, or when the delay would reach the
+// request's deadline. The responses it retries are drained (up to
 // 64 KiB, so that the connection can be reused) and closed. When the
 // request's context ends during a wait, the wait stops at once and
 // RoundTrip returns the context's error.

@@ -176,7 +176,7 @@ func TestRetryStackPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, _ := limitedServer(t, stack, nil)
-	c := retryClient(t, nil, sl, httpclient.WithMaxWait(time.Hour), httpclient.WithMaxTotalWait(time.Hour))
+	c := retryClient(t, nil, sl, httpclient.WithMaxWait(time.Hour, time.Hour))
 	for range 2 {
 		if code, _ := get(t, c, srv.URL); code != http.StatusOK {
 			t.Fatalf("request within quota: %d", code)
@@ -270,7 +270,7 @@ func TestRetryTransport(t *testing.T) {
 			wantCode: 503, wantWaits: []time.Duration{50 * ms, 100 * ms, 150 * ms, 150 * ms}, wantTries: 5},
 		{name: "delay over max wait returned at once", steps: []step{{429, ra("120")}, {200, nil}},
 			wantCode: 429, wantTries: 1},
-		{name: "max wait raised", steps: []step{{429, ra("120")}, {200, nil}}, opts: []httpclient.Option{httpclient.WithMaxWait(2 * time.Minute)},
+		{name: "max wait raised", steps: []step{{429, ra("120")}, {200, nil}}, opts: []httpclient.Option{httpclient.WithMaxWait(2*time.Minute, 3*time.Minute)},
 			wantCode: 200, wantWaits: []time.Duration{2*time.Minute + 50*ms}, wantTries: 2},
 		{name: "one attempt", steps: []step{{429, ra("1")}}, opts: []httpclient.Option{httpclient.WithMaxAttempts(1)},
 			wantCode: 429, wantTries: 1},
@@ -437,9 +437,21 @@ func TestOptionsValidate(t *testing.T) {
 			return err
 		}, "httpclient: WithMaxAttempts does not apply to NewLimitedTransport, which takes only WithMaxWait, WithSleep"},
 		{"limited: max wait", func() error {
-			_, err := httpclient.NewLimitedTransport(nil, lim, nil, httpclient.WithMaxWait(-1))
+			_, err := httpclient.NewLimitedTransport(nil, lim, nil, httpclient.WithMaxWait(-1, 3*time.Minute))
 			return err
-		}, "httpclient: WithMaxWait(-1ns): want > 0"},
+		}, "httpclient: WithMaxWait(-1ns, 3m0s): want each > 0 (the default is 1m0s)"},
+		{"limited: zero total", func() error {
+			_, err := httpclient.NewLimitedTransport(nil, lim, nil, httpclient.WithMaxWait(time.Second, 0))
+			return err
+		}, "httpclient: WithMaxWait(1s, 0s): want total > 0 (the default is 3m0s)"},
+		{"retry: zero max wait", func() error {
+			_, err := httpclient.NewRetryTransport(nil, httpclient.WithMaxWait(0, 3*time.Minute))
+			return err
+		}, "httpclient: WithMaxWait(0s, 3m0s): want each > 0 (the default is 1m0s)"},
+		{"retry: zero total", func() error {
+			_, err := httpclient.NewRetryTransport(nil, httpclient.WithMaxWait(time.Minute, 0))
+			return err
+		}, "httpclient: WithMaxWait(1m0s, 0s): want total > 0 (the default is 3m0s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -453,7 +465,7 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 // TestRetryTotalWait: the waits of one request's retries stop at
-// WithMaxTotalWait: a retry that would take them past it is not made, and
+// WithMaxWait's total: a retry that would take them past it is not made, and
 // the caller gets the refusal; the jitter is cut to what is left.
 func TestRetryTotalWait(t *testing.T) {
 	t.Parallel()
@@ -468,7 +480,7 @@ func TestRetryTotalWait(t *testing.T) {
 	} {
 		sl := newSleeper()
 		srv, _ := limitedServer(t, core.MustNew(core.PerMinute(1), core.WithClock(sl.clock)), nil)
-		c := retryClient(t, nil, sl, httpclient.WithMaxAttempts(5), httpclient.WithMaxTotalWait(tc.total))
+		c := retryClient(t, nil, sl, httpclient.WithMaxAttempts(5), httpclient.WithMaxWait(time.Minute, tc.total))
 		if code, _ := get(t, c, srv.URL); code != http.StatusOK {
 			t.Fatalf("first request: %d", code)
 		}

@@ -76,7 +76,7 @@ func TestLimitedTransportStory(t *testing.T) {
 	defer srv.Close()
 
 	rt, _ := httpclient.NewLimitedTransport(http.DefaultTransport, lim, nil,
-		httpclient.WithMaxWait(time.Second), // a longer wait fails with ErrLimited
+		httpclient.WithMaxWait(time.Second, 3*time.Minute), // a longer wait fails with ErrLimited
 		httpclient.WithSleep(func(_ context.Context, d time.Duration) error {
 			fmt.Fprintln(&out, "wait:", d)
 			clock.Advance(d)

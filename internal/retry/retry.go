@@ -92,17 +92,14 @@ func (p *Policy) SetBackoff(errs *option.Errors, base, max time.Duration) {
 	}
 }
 
-// SetMaxWait is WithMaxWait(d).
-func (p *Policy) SetMaxWait(errs *option.Errors, d time.Duration) {
-	if errs.Require(d > 0, "WithMaxWait(%v): want > 0", d) {
-		p.MaxWait = d
-	}
-}
-
-// SetMaxTotalWait is WithMaxTotalWait(d).
-func (p *Policy) SetMaxTotalWait(errs *option.Errors, d time.Duration) {
-	if errs.Require(d > 0, "WithMaxTotalWait(%v): want > 0", d) {
-		p.Total = d
+// SetMaxWait is WithMaxWait(each, total). Neither bound has a zero
+// meaning "the default": the message says what the default is, for a
+// caller who meant to keep it.
+func (p *Policy) SetMaxWait(errs *option.Errors, each, total time.Duration) {
+	ok := errs.Require(each > 0, "WithMaxWait(%v, %v): want each > 0 (the default is %v)", each, total, DefaultMaxWait)
+	ok = errs.Require(total > 0, "WithMaxWait(%v, %v): want total > 0 (the default is %v)", each, total, DefaultMaxTotalWait) && ok
+	if ok {
+		p.MaxWait, p.Total = each, total
 	}
 }
 

@@ -115,17 +115,23 @@ func TestSettersValidate(t *testing.T) {
 	errs := option.Errors{Prefix: "x: "}
 	p.SetMaxAttempts(&errs, 0)
 	p.SetBackoff(&errs, 2, 1)
-	p.SetMaxWait(&errs, 0)
+	p.SetMaxWait(&errs, 0, time.Hour)
 	p.SetRand(&errs, nil)
 	p.SetSleep(&errs, nil)
-	p.SetMaxTotalWait(&errs, -1)
+	p.SetMaxWait(&errs, time.Hour, -1)
 	err := errs.Err()
-	for _, want := range []string{"x: WithMaxAttempts(0)", "x: WithBackoff(2ns, 1ns)", "x: WithMaxWait(0s)", "x: WithRand(nil)", "x: WithSleep(nil)", "x: WithMaxTotalWait(-1ns)"} {
+	for _, want := range []string{"x: WithMaxAttempts(0)", "x: WithBackoff(2ns, 1ns)", "x: WithMaxWait(0s, 1h0m0s): want each > 0 (the default is 1m0s)", "x: WithRand(nil)", "x: WithSleep(nil)", "x: WithMaxWait(1h0m0s, -1ns): want total > 0 (the default is 3m0s)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors %v lack %q", err, want)
 		}
 	}
-	if p.Rand == nil || p.Sleep == nil || p.Base != retry.DefaultBackoffBase || p.Attempts != retry.DefaultMaxAttempts || p.MaxWait != retry.DefaultMaxWait {
+	if p.Rand == nil || p.Sleep == nil || p.Base != retry.DefaultBackoffBase || p.Attempts != retry.DefaultMaxAttempts || p.MaxWait != retry.DefaultMaxWait || p.Total != retry.DefaultMaxTotalWait {
 		t.Errorf("invalid options changed the policy: %+v", p)
+	}
+	// Both bounds are set together, each to its own argument.
+	var ok option.Errors
+	p.SetMaxWait(&ok, 2*time.Second, 5*time.Second)
+	if ok.Err() != nil || p.MaxWait != 2*time.Second || p.Total != 5*time.Second {
+		t.Errorf("SetMaxWait(2s, 5s): %v, MaxWait %v, Total %v", ok.Err(), p.MaxWait, p.Total)
 	}
 }
