@@ -56,9 +56,15 @@
 //   - floodgate_fallback_decisions_total{breaker, side},
 //     floodgate_fallback_primary_failures_total{breaker} and
 //     floodgate_breaker_opens_total{breaker}: with [WithHealth], the
-//     store's counters (decisions the store made, side "primary", or made
-//     locally while it failed, "local"; failed calls; times the breaker
-//     opened), read at each scrape.
+//     store's counters (decisions the store made, side "primary", made
+//     locally while it failed, "local", or made from a local quota lease,
+//     "lease"; failed calls; times the breaker opened), read at each
+//     scrape.
+//   - floodgate_store_leases_total{breaker} and
+//     floodgate_store_returned_units_total{breaker}: with [WithHealth], the
+//     local quota leases the store granted and the units they gave back
+//     unspent (redisstore's WithLocalQuota). Like every metric here, they
+//     carry no key.
 //
 // # Keys are never labels
 //

@@ -199,7 +199,7 @@ func TestKeyNeverALabel(t *testing.T) {
 	}
 	// Every metric family is there, with labels, so that the check above
 	// looked at something.
-	if len(mfs) != 9 || labels < 50 {
+	if len(mfs) != 11 || labels < 50 {
 		t.Fatalf("%d families, %d labels checked", len(mfs), labels)
 	}
 }
@@ -317,6 +317,9 @@ func TestHealth(t *testing.T) {
 			m["floodgate_fallback_decisions_total{breaker="+name+",side=local}"] = float64(h.LocalDecisions)
 			m["floodgate_fallback_primary_failures_total{breaker="+name+"}"] = float64(h.Failures)
 			m["floodgate_breaker_opens_total{breaker="+name+"}"] = float64(h.Opens)
+			m["floodgate_fallback_decisions_total{breaker="+name+",side=lease}"] = float64(h.LeaseDecisions)
+			m["floodgate_store_leases_total{breaker="+name+"}"] = float64(h.Leases)
+			m["floodgate_store_returned_units_total{breaker="+name+"}"] = float64(h.Returned)
 			for _, s := range []string{"closed", "open", "half-open"} {
 				m[fmt.Sprintf("%s{breaker=%s,state=%s}", st, name, s)] = b2f(s == h.Breaker)
 			}
@@ -324,7 +327,7 @@ func TestHealth(t *testing.T) {
 		return m
 	}
 	diff(t, scrape(), want(redis.Health(), payments.Health()))
-	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1})
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11})
 	payments.set(core.Health{Breaker: "half-open", StoreDecisions: 1})
 	diff(t, scrape(), want(redis.Health(), payments.Health()))
 }

@@ -65,6 +65,18 @@
 // costs Redis nothing. [WithDenyCache] sets its size. A refund made by
 // another instance does not reach this instance's cache.
 //
+// # Local quota
+//
+// [WithLocalQuota] (opt-in) decides the keys that are hot on this instance
+// in memory: the instance takes a lease, a batch of the key's units
+// charged to its shared state in one round trip, spends it until it runs
+// out or the lease's length has passed, and gives back what it did not
+// spend. A key hammered by this instance costs Redis a round trip per
+// lease, not per call; other keys keep one round trip per call. The fleet
+// never admits more than one shared limiter would over the same interval
+// widened by the lease's length (exactly the window, for fixed windows);
+// [WithLocalQuota] states the bound and what is approximate.
+//
 // # When Redis fails
 //
 // A decision that could not be made (server down, timeout, wrong password,

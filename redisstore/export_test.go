@@ -89,12 +89,6 @@ func (d *Dynamic) Key(key string) string {
 // QuotaSettle waits for l's lease returns under way.
 func QuotaSettle(l *Limiter) { l.quota.giving.Wait() }
 
-// WithLocalQuota turns the local quota on with a lease length, the
-// decisions that make a key hot, and the keys followed (0: the defaults).
-func WithLocalQuota(length time.Duration, hot, keys int) Option {
-	return withLocalQuota(quotaConfig{length: length, hot: hot, keys: keys})
-}
-
 // QuotaCounts returns the grants answered, the decisions made from leases
 // and the units given back.
 func QuotaCounts(l *Limiter) (grants, leased uint64, returned int64) {

@@ -89,6 +89,9 @@ func (l *Limiter) Health() core.Health {
 		StoreDecisions: l.count.store.Load(),
 		LocalDecisions: l.count.local.Load(),
 		Failures:       l.count.failures.Load(),
+		LeaseDecisions: l.quotaCount.leased.Load(),
+		Leases:         l.quotaCount.grants.Load(),
+		Returned:       uint64(l.quotaCount.returned.Load()),
 	}
 	l.breakers(func(b *breaker.Breaker) { h.Opens += b.Opens() })
 	return h

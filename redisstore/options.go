@@ -32,7 +32,7 @@ type options struct {
 	leaseTTL time.Duration                                      // core.Concurrency; 0: defaultLeaseTTL
 	after    func(d time.Duration, f func()) (stop func() bool) // schedules renewals; tests replace it
 
-	quota *quotaConfig // the local quota; nil: none
+	quota *LocalQuota // WithLocalQuota; nil: none
 
 	fallback bool          // WithFallback
 	local    []core.Option // WithFallback's options of the in-memory limiter
@@ -177,9 +177,9 @@ func (o *options) validate(errs *option.Errors) error {
 		errs.Require(opt != nil, "WithFallback: nil core.Option")
 	}
 	if q := o.quota; q != nil {
-		errs.Require(q.length >= 0 && q.length <= time.Minute, "local quota: a lease's length must be from 0 (a tenth of the period, at most 1s) to 1m, got %v", q.length)
-		errs.Require(q.hot >= 0, "local quota: the decisions that make a key hot must be >= 0 (0: %d), got %d", defaultQuotaHot, q.hot)
-		errs.Require(q.keys >= 0, "local quota: the keys followed must be >= 0 (0: %d), got %d", defaultQuotaKeys, q.keys)
+		errs.Require(q.Length >= 0 && q.Length <= time.Minute, "WithLocalQuota: Length must be from 0 (a tenth of the period, at most 1s) to 1m, got %v", q.Length)
+		errs.Require(q.Hot >= 0, "WithLocalQuota: Hot must be >= 0 (0: %d), got %d", defaultQuotaHot, q.Hot)
+		errs.Require(q.MaxKeys >= 0, "WithLocalQuota: MaxKeys must be >= 0 (0: %d), got %d", defaultQuotaKeys, q.MaxKeys)
 	}
 	return errs.Err()
 }
@@ -204,8 +204,26 @@ func (o *options) ttl() time.Duration {
 	return o.leaseTTL
 }
 
-// withLocalQuota decides the keys that are hot on this instance from
-// local quota leases (see quota.go).
-func withLocalQuota(c quotaConfig) Option {
-	return func(o *options) { cc := c; o.quota = &cc }
+// WithLocalQuota decides the keys that are hot on this instance in
+// memory, from leases, instead of one round trip per call: a hot key's
+// instance takes a batch of units in one round trip (charged to the key's
+// shared state as admissions, sized to the key's recent demand here),
+// spends them until they run out or q.Length has passed, and gives back
+// what it did not spend. Keys that are not hot keep one round trip per
+// call. It is for New's GCRA, TokenBucket (without WithOverdraft) and
+// FixedWindow limits; New refuses it for other algorithms, and NewStack
+// and NewDynamic refuse it.
+//
+// The bound: every unit spent was charged to the shared state before it
+// was spent, at most Length earlier, and a spent unit is never given back.
+// So the instances together admit no more than one shared limiter would
+// have admitted over the same interval widened by Length; a fixed
+// window's lease also ends with its window, so no window admits more than
+// its limit. Approximate: Remaining and ResetAfter of a decision made from
+// a lease (the shared state as the lease's grant saw it, plus the units
+// still held), RetryAfter of a refusal made locally, and, while units sit
+// unspent in leases, the fleet admits less than a shared limiter would.
+// An instance that stops holding units loses them: they count as admitted.
+func WithLocalQuota(q LocalQuota) Option {
+	return func(o *options) { o.quota = &q }
 }

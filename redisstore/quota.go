@@ -35,11 +35,19 @@ import (
 // elsewhere, or wait to be given back, the fleet admits less than a
 // shared limiter would.
 
-// quotaConfig is the local quota's configuration.
-type quotaConfig struct {
-	length time.Duration // a lease's length L; 0: a tenth of the period, at most 1 s
-	hot    int           // decisions within one length that make a key hot; 0: 8
-	keys   int           // keys followed at most; 0: 4096
+// LocalQuota configures [WithLocalQuota]. The zero LocalQuota takes the
+// default of every field.
+type LocalQuota struct {
+	// Length is the longest a lease lives, counted from when the call
+	// that took it was sent: the L of the bound [WithLocalQuota] states.
+	// 0: a tenth of the limit's period, at most 1 s. At most 1 m.
+	Length time.Duration
+	// Hot is how many calls for one key within one Length make the key
+	// hot on this instance, and so leased. 0: 8.
+	Hot int
+	// MaxKeys bounds the keys this instance follows; a key beyond them is
+	// decided in Redis, call by call. 0: 4096.
+	MaxKeys int
 }
 
 const (
@@ -100,12 +108,12 @@ func quotaAlgorithm(alg core.Algorithm, overdraft bool) error {
 	return fmt.Errorf("redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not %v: the others' admissions cannot be charged ahead of time as a batch of units", alg)
 }
 
-func newQuotas(c quotaConfig, l core.Limit) *quotas {
-	length := c.length
+func newQuotas(c LocalQuota, l core.Limit) *quotas {
+	length := c.Length
 	if length == 0 {
 		length = min(l.Period/10, time.Second)
 	}
-	q := &quotas{length: int64(max(length, time.Millisecond)), hot: int64(c.hot), keys: c.keys}
+	q := &quotas{length: int64(max(length, time.Millisecond)), hot: int64(c.Hot), keys: c.MaxKeys}
 	if q.hot == 0 {
 		q.hot = defaultQuotaHot
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func newQuotaRig(t *testing.T, c redis.UniversalClient, l core.Limit, instances 
 	for range instances {
 		lim, err := redisstore.New(c, l, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
 			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second),
-			redisstore.WithLocalQuota(length, hot, 0),
+			redisstore.WithLocalQuota(redisstore.LocalQuota{Length: length, Hot: hot}),
 			redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -117,6 +118,9 @@ func TestQuotaLease(t *testing.T) {
 			if g, d, _ := redisstore.QuotaCounts(lim); g != 1 || d != 4 || lim.Health().StoreDecisions != 3 {
 				t.Fatalf("after the lease: %s, want one grant and four leased decisions", counts(lim))
 			}
+			if h := lim.Health(); h.Leases != 1 || h.LeaseDecisions != 4 || h.Returned != 0 {
+				t.Fatalf("Health after the lease: %+v", h)
+			}
 			// Spent: the next call asks for another lease at once.
 			if d := r.allow(0, "k"); !d.Allowed {
 				t.Fatalf("after the lease ran out: %+v", d)
@@ -131,8 +135,8 @@ func TestQuotaLease(t *testing.T) {
 			r.clk.Advance(time.Second)
 			r.fire()
 			_, _, ret := redisstore.QuotaCounts(lim)
-			if ret == 0 {
-				t.Fatalf("after the lease ended: %s, want its units back", counts(lim))
+			if ret == 0 || lim.Health().Returned != uint64(ret) {
+				t.Fatalf("after the lease ended: %s (Health %+v), want its units back", counts(lim), lim.Health())
 			}
 			// Redis is charged exactly what was spent, 9 calls (3 cold, 6
 			// leased), and the buckets refilled for a second at 100 a
@@ -275,4 +279,52 @@ func TestQuotaFixedWindowReturn(t *testing.T) {
 		ret += n
 	}
 	t.Logf("first window %d, next %d; %d units given back", first, next, ret)
+}
+
+// TestQuotaRefused: what local quota cannot do fails at construction,
+// with the reason.
+func TestQuotaRefused(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer c.Close()
+	q := redisstore.WithLocalQuota(redisstore.LocalQuota{})
+	for _, tt := range []struct {
+		name string
+		make func() error
+		want string
+	}{
+		{"sliding window", func() error {
+			_, err := redisstore.New(c, core.PerMinute(5).WithAlgorithm(core.SlidingWindow), q)
+			return err
+		}, "not sliding-window"},
+		{"leaky bucket", func() error {
+			_, err := redisstore.New(c, core.PerMinute(5).WithMaxDelay(time.Second), q)
+			return err
+		}, "not leaky-bucket"},
+		{"concurrency", func() error { _, err := redisstore.New(c, core.InFlight(5), q); return err }, "not concurrency"},
+		{"overdraft", func() error { _, err := redisstore.New(c, core.PerMinute(5).WithOverdraft(), q); return err }, "cannot lend"},
+		{"stack", func() error {
+			_, err := redisstore.NewStack(c, []core.Limit{core.PerMinute(5), core.PerHour(50)}, q)
+			return err
+		}, "one limit (New)"},
+		{"dynamic", func() error {
+			_, err := redisstore.NewDynamic(c, func(string) core.Limit { return core.PerMinute(5) }, q)
+			return err
+		}, "one limit (New)"},
+		{"length", func() error {
+			_, err := redisstore.New(c, core.PerMinute(5), redisstore.WithLocalQuota(redisstore.LocalQuota{Length: time.Hour}))
+			return err
+		}, "Length must be from 0"},
+		{"hot", func() error {
+			_, err := redisstore.New(c, core.PerMinute(5), redisstore.WithLocalQuota(redisstore.LocalQuota{Hot: -1}))
+			return err
+		}, "Hot must be >= 0"},
+		{"keys", func() error {
+			_, err := redisstore.New(c, core.PerMinute(5), redisstore.WithLocalQuota(redisstore.LocalQuota{MaxKeys: -1}))
+			return err
+		}, "MaxKeys must be >= 0"},
+	} {
+		if err := tt.make(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
+		}
+	}
 }
