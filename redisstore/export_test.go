@@ -94,3 +94,12 @@ func QuotaSettle(l *Limiter) { l.quota.giving.Wait() }
 func QuotaCounts(l *Limiter) (grants, leased uint64, returned int64) {
 	return l.quotaCount.grants.Load(), l.quotaCount.leased.Load(), l.quotaCount.returned.Load()
 }
+
+// QuotaHeld returns the units l holds for key, the holders its last grant
+// reported and the size of the last lease it asked for.
+func QuotaHeld(l *Limiter, key string) (units, holders int64, asked int) {
+	q := l.quota.get(key, l.clock.Now())
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.units, q.holders, q.asked
+}

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -65,7 +67,14 @@ type quotas struct {
 	keys   int
 	shards [16]quotaShard
 	giving sync.WaitGroup // returns under way
+	// grant is the policy of grants: the limit's, its arguments followed
+	// by this instance's id and the lease length (quota.lua).
+	grant *policy
 }
+
+// holdersSuffix ends the Redis key, in the state key's hash slot, that
+// lists the instances holding a lease on the key (quota.lua).
+const holdersSuffix = ":holders"
 
 type quotaShard struct {
 	mu sync.Mutex
@@ -91,6 +100,8 @@ type quota struct {
 	seen, from int64
 	rate       float64
 	last       int64 // the last decision, for eviction
+	holders    int64 // instances holding a lease on the key, at the last grant
+	asked      int   // the size of the last lease asked for
 }
 
 // errQuotaSingle: stacks and Dynamic limiters have no local quota yet.
@@ -108,7 +119,7 @@ func quotaAlgorithm(alg core.Algorithm, overdraft bool) error {
 	return fmt.Errorf("redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not %v: the others' admissions cannot be charged ahead of time as a batch of units", alg)
 }
 
-func newQuotas(c LocalQuota, l core.Limit) *quotas {
+func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
 	length := c.Length
 	if length == 0 {
 		length = min(l.Period/10, time.Second)
@@ -123,6 +134,10 @@ func newQuotas(c LocalQuota, l core.Limit) *quotas {
 	for i := range q.shards {
 		q.shards[i].m = map[string]*quota{}
 	}
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	q.grant = &policy{limit: p.limit, maxCost: p.maxCost,
+		fixed: append(p.fixed[:len(p.fixed):len(p.fixed)], hex.EncodeToString(id[:]), strconv.FormatInt(q.length, 10))}
 	return q
 }
 
@@ -178,11 +193,12 @@ func (q *quota) see(now, length, hot int64) bool {
 }
 
 // size is how many units a lease asks for: the demand over one length and
-// a quarter more, at least cost, at most half the burst.
+// a quarter more, at least cost, at most the burst's even share of half
+// among the instances that held a lease at the last grant.
 func (q *quota) size(length int64, cost int, burst int) int {
 	r := max(q.rate, float64(q.seen)/float64(max(q.last-q.from, length)))
 	n := int(min(math.Ceil(quotaFill*r*float64(length)), float64(math.MaxInt32)))
-	return max(cost, min(n, max(1, burst/2)))
+	return max(cost, min(n, max(1, burst/int(2*max(q.holders, 1)))))
 }
 
 // returnArgs is p for a lease's return: a fixed window's start follows the

@@ -73,6 +73,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		ch := make(chan struct{})
 		q.asking = ch
 		n := q.size(qs.length, cost, p.limit.EffectiveBurst())
+		q.asked = n
 		q.mu.Unlock()
 		l.giveBackSome(p, key, back, ws, wn)
 		return l.grant(ctx, p, key, cost, q, ch, n, now)
@@ -83,7 +84,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 // cost from it. sent is when the call was sent, on the process's clock:
 // the lease ends at most the quota's length after it.
 func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q *quota, ch chan struct{}, n int, sent int64) (core.Decision, error) {
-	v, err := l.call(ctx, p, "grant", 'g', key, n, "")
+	v, err := l.call(ctx, l.quota.grant, "grant", 'g', key, n, "")
 	q.mu.Lock()
 	q.asking = nil
 	close(ch)
@@ -92,7 +93,7 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 		return l.allowLocal(ctx, key, cost, err)
 	}
 	l.quotaCount.grants.Add(1)
-	q.remaining, q.reset, q.sent = v[1], v[3], sent
+	q.remaining, q.reset, q.sent, q.holders = v[1], v[3], sent, v[7]
 	k := v[4]
 	if k == 0 {
 		// Nothing fits: refuse here until then, or a quarter of a lease,

@@ -328,3 +328,30 @@ func TestQuotaRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaHolders: Redis counts the instances holding a lease on a key,
+// each grant reports the count (which sizes the next lease: see
+// TestQuotaSize), and an instance stops counting once its lease has ended.
+func TestQuotaHolders(t *testing.T) {
+	c := single(t)
+	const burst = 1000
+	l := core.Limit{Events: burst, Period: burst * 5 * time.Minute}.WithAlgorithm(core.GCRA) // leases of 1 s
+	r := newQuotaRig(t, c, l, 4, 0, 1)
+	for i := range 4 {
+		for range 20 {
+			r.allow(i, "k")
+		}
+		if _, holders, _ := redisstore.QuotaHeld(r.lims[i], "k"); holders != int64(i+1) {
+			t.Fatalf("instance %d's grant counted %d holders, want %d", i, holders, i+1)
+		}
+	}
+	// Every lease has ended; instance 0 asks again, alone.
+	r.clk.Advance(1100 * time.Millisecond)
+	r.fire()
+	for range 20 {
+		r.allow(0, "k")
+	}
+	if _, holders, _ := redisstore.QuotaHeld(r.lims[0], "k"); holders != 1 {
+		t.Errorf("after the others' leases ended, the grant counted %d holders, want 1", holders)
+	}
+}

@@ -87,7 +87,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 		if err := quotaAlgorithm(l.Algorithm, l.Overdraft); err != nil {
 			return nil, err
 		}
-		lim.quota = newQuotas(*o.quota, l)
+		lim.quota = newQuotas(*o.quota, l, lim.pol)
 	}
 	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Keyed, error) { return core.New(l, opts...) }); err != nil {
 		return nil, err
@@ -242,6 +242,9 @@ func (l *Limiter) limitAt(p *policy, layer int64) core.Limit {
 // keys returns the script's keys for the base key rkey: rkey itself, or a
 // stack's key for each layer.
 func (l *Limiter) keys(rkey string) []string {
+	if l.quota != nil {
+		return []string{rkey, rkey + holdersSuffix}
+	}
 	if l.layers == nil {
 		return []string{rkey}
 	}

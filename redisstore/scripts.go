@@ -30,6 +30,22 @@ var sources = map[core.Algorithm][]string{
 }
 
 // subWindowsSource is SlidingWindow's script with sub-windows.
+// quotaSources are the scripts of limiters made WithLocalQuota: the
+// algorithm's, with quota.lua after common.lua.
+var quotaSources = map[core.Algorithm][]string{
+	core.TokenBucket: {"common.lua", "quota.lua", "tokenbucket.lua"},
+	core.GCRA:        {"common.lua", "quota.lua", "gcra.lua"},
+	core.FixedWindow: {"common.lua", "windows.lua", "quota.lua", "fixedwindow.lua"},
+}
+
+var quotaScripts = func() map[core.Algorithm]*script {
+	m := map[core.Algorithm]*script{}
+	for alg, names := range quotaSources {
+		m[alg] = newScript(source(names...))
+	}
+	return m
+}()
+
 var (
 	subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
 	subWindowsScript = newScript(source(subWindowsSource...))
@@ -203,6 +219,9 @@ func scriptOf(o *options) (*script, string) {
 		// Its own encoding: never the two-window counter's key.
 		return subWindowsScript, fmt.Sprintf("sw%d", o.subWindows)
 	}
+	if s := quotaScripts[o.algorithm]; s != nil && o.quota != nil {
+		return s, algTag(o.algorithm)
+	}
 	return scripts[o.algorithm], algTag(o.algorithm)
 }
 
@@ -211,6 +230,9 @@ func scriptOf(o *options) (*script, string) {
 func sourceOf(o *options) []string {
 	if o.subWindows != 0 {
 		return subWindowsSource
+	}
+	if s := quotaSources[o.algorithm]; s != nil && o.quota != nil {
+		return s
 	}
 	return sources[o.algorithm]
 }

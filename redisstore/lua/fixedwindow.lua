@@ -58,7 +58,7 @@ else
     end
   end
   if grant then
-    return {0, math.max(0, events - count), reset, reset, 0, ws, wn}
+    return {0, math.max(0, events - count), reset, reset, 0, ws, wn, holders()}
   end
   return {0, math.max(0, events - count), reset, reset}
 end
@@ -67,6 +67,6 @@ if op == 'r' then
   return {1, 0, 0, reset}
 end
 if grant then
-  return {1, events - count, 0, reset, cost, ws, wn}
+  return {1, events - count, 0, reset, cost, ws, wn, holders()}
 end
 return {1, events - count, 0, reset}
