@@ -72,8 +72,7 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 // vals is a script's answer: allowed (0 or 1), remaining, the wait before
 // a retry and the wait until the quota is whole, in ns; then a stack's
 // layer, the one its decision names, or a grant's units (see quota.go),
-// a fixed window's start in seconds and nanoseconds, and the key's
-// holders.
+// the server's instant in seconds and nanoseconds, and the key's holders.
 type vals [8]int64
 
 // reply reads the script's numbers from cmd: four, five or eight.

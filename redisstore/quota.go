@@ -84,10 +84,10 @@ type quotaShard struct {
 // quota is one key's lease and demand.
 type quota struct {
 	mu    sync.Mutex
-	units int64 // unspent units of the lease in force
-	end   int64 // the process-clock instant the lease ends; 0: none
-	ws    int64 // a fixed window's start (seconds, ns) from the grant
-	wn    int64
+	units int64  // unspent units of the lease in force
+	end   int64  // the process-clock instant the lease ends; 0: none
+	gs    int64  // the server's instant of the grant (seconds, ns), which a
+	gn    int64  // fixed window's return names
 	gen   uint64 // counts leases, so that a late timer returns nothing twice
 	// The shared state as the last grant saw it, and when it was sent.
 	remaining, reset, sent int64
@@ -201,21 +201,22 @@ func (q *quota) size(length int64, cost int, burst int) int {
 	return max(cost, min(n, max(1, burst/int(2*max(q.holders, 1)))))
 }
 
-// returnArgs is p for a lease's return: a fixed window's start follows the
-// algorithm's parameters, so that the refund reaches that window only.
-func returnPolicy(p *policy, alg core.Algorithm, ws, wn int64) *policy {
+// returnPolicy is p for a lease's return: for a fixed window the grant's
+// instant follows the algorithm's parameters, so that the refund reaches
+// the window the lease was granted in only.
+func returnPolicy(p *policy, alg core.Algorithm, gs, gn int64) *policy {
 	if alg != core.FixedWindow {
 		return p
 	}
-	fixed := append(p.fixed[:len(p.fixed):len(p.fixed)], strconv.FormatInt(ws, 10), strconv.FormatInt(wn, 10))
+	fixed := append(p.fixed[:len(p.fixed):len(p.fixed)], strconv.FormatInt(gs, 10), strconv.FormatInt(gn, 10))
 	return &policy{limit: p.limit, maxCost: p.maxCost, fixed: fixed}
 }
 
 // giveBack returns units of key's lease to the shared state, in the
 // background: the caller does not wait for it. A return that fails loses
 // the units, which only ever admits less.
-func (l *Limiter) giveBack(p *policy, key string, units, ws, wn int64) {
-	rp := returnPolicy(p, l.alg, ws, wn)
+func (l *Limiter) giveBack(p *policy, key string, units, gs, gn int64) {
+	rp := returnPolicy(p, l.alg, gs, gn)
 	l.quota.giving.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(l.timeout, time.Second))
 		defer cancel()

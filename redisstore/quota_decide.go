@@ -47,22 +47,22 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		// The lease, if any, is over for this call: its end has come, or
 		// it holds fewer units than the cost (they go back, and a new
 		// lease of at least the cost is asked for).
-		back, ws, wn := q.units, q.ws, q.wn
+		back, gs, gn := q.units, q.gs, q.gn
 		q.units, q.end = 0, 0
 		switch {
 		case !hot:
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, ws, wn)
+			l.giveBackSome(p, key, back, gs, gn)
 			return l.allow(ctx, p, key, cost)
 		case now < q.wait:
 			d := q.refused(p, now, time.Duration(q.wait-now))
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, ws, wn)
+			l.giveBackSome(p, key, back, gs, gn)
 			return d, nil
 		case q.asking != nil:
 			ch := q.asking
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, ws, wn)
+			l.giveBackSome(p, key, back, gs, gn)
 			select {
 			case <-ch:
 				continue
@@ -75,7 +75,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		n := q.size(qs.length, cost, p.limit.EffectiveBurst())
 		q.asked = n
 		q.mu.Unlock()
-		l.giveBackSome(p, key, back, ws, wn)
+		l.giveBackSome(p, key, back, gs, gn)
 		return l.grant(ctx, p, key, cost, q, ch, n, now)
 	}
 }
@@ -107,8 +107,8 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	end := sent + l.quota.length
 	if l.alg == core.FixedWindow {
 		end = min(end, sent+v[3]) // the window's end, from before the call was sent
-		q.ws, q.wn = v[5], v[6]
 	}
+	q.gs, q.gn = v[5], v[6]
 	q.gen++
 	q.units, q.end = k, end
 	gen := q.gen
@@ -133,15 +133,15 @@ func (l *Limiter) expire(p *policy, key string, q *quota, gen uint64) {
 		q.mu.Unlock()
 		return
 	}
-	back, ws, wn := q.units, q.ws, q.wn
+	back, gs, gn := q.units, q.gs, q.gn
 	q.units, q.end = 0, 0
 	q.mu.Unlock()
-	l.giveBackSome(p, key, back, ws, wn)
+	l.giveBackSome(p, key, back, gs, gn)
 }
 
-func (l *Limiter) giveBackSome(p *policy, key string, units, ws, wn int64) {
+func (l *Limiter) giveBackSome(p *policy, key string, units, gs, gn int64) {
 	if units > 0 {
-		l.giveBack(p, key, units, ws, wn)
+		l.giveBack(p, key, units, gs, gn)
 	}
 }
 

@@ -5,9 +5,9 @@
 -- core keeps the later window in force. A count kept across a limit
 -- change may exceed events: nothing is left then.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per window; ARGV[8] and
--- ARGV[9], for a refund, optional: a window's start in seconds and ns (a
--- grant's reply), so that a lease's return refunds its own window only.
--- A grant's reply ends with the window's start, in seconds and ns.
+-- ARGV[9], for a refund, optional: the server's instant of a lease's grant
+-- in seconds and ns (the grant's reply), so that the lease's return
+-- refunds nothing once the window it was granted in has ended.
 local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
 local state = redis.call('GET', key)
 
@@ -28,8 +28,6 @@ if state then
 end
 local start = w
 local reset = start + period - now
-local ws, wn = idiv(start, 1e9)
-ws = R + ws
 
 -- A grant charges what fits now, up to the cost asked.
 local grant = op == 'g'
@@ -39,7 +37,7 @@ end
 
 if op == 'r' then
   local gs, gn = tonumber(ARGV[8]), tonumber(ARGV[9])
-  if count == 0 or (gs and (gs ~= ws or gn ~= wn)) then
+  if count == 0 or (gs and gn and (gs - R) * 1e9 + gn < start) then
     return {0, 0, 0, 0}
   end
   count = math.max(0, count - cost)
@@ -58,7 +56,7 @@ else
     end
   end
   if grant then
-    return {0, math.max(0, events - count), reset, reset, 0, ws, wn, holders()}
+    return {0, math.max(0, events - count), reset, reset, 0, R, now, holders()}
   end
   return {0, math.max(0, events - count), reset, reset}
 end
@@ -67,6 +65,6 @@ if op == 'r' then
   return {1, 0, 0, reset}
 end
 if grant then
-  return {1, events - count, 0, reset, cost, ws, wn, holders()}
+  return {1, events - count, 0, reset, cost, R, now, holders()}
 end
 return {1, events - count, 0, reset}

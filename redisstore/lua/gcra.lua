@@ -47,7 +47,7 @@ else
     end
     local r = {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
     if grant then
-      r[5], r[6], r[7], r[8] = 0, 0, 0, holders()
+      r[5], r[6], r[7], r[8] = 0, R, now, holders()
     end
     return r
   end
@@ -57,6 +57,6 @@ if op == 'r' then
   return {1, 0, 0, t - now}
 end
 if grant then
-  return {1, idiv(span - (t - now), interval), 0, t - now, cost, 0, 0, holders()}
+  return {1, idiv(span - (t - now), interval), 0, t - now, cost, R, now, holders()}
 end
 return {1, idiv(span - (t - now), interval), 0, t - now}

@@ -181,7 +181,7 @@ else
     end
     local r = {0, left, wait(tokens, last, need), reset}
     if grant then
-      r[5], r[6], r[7], r[8] = 0, 0, 0, holders()
+      r[5], r[6], r[7], r[8] = 0, R, now, holders()
     end
     return r
   end
@@ -190,7 +190,7 @@ else
   reset = wait(tokens, last, burst)
   result = {1, left, 0, reset}
   if grant then
-    result[5], result[6], result[7], result[8] = cost, 0, 0, holders()
+    result[5], result[6], result[7], result[8] = cost, R, now, holders()
   end
 end
 redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
