@@ -9,7 +9,7 @@ import (
 // details from a Decision only, so every adapter answers alike.
 type Decision struct {
 	// (The flags come first, together, so that a Decision, which every
-	// request copies a few times, spends no padding on them: 96 bytes.)
+	// request copies a few times, spends no padding on them: 144 bytes.)
 
 	// Allowed reports whether the request was admitted and its cost charged.
 	// A shadow decision (Shadow) is always allowed, and charged only what
@@ -41,6 +41,11 @@ type Decision struct {
 	// full of live keys (see FullOverflow). Observers count it; a steady
 	// rate of overflow decisions means the capacity is too small.
 	Overflow bool
+	// Leased reports a decision made in memory from a local quota lease
+	// (redisstore's WithLocalQuota), with no round trip to the shared
+	// store: its Remaining and ResetAfter, and a refusal's RetryAfter,
+	// are approximate. Observers count it.
+	Leased bool
 	// Limit is the policy that decided: for stacked limits, the one that
 	// denied, or the one with the least left.
 	Limit Limit

@@ -29,7 +29,8 @@ const (
 const (
 	wordRequests   = 0                            // [numOutcomes][2]: by outcome, then shadow
 	wordOverflow   = wordRequests + 2*numOutcomes // overflow decisions
-	wordStoreErrs  = wordOverflow + 1             // [numFailures]: by failure mode
+	wordLeased     = wordOverflow + 1             // decisions from local quota leases
+	wordStoreErrs  = wordLeased + 1               // [numFailures]: by failure mode
 	wordLatencySum = wordStoreErrs + numFailures  // the latencies' sum in nanoseconds
 	wordLatency    = wordLatencySum + 1           // the latency buckets: one per bound, and one above them all
 	// Then, from wordLatency+len(latency bounds)+1: the holds' sum in
@@ -115,6 +116,16 @@ func emitRequests(ch chan<- prometheus.Metric, desc *prometheus.Desc, m map[seri
 func emitOverflow(ch chan<- prometheus.Metric, desc *prometheus.Desc, m map[seriesKey]*series) {
 	for _, s := range m {
 		if n := s.counts.sum(wordOverflow); n > 0 {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), s.limit, s.transport)
+		}
+	}
+}
+
+// emitLeased sends the counters of decisions made from local quota leases
+// of the series that counted some.
+func emitLeased(ch chan<- prometheus.Metric, desc *prometheus.Desc, m map[seriesKey]*series) {
+	for _, s := range m {
+		if n := s.counts.sum(wordLeased); n > 0 {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), s.limit, s.transport)
 		}
 	}

@@ -35,6 +35,10 @@
 //   - floodgate_overflow_decisions_total{limit, transport}: decisions made
 //     against the shared overflow state because the table of keys was
 //     full. Any steady rate means the capacity is too small.
+//   - floodgate_leased_decisions_total{limit, transport}: decisions made in
+//     memory from local quota leases (redisstore's WithLocalQuota), with
+//     no round trip; with [WithHealth], the leases granted and the units
+//     given back are the store's (below).
 //   - floodgate_store_errors_total{transport, failure}: store failures, by
 //     the failure mode applied: "fail-open" admitted the request,
 //     "fail-closed" refused it. The event carries no limit for a store

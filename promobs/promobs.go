@@ -23,6 +23,7 @@ import (
 type Observer struct {
 	requests  *cellCollector // limit, transport, outcome, shadow
 	overflow  *cellCollector // limit, transport
+	leased    *cellCollector // limit, transport
 	storeErrs *cellCollector // transport, failure
 	latency   *cellCollector // limit, transport
 	held      *cellCollector // limit, transport
@@ -121,6 +122,12 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			"limit", "transport"),
 		series: &ob.series, emit: emitOverflow,
 	}
+	ob.leased = &cellCollector{
+		desc: desc("leased_decisions_total",
+			"Decisions made in memory from local quota leases (redisstore's WithLocalQuota), with no round trip to the shared store.",
+			"limit", "transport"),
+		series: &ob.series, emit: emitLeased,
+	}
 	ob.storeErrs = &cellCollector{
 		desc:   desc("store_errors_total", storeErrsOpts.Help, "transport", "failure"),
 		series: &ob.series, emit: emitStoreErrors, slow: ob.unknownFailures,
@@ -137,7 +144,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			"limit", "transport"),
 		series: &ob.series, emit: histogramEmitter(ob.wordHeldSum, holdSeconds),
 	}
-	cs := []prometheus.Collector{ob.requests, ob.overflow, ob.storeErrs, ob.latency, ob.held}
+	cs := []prometheus.Collector{ob.requests, ob.overflow, ob.leased, ob.storeErrs, ob.latency, ob.held}
 	if len(o.breakers) > 0 {
 		cs = append(cs, newBreakerCollector(o.namespace, o.constLabels, o.breakers))
 	}
@@ -164,6 +171,9 @@ func (o *Observer) Observe(_ context.Context, e core.Event) {
 	}
 	if e.Latency > 0 {
 		observe(c, wordLatencySum, o.latencyBounds, int64(e.Latency))
+	}
+	if e.Decision.Leased {
+		c[wordLeased].Add(1)
 	}
 	if e.Decision.Overflow {
 		c[wordOverflow].Add(1)

@@ -115,6 +115,7 @@ func TestCounts(t *testing.T) {
 	for _, e := range []core.Event{
 		{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "a", Cost: 1, Decision: decided("api", true), Latency: 500 * time.Microsecond},
 		{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "b", Cost: 1, Decision: decided("api", true), Latency: 2 * ms},
+		{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "b", Cost: 1, Decision: core.Decision{Allowed: true, Limit: core.PerSecond(1).WithName("api"), Leased: true}},
 		{Transport: "http", Outcome: core.OutcomeDenied, Key: "a", Cost: 1, Decision: decided("api", false), Latency: 20 * ms, Held: 1500 * ms},
 		{Transport: "http", Outcome: core.OutcomeDenied, Admitted: true, Shadow: true, Key: "a", Cost: 1, Decision: decided("api", false), Latency: 1 * ms},
 		{Transport: "grpc", Outcome: core.OutcomeShaped, Admitted: true, Key: "c", Cost: 2, Decision: core.Decision{Allowed: true, Limit: core.PerSecond(1).WithName("login"), Delay: ms, Overflow: true}, Latency: 3 * ms},
@@ -131,7 +132,7 @@ func TestCounts(t *testing.T) {
 		hold = "floodgate_denial_hold_seconds"
 	)
 	diff(t, samples(t, reg), map[string]float64{
-		req + "{limit=api,outcome=allowed,shadow=false,transport=http}":  2,
+		req + "{limit=api,outcome=allowed,shadow=false,transport=http}":  3,
 		req + "{limit=api,outcome=denied,shadow=false,transport=http}":   1,
 		req + "{limit=api,outcome=denied,shadow=true,transport=http}":    1,
 		req + "{limit=login,outcome=shaped,shadow=false,transport=grpc}": 1,
@@ -139,6 +140,7 @@ func TestCounts(t *testing.T) {
 		req + "{limit=,outcome=store_error,shadow=false,transport=http}": 3,
 
 		"floodgate_overflow_decisions_total{limit=login,transport=grpc}":   1,
+		"floodgate_leased_decisions_total{limit=api,transport=http}":       1,
 		"floodgate_store_errors_total{failure=fail-open,transport=http}":   1,
 		"floodgate_store_errors_total{failure=fail-closed,transport=http}": 2,
 
@@ -462,7 +464,7 @@ func (r *refusing) Unregister(c prometheus.Collector) bool {
 func TestRegisterFails(t *testing.T) {
 	t.Parallel()
 	withBreaker := promobs.WithHealth("redis", &reporter{})
-	for n := 1; n <= 6; n++ {
+	for n := 1; n <= 7; n++ {
 		r := &refusing{n: n, live: map[prometheus.Collector]bool{}}
 		obs, err := promobs.New(r, withBreaker)
 		if err == nil || obs != nil || !strings.Contains(err.Error(), "refused") {
@@ -472,9 +474,9 @@ func TestRegisterFails(t *testing.T) {
 			t.Errorf("refusing the %d-th: %d registered, %d left registered", n, r.seen, len(r.live))
 		}
 	}
-	r := &refusing{n: 7, live: map[prometheus.Collector]bool{}}
-	if _, err := promobs.New(r, withBreaker); err != nil || len(r.live) != 6 {
-		t.Fatalf("%v; %d registered, want 6", err, len(r.live))
+	r := &refusing{n: 8, live: map[prometheus.Collector]bool{}}
+	if _, err := promobs.New(r, withBreaker); err != nil || len(r.live) != 7 {
+		t.Fatalf("%v; %d registered, want 7", err, len(r.live))
 	}
 }
 

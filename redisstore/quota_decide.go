@@ -40,6 +40,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		if q.end > now && q.units >= int64(cost) {
 			q.units -= int64(cost)
 			d := q.admitted(p, now)
+			d.Leased = true
 			q.mu.Unlock()
 			l.quotaCount.leased.Add(1)
 			return d, nil
@@ -56,6 +57,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			return l.allow(ctx, p, key, cost)
 		case now < q.wait:
 			d := q.refused(p, now, time.Duration(q.wait-now))
+			d.Leased = true
 			q.mu.Unlock()
 			l.giveBackSome(p, key, back, gs, gn)
 			return d, nil

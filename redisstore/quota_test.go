@@ -107,11 +107,11 @@ func TestQuotaLease(t *testing.T) {
 			// The fourth call makes the key hot: a grant of the demand over
 			// one length and a quarter more (4 calls in 1 s: 5 units), of
 			// which this call spends one.
-			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 96 {
+			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 96 || d.Leased {
 				t.Fatalf("the grant's call: %+v, want 96 left (92 shared, 4 held)", d)
 			}
 			for i := range 4 {
-				if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 95-i {
+				if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 95-i || !d.Leased {
 					t.Fatalf("leased call %d: %+v", i, d)
 				}
 			}

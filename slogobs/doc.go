@@ -31,7 +31,8 @@
 // Attributes, when they apply: outcome, transport, limit (the limit's
 // name), key (redacted, below), cost, retry_after (refusals), delay
 // (shaped), held (how long a refusal was held), overflow=true (decided by
-// the shared overflow state), shadow=true, failure and admitted (store
+// the shared overflow state), leased=true (decided from a local quota
+// lease), shadow=true, failure and admitted (store
 // failures), error (its text may hold internal details such as a Redis
 // address), suppressed (below). The line goes through
 // [slog.Logger.LogAttrs] with the request's context, so a handler can add

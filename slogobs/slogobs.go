@@ -174,6 +174,9 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 	if e.Decision.Overflow {
 		attrs = append(attrs, slog.Bool("overflow", true))
 	}
+	if e.Decision.Leased {
+		attrs = append(attrs, slog.Bool("leased", true))
+	}
 	if e.Shadow {
 		attrs = append(attrs, slog.Bool("shadow", true))
 	}
