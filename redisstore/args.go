@@ -71,19 +71,20 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 
 // vals is a script's answer: allowed (0 or 1), remaining, the wait before
 // a retry and the wait until the quota is whole, in ns; then a stack's
-// layer, the one its decision names, or a grant's units (see quota.go),
-// the server's instant in seconds and nanoseconds, and the key's holders.
-type vals [8]int64
+// layer, the one its decision names; then a grant's units (see quota.go),
+// the server's instant in seconds and nanoseconds, the key's holders, and
+// the ns until the window the lease must end with ends (-1: none).
+type vals [10]int64
 
-// reply reads the script's numbers from cmd: four, five or eight.
+// reply reads the script's numbers from cmd: four, five or ten.
 func reply(op string, cmd *redis.Cmd) (vals, error) {
 	var out vals
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}
-	if len(res) != 4 && len(res) != 5 && len(res) != 8 {
-		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4, 5 or 8", len(res))}
+	if len(res) != 4 && len(res) != 5 && len(res) != 10 {
+		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4, 5 or 10", len(res))}
 	}
 	copy(out[:], res)
 	return out, nil

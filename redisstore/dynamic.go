@@ -75,7 +75,7 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 		return nil, err
 	}
 	if o.quota != nil {
-		return nil, errQuotaSingle
+		return nil, errQuotaDynamic
 	}
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err

@@ -87,17 +87,27 @@ func (d *Dynamic) Key(key string) string {
 }
 
 // QuotaSettle waits for l's lease returns under way.
-func QuotaSettle(l *Limiter) { l.quota.giving.Wait() }
+func QuotaSettle(l core.Limiter) { limiterOf(l).quota.giving.Wait() }
+
+// limiterOf is the Limiter behind lim, a Limiter or a Stack.
+func limiterOf(lim core.Limiter) *Limiter {
+	if s, ok := lim.(*Stack); ok {
+		return s.l
+	}
+	return lim.(*Limiter)
+}
 
 // QuotaCounts returns the grants answered, the decisions made from leases
 // and the units given back.
-func QuotaCounts(l *Limiter) (grants, leased uint64, returned int64) {
+func QuotaCounts(lim core.Limiter) (grants, leased uint64, returned int64) {
+	l := limiterOf(lim)
 	return l.quotaCount.grants.Load(), l.quotaCount.leased.Load(), l.quotaCount.returned.Load()
 }
 
 // QuotaHeld returns the units l holds for key, the holders its last grant
 // reported and the size of the last lease it asked for.
-func QuotaHeld(l *Limiter, key string) (units, holders int64, asked int) {
+func QuotaHeld(lim core.Limiter, key string) (units, holders int64, asked int) {
+	l := limiterOf(lim)
 	q := l.quota.get(key, l.clock.Now())
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -210,9 +210,11 @@ func (o *options) ttl() time.Duration {
 // shared state as admissions, sized to the key's recent demand here),
 // spends them until they run out or q.Length has passed, and gives back
 // what it did not spend. Keys that are not hot keep one round trip per
-// call. It is for New's GCRA, TokenBucket (without WithOverdraft) and
-// FixedWindow limits; New refuses it for other algorithms, and NewStack
-// and NewDynamic refuse it.
+// call. It is for GCRA, TokenBucket (without WithOverdraft) and
+// FixedWindow limits, alone (New) or stacked (NewStack: a lease is charged
+// to every layer, all or nothing, in one script); New and NewStack refuse
+// it for other algorithms, and NewDynamic refuses it (a key's limit may
+// change while its lease holds units charged under another).
 //
 // The bound: every unit spent was charged to the shared state before it
 // was spent, at most Length earlier, and a spent unit is never given back.

@@ -99,13 +99,15 @@ type quota struct {
 	// full length (per ns).
 	seen, from int64
 	rate       float64
-	last       int64 // the last decision, for eviction
-	holders    int64 // instances holding a lease on the key, at the last grant
-	asked      int   // the size of the last lease asked for
+	last       int64      // the last decision, for eviction
+	holders    int64      // instances holding a lease on the key, at the last grant
+	limit      core.Limit // the limit the last grant named (a stack's layer)
+	asked      int        // the size of the last lease asked for
 }
 
-// errQuotaSingle: stacks and Dynamic limiters have no local quota yet.
-var errQuotaSingle = errors.New("redisstore: local quota leases the keys of one limit (New); a Stack or a Dynamic decides every call in Redis")
+// errQuotaDynamic: a Dynamic's limit may change per key, and a lease
+// outliving a change would spend units charged under another limit.
+var errQuotaDynamic = errors.New("redisstore: NewDynamic cannot take WithLocalQuota: a key's limit may change while its lease holds units charged under the old one; use New or NewStack")
 
 // quotaAlgorithm says whether alg (with overdraft) can be leased, and why
 // not.
@@ -201,14 +203,33 @@ func (q *quota) size(length int64, cost int, burst int) int {
 	return max(cost, min(n, max(1, burst/int(2*max(q.holders, 1)))))
 }
 
-// returnPolicy is p for a lease's return: for a fixed window the grant's
-// instant follows the algorithm's parameters, so that the refund reaches
-// the window the lease was granted in only.
-func returnPolicy(p *policy, alg core.Algorithm, gs, gn int64) *policy {
-	if alg != core.FixedWindow {
-		return p
+// returnPolicy is p for a lease's return: the grant's instant follows a
+// fixed window's parameters, so that the refund reaches the window the
+// lease was granted in only. A stack's arguments hold each layer's
+// parameters after their count (stack.lua): a fixed-window layer's get
+// the instant, and their count grows by two.
+func (l *Limiter) returnPolicy(p *policy, gs, gn int64) *policy {
+	s, n := strconv.FormatInt(gs, 10), strconv.FormatInt(gn, 10)
+	if l.layers == nil {
+		if l.alg != core.FixedWindow {
+			return p
+		}
+		fixed := append(p.fixed[:len(p.fixed):len(p.fixed)], s, n)
+		return &policy{limit: p.limit, maxCost: p.maxCost, fixed: fixed}
 	}
-	fixed := append(p.fixed[:len(p.fixed):len(p.fixed)], strconv.FormatInt(gs, 10), strconv.FormatInt(gn, 10))
+	fixed := append(make([]any, 0, len(p.fixed)+2*len(l.limits)), p.fixed[0]) // the TTL margin
+	at := 1
+	for _, lim := range l.limits {
+		c, _ := strconv.Atoi(p.fixed[at].(string))
+		params := p.fixed[at+1 : at+1+c]
+		at += 1 + c
+		if lim.Algorithm == core.FixedWindow {
+			fixed = append(fixed, strconv.Itoa(c+2))
+			fixed = append(append(fixed, params...), s, n)
+			continue
+		}
+		fixed = append(append(fixed, p.fixed[at-1-c]), params...)
+	}
 	return &policy{limit: p.limit, maxCost: p.maxCost, fixed: fixed}
 }
 
@@ -216,7 +237,7 @@ func returnPolicy(p *policy, alg core.Algorithm, gs, gn int64) *policy {
 // background: the caller does not wait for it. A return that fails loses
 // the units, which only ever admits less.
 func (l *Limiter) giveBack(p *policy, key string, units, gs, gn int64) {
-	rp := returnPolicy(p, l.alg, gs, gn)
+	rp := l.returnPolicy(p, gs, gn)
 	l.quota.giving.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(l.timeout, time.Second))
 		defer cancel()

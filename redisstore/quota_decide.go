@@ -95,8 +95,9 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 		return l.allowLocal(ctx, key, cost, err)
 	}
 	l.quotaCount.grants.Add(1)
-	q.remaining, q.reset, q.sent, q.holders = v[1], v[3], sent, v[7]
-	k := v[4]
+	q.remaining, q.reset, q.sent, q.holders = v[1], v[3], sent, v[8]
+	q.limit = l.limitAt(p, v[4])
+	k := v[5]
 	if k == 0 {
 		// Nothing fits: refuse here until then, or a quarter of a lease,
 		// whichever is later, so that an exhausted key costs a round trip
@@ -107,10 +108,10 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 		return d, nil
 	}
 	end := sent + l.quota.length
-	if l.alg == core.FixedWindow {
-		end = min(end, sent+v[3]) // the window's end, from before the call was sent
+	if v[9] >= 0 {
+		end = min(end, sent+v[9]) // a window's end, counted from before the call was sent
 	}
-	q.gs, q.gn = v[5], v[6]
+	q.gs, q.gn = v[6], v[7]
 	q.gen++
 	q.units, q.end = k, end
 	gen := q.gen
@@ -153,7 +154,7 @@ func (l *Limiter) giveBackSome(p *policy, key string, units, gs, gn int64) {
 func (q *quota) admitted(p *policy, now int64) core.Decision {
 	return core.Decision{
 		Allowed:    true,
-		Limit:      p.limit,
+		Limit:      q.limit,
 		Remaining:  int(q.remaining + q.units),
 		ResetAfter: time.Duration(max(0, q.reset-(now-q.sent))),
 	}
@@ -162,7 +163,7 @@ func (q *quota) admitted(p *policy, now int64) core.Decision {
 // refused is a local refusal at now, to be retried after wait.
 func (q *quota) refused(p *policy, now int64, wait time.Duration) core.Decision {
 	return core.Decision{
-		Limit:      p.limit,
+		Limit:      q.limit,
 		Remaining:  int(q.units),
 		RetryAfter: max(wait, 1),
 		ResetAfter: time.Duration(max(0, q.reset-(now-q.sent), int64(wait))),

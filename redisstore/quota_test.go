@@ -17,13 +17,14 @@ import (
 	"github.com/floodgate/floodgate/redisstore"
 )
 
-// quotaRig is instances of one limit on one server, each with the local
+// quotaRig is instances of one limit (or stack) on one server, each with the local
 // quota, deciding at one fake clock's time; lease ends fire when the test
 // says (fire).
 type quotaRig struct {
 	t    *testing.T
 	clk  *coretest.Clock
 	lims []*redisstore.Limiter
+	all  []core.Limiter // the instances: lims, or a stack's
 	mu   sync.Mutex
 	ends []func()
 	// prefix is the instances' key prefix.
@@ -31,24 +32,47 @@ type quotaRig struct {
 }
 
 func newQuotaRig(t *testing.T, c redis.UniversalClient, l core.Limit, instances int, length time.Duration, hot int) *quotaRig {
-	prefix := fmt.Sprintf("q%d:", rand.Uint64())
-	r := &quotaRig{t: t, clk: coretest.NewClock(coretest.T0), prefix: prefix}
+	r := newRig(t)
 	for range instances {
-		lim, err := redisstore.New(c, l, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
-			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second),
-			redisstore.WithLocalQuota(redisstore.LocalQuota{Length: length, Hot: hot}),
-			redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				r.ends = append(r.ends, f)
-				return func() bool { return false }
-			}))
+		lim, err := redisstore.New(c, l, r.options(length, hot)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.lims = append(r.lims, lim)
+		r.all = append(r.all, lim)
 	}
 	return r
+}
+
+// newStackRig is newQuotaRig for instances of a stack of layers.
+func newStackRig(t *testing.T, c redis.UniversalClient, layers []core.Limit, instances int) *quotaRig {
+	r := newRig(t)
+	for range instances {
+		s, err := redisstore.NewStack(c, layers, r.options(0, 0)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.all = append(r.all, s)
+	}
+	return r
+}
+
+func newRig(t *testing.T) *quotaRig {
+	return &quotaRig{t: t, clk: coretest.NewClock(coretest.T0), prefix: fmt.Sprintf("q%d:", rand.Uint64())}
+}
+
+// options are the instances' options: the rig's clock, prefix and lease
+// ends, and local quota.
+func (r *quotaRig) options(length time.Duration, hot int) []redisstore.Option {
+	return []redisstore.Option{redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
+		redisstore.WithPrefix(r.prefix), redisstore.WithTimeout(5 * time.Second),
+		redisstore.WithLocalQuota(redisstore.LocalQuota{Length: length, Hot: hot}),
+		redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.ends = append(r.ends, f)
+			return func() bool { return false }
+		})}
 }
 
 // fire runs the lease ends scheduled so far and waits for the returns.
@@ -64,7 +88,7 @@ func (r *quotaRig) fire() {
 }
 
 func (r *quotaRig) settle() {
-	for _, l := range r.lims {
+	for _, l := range r.all {
 		redisstore.QuotaSettle(l)
 	}
 }
@@ -72,7 +96,7 @@ func (r *quotaRig) settle() {
 // allow asks instance i about key at cost 1.
 func (r *quotaRig) allow(i int, key string) core.Decision {
 	r.t.Helper()
-	d, err := r.lims[i].Allow(context.Background(), key, 1)
+	d, err := r.all[i].Allow(context.Background(), key, 1)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -190,7 +214,7 @@ func (r *quotaRig) hammer(key string, goroutines, calls int) int {
 	r.t.Helper()
 	var admitted, failed atomic.Int64
 	var wg sync.WaitGroup
-	for _, lim := range r.lims {
+	for _, lim := range r.all {
 		for range goroutines {
 			wg.Go(func() {
 				for range calls {
@@ -302,14 +326,14 @@ func TestQuotaRefused(t *testing.T) {
 		}, "not leaky-bucket"},
 		{"concurrency", func() error { _, err := redisstore.New(c, core.InFlight(5), q); return err }, "not concurrency"},
 		{"overdraft", func() error { _, err := redisstore.New(c, core.PerMinute(5).WithOverdraft(), q); return err }, "cannot lend"},
-		{"stack", func() error {
-			_, err := redisstore.NewStack(c, []core.Limit{core.PerMinute(5), core.PerHour(50)}, q)
+		{"stack layer", func() error {
+			_, err := redisstore.NewStack(c, []core.Limit{core.PerMinute(5), core.PerHour(50).WithAlgorithm(core.SlidingLog)}, q)
 			return err
-		}, "one limit (New)"},
+		}, "stack limit 1: redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not sliding-log"},
 		{"dynamic", func() error {
 			_, err := redisstore.NewDynamic(c, func(string) core.Limit { return core.PerMinute(5) }, q)
 			return err
-		}, "one limit (New)"},
+		}, "NewDynamic cannot take WithLocalQuota"},
 		{"length", func() error {
 			_, err := redisstore.New(c, core.PerMinute(5), redisstore.WithLocalQuota(redisstore.LocalQuota{Length: time.Hour}))
 			return err
@@ -353,5 +377,106 @@ func TestQuotaHolders(t *testing.T) {
 	}
 	if _, holders, _ := redisstore.QuotaHeld(r.lims[0], "k"); holders != 1 {
 		t.Errorf("after the others' leases ended, the grant counted %d holders, want 1", holders)
+	}
+}
+
+// TestQuotaStack: leases on a stack are all or nothing. 4 instances × 16
+// goroutines on a stack of a GCRA limit (burst 600, refilling one unit
+// every 5 minutes) and a fixed window of 500 a minute admit at most 500,
+// and exactly 500 once the leases are back; each layer was charged
+// exactly what was admitted (the GCRA layer has 100 left when the window
+// turns).
+func TestQuotaStack(t *testing.T) {
+	c := single(t)
+	layers := []core.Limit{
+		core.Limit{Events: 600, Period: 600 * 5 * time.Minute, Name: "bucket"}.WithAlgorithm(core.GCRA),
+		core.PerMinute(500).WithName("window").WithAlgorithm(core.FixedWindow),
+	}
+	r := newStackRig(t, c, layers, 4)
+	turn := coretest.T0.Truncate(time.Minute).Add(time.Minute)
+	r.clk.Set(turn.Add(-30 * time.Second))
+	first := r.hammer("s", 16, 4) // 256 calls: leases hold units when the clock moves
+	if first > 500 {
+		t.Fatalf("the fleet admitted %d, more than the tighter layer's 500", first)
+	}
+	r.clk.Advance(2 * time.Second) // the leases have ended; the window has not
+	r.fire()
+	second := r.hammer("s", 16, 20)
+	if first+second != 500 {
+		t.Errorf("admitted %d + %d once the leases were back, want exactly 500", first, second)
+	}
+	// The next window: the fixed window is whole again, the bucket not.
+	r.clk.Set(turn.Add(time.Second))
+	r.fire()
+	// A plain stack on the same keys: the GCRA layer has 100 left.
+	plain, err := redisstore.NewStack(c, layers, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
+		redisstore.WithPrefix(r.prefix), redisstore.WithDenyCache(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ; n < 600; n++ {
+		d, err := plain.Allow(context.Background(), "s", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			if d.Limit.Name != "bucket" {
+				t.Errorf("the plain stack's refusal names %q, want the bucket", d.Limit.Name)
+			}
+			break
+		}
+	}
+	if n != 100 {
+		t.Errorf("the GCRA layer had %d left after 500 admissions, want 100 (each layer charged exactly the admissions)", n)
+	}
+	var grants uint64
+	var back int64
+	for _, lim := range r.all {
+		g, _, ret := redisstore.QuotaCounts(lim)
+		grants, back = grants+g, back+ret
+	}
+	if back == 0 {
+		t.Errorf("no unit was given back")
+	}
+	t.Logf("%d + %d admitted; %d grants, %d units given back", first, second, grants, back)
+}
+
+// TestQuotaStackWindowReturn: a stack's lease ends with its fixed-window
+// layer's window, and its units, returned after the window has turned,
+// reach the other layers but not the next window.
+func TestQuotaStackWindowReturn(t *testing.T) {
+	c := single(t)
+	layers := []core.Limit{
+		core.Limit{Events: 100000, Period: 10000 * time.Minute, Name: "bucket"}.WithAlgorithm(core.GCRA),
+		core.PerMinute(500).WithName("window").WithAlgorithm(core.FixedWindow),
+	}
+	r := newStackRig(t, c, layers, 4)
+	turn := coretest.T0.Truncate(time.Minute).Add(time.Minute)
+	r.clk.Set(turn.Add(-500 * time.Millisecond))
+	first := r.hammer("w", 8, 4) // 128 calls: leases hold units
+	r.clk.Set(turn.Add(100 * time.Millisecond))
+	plain, err := redisstore.NewStack(c, layers, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
+		redisstore.WithPrefix(r.prefix), redisstore.WithDenyCache(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // the new window, charged before the returns arrive
+		if d, err := plain.Allow(context.Background(), "w", 1); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	r.fire()
+	next := r.hammer("w", 16, 40)
+	if 10+next != 500 {
+		t.Errorf("the next window admitted 10 + %d, want exactly its limit 500 (the first admitted %d)", next, first)
+	}
+	var back int64
+	for _, lim := range r.all {
+		_, _, n := redisstore.QuotaCounts(lim)
+		back += n
+	}
+	if back == 0 {
+		t.Errorf("no unit was given back: the test shows nothing")
 	}
 }

@@ -56,9 +56,6 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	if o.quota != nil {
-		return nil, errQuotaSingle
-	}
 	var (
 		limits []core.Limit
 		ends   []string
@@ -69,6 +66,9 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 		names  = map[string]int{}
 		most   = -1
 		bound  core.Limit
+		// shortest is the layer of the shortest period, which sets a local
+		// quota lease's default length.
+		shortest core.Limit
 	)
 	for i, l := range layers {
 		if l.Name == "" {
@@ -82,7 +82,16 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 		}
 		names[l.Name] = i
 		lo := o
+		lo.quota = nil // a layer's script is the algorithm's alone: stack.lua grants
 		lo.setPolicy(l)
+		if o.quota != nil {
+			if err := quotaAlgorithm(l.Algorithm, l.Overdraft); err != nil {
+				return nil, fmt.Errorf("redisstore: stack limit %d: %w", i, err)
+			}
+			if shortest.Period == 0 || l.Period < shortest.Period {
+				shortest = l
+			}
+		}
 		_, tag, p, maxCost, err := compile(&lo, l)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: stack limit %d: %w", i, err)
@@ -109,11 +118,14 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 			fixed = append(fixed, v)
 		}
 	}
-	lim, err := newLimiter(client, o, stackScript(srcs, leased), "}")
+	lim, err := newLimiter(client, o, stackScript(srcs, leased, o.quota != nil), "}")
 	if err != nil {
 		return nil, err
 	}
 	lim.pol = &policy{limit: bound, maxCost: most, fixed: fixed}
+	if o.quota != nil {
+		lim.quota = newQuotas(*o.quota, shortest, lim.pol)
+	}
 	lim.limits, lim.layers, lim.leased = limits, ends, leased
 	if leased != nil {
 		lim.leases = newLeases(o, renew)
@@ -129,6 +141,9 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 // (none when the deny cache answers). It fails, or falls back, as
 // Limiter.Allow does.
 func (s *Stack) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	if s.l.quota != nil {
+		return s.l.allowQuota(ctx, s.l.pol, key, cost)
+	}
 	return s.l.allow(ctx, s.l.pol, key, cost)
 }
 
@@ -148,8 +163,11 @@ var stackScripts sync.Map // the layers' script files and leases → *script
 
 // stackScript returns the script deciding layers whose scripts are made of
 // srcs, the layers leased[i] being concurrency limits (lua/stack.lua).
-func stackScript(srcs [][]string, leased []bool) *script {
+func stackScript(srcs [][]string, leased []bool, quota bool) *script {
 	var id strings.Builder
+	if quota {
+		id.WriteString("quota;")
+	}
 	for i, files := range srcs {
 		id.WriteString(strings.Join(files, "+"))
 		if leased != nil && leased[i] {
@@ -162,6 +180,7 @@ func stackScript(srcs [][]string, leased []bool) *script {
 	}
 	head, tail, _ := strings.Cut(source("stack.lua"), "-- LAYERS --\n")
 	var src strings.Builder
+	fmt.Fprintf(&src, "local quota = %v\n", quota)
 	src.WriteString(head)
 	for i, files := range srcs {
 		fmt.Fprintf(&src, "layers[%d] = function(KEYS, ARGV, redis)\n%send\n", i+1, source(files...))

@@ -31,10 +31,13 @@
 --   quota lease (GCRA, token bucket and fixed window): charge what fits
 --   now, up to the cost, as 'a' would charge that many (at least one, so
 --   that nothing fitting is refused as a request of one would be); the
---   reply gains four numbers: the units charged (0 when refused), the
---   server's instant in seconds and ns (a fixed window's return names it,
---   see fixedwindow.lua), and how many instances hold a lease on the key
---   (quota.lua).
+--   reply gains six numbers: the layer its decision names (0 but in a
+--   stack), the units charged (0 when refused), the server's instant in
+--   seconds and ns (a fixed window's return names it, see
+--   fixedwindow.lua), how many instances hold a lease on the key
+--   (quota.lua), and the ns until the earliest window the lease must end
+--   with ends (-1: none). 'f' (a stack's grant) answers {fit, window end}
+--   with no write.
 -- ARGV[2]: the cost, a whole number >= 1.
 -- ARGV[3], ARGV[4]: a test clock's seconds and nanoseconds, or '' and ''
 --   for the server's TIME (microseconds).

@@ -29,8 +29,12 @@ end
 local start = w
 local reset = start + period - now
 
--- A grant charges what fits now, up to the cost asked.
+-- A grant charges what fits now, up to the cost asked; 'f' (a stack's
+-- grant, stack.lua) only says what fits, and when the window ends.
 local grant = op == 'g'
+if op == 'f' then
+  return {math.max(0, events - count), reset}
+end
 if grant then
   cost, op = math.max(1, math.min(cost, events - count)), 'a'
 end
@@ -56,7 +60,7 @@ else
     end
   end
   if grant then
-    return {0, math.max(0, events - count), reset, reset, 0, R, now, holders()}
+    return {0, math.max(0, events - count), reset, reset, 0, 0, R, now, holders(), reset}
   end
   return {0, math.max(0, events - count), reset, reset}
 end
@@ -65,6 +69,6 @@ if op == 'r' then
   return {1, 0, 0, reset}
 end
 if grant then
-  return {1, events - count, 0, reset, cost, R, now, holders()}
+  return {1, events - count, 0, reset, 0, cost, R, now, holders(), reset}
 end
 return {1, events - count, 0, reset}

@@ -17,10 +17,14 @@ if state then
   end
 end
 
--- A grant charges what fits now, up to the cost asked.
+-- A grant charges what fits now, up to the cost asked; 'f' (a stack's
+-- grant, stack.lua) only says what fits, and that no window ends a lease.
 local grant = op == 'g'
-if grant then
+if grant or op == 'f' then
   local fit = idiv(math.max(0, span - (math.max(tat, now) - now)), interval)
+  if op == 'f' then
+    return {fit, -1}
+  end
   cost, op = math.max(1, math.min(cost, fit)), 'a'
 end
 
@@ -47,7 +51,7 @@ else
     end
     local r = {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
     if grant then
-      r[5], r[6], r[7], r[8] = 0, R, now, holders()
+      r[5], r[6], r[7], r[8], r[9], r[10] = 0, 0, R, now, holders(), -1
     end
     return r
   end
@@ -57,6 +61,6 @@ if op == 'r' then
   return {1, 0, 0, t - now}
 end
 if grant then
-  return {1, idiv(span - (t - now), interval), 0, t - now, cost, R, now, holders()}
+  return {1, idiv(span - (t - now), interval), 0, t - now, 0, cost, R, now, holders(), -1}
 end
 return {1, idiv(span - (t - now), interval), 0, t - now}

@@ -21,6 +21,16 @@
 -- Reply: {allowed, remaining, retry after (or delay) ns, reset after ns,
 --   the index from 0 of the layer the decision names}; for 'l' and 'n',
 --   allowed is 1 if any concurrency layer held (or renewed) the lease.
+--
+-- Local quota (quota.go; quota is set before this file by Go): the last
+-- key lists the instances holding a lease (quota.lua), and the op may be
+-- 'g', a grant: first every layer says what fits now ('f', no write), then
+-- the least of that, up to the cost asked and at least one, is charged to
+-- every layer all or nothing, as 'a' charges. The reply gains, as one
+-- algorithm's grant does (common.lua): the units charged, the clock, the
+-- holders, and the ns until the earliest window of a fixed-window layer
+-- ends (-1: none). A grant's ARGV ends with the instance's id and the
+-- lease's length in ns.
 
 local real = redis
 local held = {}
@@ -60,7 +70,10 @@ local layers, leased = {}, {}
 -- LAYERS --
 
 local n = #KEYS
-local op = ARGV[1]
+if quota then
+  n = n - 1
+end
+local op, cost = ARGV[1], ARGV[2]
 local replies = {}
 local allowed = true
 local at = 6
@@ -68,10 +81,35 @@ for i = 1, n do
   at = at + tonumber(ARGV[at]) + 1
 end
 local member = ARGV[at]
+
+-- A grant: what fits under every layer, and the earliest window's end.
+local grant, wend = op == 'g', -1
+if grant then
+  local k = tonumber(cost)
+  at = 6
+  for i = 1, n do
+    local c = tonumber(ARGV[at])
+    local args = {'f', cost, clockS, clockNs, ARGV[5]}
+    for j = 1, c do
+      args[5 + j] = ARGV[at + j]
+    end
+    at = at + c + 1
+    local r = layers[i]({KEYS[i]}, args, recorder)
+    if r.err then
+      return r
+    end
+    k = math.min(k, r[1])
+    if r[2] >= 0 and (wend < 0 or r[2] < wend) then
+      wend = r[2]
+    end
+  end
+  op, cost = 'a', string.format('%.0f', math.max(1, k))
+end
+
 at = 6
 for i = 1, n do
   local c = tonumber(ARGV[at])
-  local args = {op, ARGV[2], clockS, clockNs, ARGV[5]}
+  local args = {op, cost, clockS, clockNs, ARGV[5]}
   for j = 1, c do
     args[5 + j] = ARGV[at + j]
   end
@@ -108,6 +146,24 @@ if op == 'l' or op == 'n' then
   return {0, 0, 0, 0, 0}
 end
 
+-- grantReply is r, a grant's decision, with what a grant adds.
+local function grantReply(r)
+  if not grant then
+    return r
+  end
+  local hk, id, length = KEYS[#KEYS], ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
+  local t = tonumber(clockS) * 1000 + math.floor(tonumber(clockNs) / 1e6)
+  local ms = math.ceil(length / 1e6)
+  real.call('ZREMRANGEBYSCORE', hk, '-inf', t)
+  real.call('ZADD', hk, t + ms, id)
+  real.call('PEXPIRE', hk, ms + tonumber(ARGV[5]))
+  r[6], r[7], r[8], r[9], r[10] = 0, tonumber(clockS), tonumber(clockNs), real.call('ZCARD', hk), wend
+  if r[1] == 1 then
+    r[6] = tonumber(cost)
+  end
+  return r
+end
+
 -- As core's Stack: an admission names the layer with the least left and
 -- waits for the longest delay; a denial names the layer with the longest
 -- wait, and what is left is the least any denying layer has.
@@ -120,7 +176,7 @@ if allowed then
     end
     delay = math.max(delay, replies[i][3])
   end
-  return {1, replies[pick][2], delay, replies[pick][4], pick - 1}
+  return grantReply({1, replies[pick][2], delay, replies[pick][4], pick - 1})
 end
 local left
 pick = nil
@@ -135,4 +191,4 @@ for i = 1, n do
     end
   end
 end
-return {0, left, replies[pick][3], replies[pick][4], pick - 1}
+return grantReply({0, left, replies[pick][3], replies[pick][4], pick - 1})

@@ -119,7 +119,7 @@ end
 -- A grant charges what fits now, up to the cost asked (never with
 -- WithOverdraft: New refuses local quota there).
 local grant = op == 'g'
-if grant then
+if grant or op == 'f' then
   local h = level(tokens, last, now)
   local fit = 0
   if h > 0 then
@@ -127,6 +127,9 @@ if grant then
   end
   if fits(h, fit + 1) then
     fit = fit + 1
+  end
+  if op == 'f' then
+    return {fit, -1} -- a stack's grant (stack.lua): what fits, and no window
   end
   cost, op = math.max(1, math.min(cost, fit)), 'a'
 end
@@ -181,7 +184,7 @@ else
     end
     local r = {0, left, wait(tokens, last, need), reset}
     if grant then
-      r[5], r[6], r[7], r[8] = 0, R, now, holders()
+      r[5], r[6], r[7], r[8], r[9], r[10] = 0, 0, R, now, holders(), -1
     end
     return r
   end
@@ -190,7 +193,7 @@ else
   reset = wait(tokens, last, burst)
   result = {1, left, 0, reset}
   if grant then
-    result[5], result[6], result[7], result[8] = cost, R, now, holders()
+    result[5], result[6], result[7], result[8], result[9], result[10] = 0, cost, R, now, holders(), -1
   end
 end
 redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
