@@ -83,12 +83,13 @@ type quotaShard struct {
 
 // quota is one key's lease and demand.
 type quota struct {
-	mu    sync.Mutex
-	units int64  // unspent units of the lease in force
-	end   int64  // the process-clock instant the lease ends; 0: none
-	gs    int64  // the server's instant of the grant (seconds, ns), which a
-	gn    int64  // fixed window's return names
-	gen   uint64 // counts leases, so that a late timer returns nothing twice
+	mu      sync.Mutex
+	units   int64  // unspent units of the lease in force
+	granted int64  // the units it was granted
+	end     int64  // the process-clock instant the lease ends; 0: none
+	gs      int64  // the server's instant of the grant (seconds, ns), which a
+	gn      int64  // fixed window's return names
+	gen     uint64 // counts leases, so that a late timer returns nothing twice
 	// The shared state as the last grant saw it, and when it was sent.
 	remaining, reset, sent int64
 	// asking is closed when the grant in flight ends; nil when none is.

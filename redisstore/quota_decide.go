@@ -41,8 +41,18 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			q.units -= int64(cost)
 			d := q.admitted(p, now)
 			d.Leased = true
-			q.mu.Unlock()
 			l.quotaCount.leased.Add(1)
+			if q.units*4 >= q.granted || q.asking != nil || now < q.wait {
+				q.mu.Unlock()
+				return d, nil
+			}
+			// Below a quarter: this call asks for the next lease.
+			ch := make(chan struct{})
+			q.asking = ch
+			n := q.size(qs.length, cost, p.limit.EffectiveBurst())
+			q.asked = n
+			q.mu.Unlock()
+			l.refill(ctx, p, key, q, ch, n, now)
 			return d, nil
 		}
 		// The lease, if any, is over for this call: its end has come, or
@@ -86,37 +96,17 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 // cost from it. sent is when the call was sent, on the process's clock:
 // the lease ends at most the quota's length after it.
 func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q *quota, ch chan struct{}, n int, sent int64) (core.Decision, error) {
-	v, err := l.call(ctx, l.quota.grant, "grant", 'g', key, n, "")
-	q.mu.Lock()
-	q.asking = nil
-	close(ch)
+	v, err := l.lease(ctx, p, key, q, ch, n, sent)
 	if err != nil {
-		q.mu.Unlock()
 		return l.allowLocal(ctx, key, cost, err)
 	}
-	l.quotaCount.grants.Add(1)
-	q.remaining, q.reset, q.sent, q.holders = v[1], v[3], sent, v[8]
-	q.limit = l.limitAt(p, v[4])
 	k := v[5]
-	if k == 0 {
-		// Nothing fits: refuse here until then, or a quarter of a lease,
-		// whichever is later, so that an exhausted key costs a round trip
-		// per quarter lease at most.
-		q.wait = sent + max(v[2], l.quota.length/4)
+	switch {
+	case k == 0:
 		d := q.refused(p, sent, time.Duration(q.wait-sent))
 		q.mu.Unlock()
 		return d, nil
-	}
-	end := sent + l.quota.length
-	if v[9] >= 0 {
-		end = min(end, sent+v[9]) // a window's end, counted from before the call was sent
-	}
-	q.gs, q.gn = v[6], v[7]
-	q.gen++
-	q.units, q.end = k, end
-	gen := q.gen
-	l.opts.after(time.Duration(end-sent), func() { l.expire(p, key, q, gen) })
-	if k < int64(cost) {
+	case k < int64(cost):
 		// Fewer units than the cost fit: a shared limiter refuses it too.
 		// The units serve cheaper calls.
 		d := q.refused(p, sent, time.Duration(int64(cost)-k)*p.limit.Interval())
@@ -127,6 +117,60 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	d := q.admitted(p, sent)
 	q.mu.Unlock()
 	return d, nil
+}
+
+// refill asks for the next lease of n units for key while the one in force
+// still has some: the call that took it below a quarter of its size makes
+// the round trip, and the key's other calls spend what is left meanwhile.
+// The new lease replaces the old, whose last units go back. A refill that
+// fails changes nothing: the call that finds the lease spent asks again,
+// and meets the failure mode.
+func (l *Limiter) refill(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) {
+	if _, err := l.lease(ctx, p, key, q, ch, n, sent); err == nil {
+		q.mu.Unlock()
+	}
+}
+
+// lease asks for a lease of n units for key and ends q's ask (ch). On
+// success it returns with q locked and the reply applied: a new lease in
+// place of the one in force (whose units go back), or, when nothing fits,
+// the instant before which the key is refused here: the grantor's wait,
+// but at least a quarter of a lease, so that an exhausted key costs a
+// round trip per quarter lease at most, and at most a lease, since units
+// that other instances give back come sooner than the grantor's wait.
+func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) (vals, error) {
+	v, err := l.call(ctx, l.quota.grant, "grant", 'g', key, n, "")
+	q.mu.Lock()
+	q.asking = nil
+	close(ch)
+	if err != nil {
+		q.mu.Unlock()
+		return v, err
+	}
+	l.quotaCount.grants.Add(1)
+	q.holders = v[8]
+	k := v[5]
+	if k == 0 {
+		q.wait = sent + min(max(v[2], l.quota.length/4), l.quota.length)
+		q.remaining, q.reset, q.sent, q.limit = v[1], v[3], sent, l.limitAt(p, v[4])
+		return v, nil
+	}
+	back, gs, gn := q.units, q.gs, q.gn
+	end := sent + l.quota.length
+	if v[9] >= 0 {
+		end = min(end, sent+v[9]) // a window's end, counted from before the call was sent
+	}
+	q.remaining, q.reset, q.sent, q.limit = v[1], v[3], sent, l.limitAt(p, v[4])
+	q.gs, q.gn = v[6], v[7]
+	q.gen++
+	q.units, q.end, q.granted = k, end, k
+	gen := q.gen
+	l.opts.after(time.Duration(end-sent), func() { l.expire(p, key, q, gen) })
+	if back > 0 {
+		// Not under q's lock: giveBack only starts the round trip.
+		l.giveBack(p, key, back, gs, gn)
+	}
+	return v, nil
 }
 
 // expire gives back what lease gen of q left unspent once it has ended.
