@@ -68,7 +68,8 @@
 //	                     sketch monitors up to monitored keys
 //	policies             [{limiter, limits: [{name, events, period, burst}]}]
 //	health               [{name, state, stats: {primary_decisions,
-//	                     local_decisions, primary_failures, opens}}]
+//	                     local_decisions, primary_failures, opens,
+//	                     lease_decisions, leases, returned_units}}]
 //
 // # Keys are personal data
 //

@@ -56,4 +56,7 @@ type stats struct {
 	LocalDecisions   uint64 `json:"local_decisions"`
 	PrimaryFailures  uint64 `json:"primary_failures"`
 	Opens            uint64 `json:"opens"`
+	LeaseDecisions   uint64 `json:"lease_decisions"`
+	Leases           uint64 `json:"leases"`
+	Returned         uint64 `json:"returned_units"`
 }

@@ -102,12 +102,16 @@ type healthView struct {
 
 // breakerStats are a store's counters (core.Health): decisions the store
 // made (primary) and those made in memory while it failed (local), failed
-// calls, and times its breaker opened.
+// calls, and times its breaker opened; decisions made from local quota
+// leases, the leases granted and the units they gave back.
 type breakerStats struct {
 	PrimaryDecisions uint64 `json:"primary_decisions"`
 	LocalDecisions   uint64 `json:"local_decisions"`
 	PrimaryFailures  uint64 `json:"primary_failures"`
 	Opens            uint64 `json:"opens"`
+	LeaseDecisions   uint64 `json:"lease_decisions"`
+	Leases           uint64 `json:"leases"`
+	Returned         uint64 `json:"returned_units"`
 }
 
 // snapshot returns what the page shows now. It locks each shard in turn
@@ -183,7 +187,7 @@ func (p *Page) snapshot() snapshot {
 	for _, src := range p.health {
 		st := src.health.Health()
 		snap.Health = append(snap.Health, healthView{Name: src.name, State: st.Breaker,
-			Stats: &breakerStats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens}})
+			Stats: &breakerStats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens, st.LeaseDecisions, st.Leases, st.Returned}})
 	}
 	if p.custom {
 		snap.KeyForm = "custom"
