@@ -155,6 +155,13 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 		q.remaining, q.reset, q.sent, q.limit = v[1], v[3], sent, l.limitAt(p, v[4])
 		return v, nil
 	}
+	if k*4 < int64(n) {
+		// A quarter of the ask or less: the key is at its limit, and what
+		// refills goes to whoever asks first. Asking again at once would
+		// cost a round trip per few units; the units wait in Redis (up to
+		// the burst) for the next ask, a quarter of a lease from now.
+		q.wait = sent + l.quota.length/4
+	}
 	back, gs, gn := q.units, q.gs, q.gn
 	end := sent + l.quota.length
 	if v[9] >= 0 {
