@@ -32,15 +32,20 @@
 -- ends (-1: none). A grant's ARGV ends with the instance's id and the
 -- lease's length in ns.
 
-local real = redis
-local held = {}
+-- The call's `redis` (real) and the writes it holds (held), set by the
+-- body: the recorder, made once, works through them.
+local real, held
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
   ZREMRANGEBYRANK = true, ZREMRANGEBYSCORE = true}
 local recorder = {
-  error_reply = real.error_reply,
-  status_reply = real.status_reply,
+  error_reply = function(...)
+    return real.error_reply(...)
+  end,
+  status_reply = function(...)
+    return real.status_reply(...)
+  end,
   fix = function(cmd, ...)
     if not writes[string.upper(cmd)] then
       error('floodgate: a stack cannot fix with ' .. cmd)
@@ -60,14 +65,15 @@ local recorder = {
   end,
 }
 
+local layers, leased = {}, {}
+-- LAYERS --
+-- CALL --
+real, held = redis, {}
 local clockS, clockNs = ARGV[3], ARGV[4]
 if clockS == '' then
   local t = real.call('TIME')
   clockS, clockNs = t[1], string.format('%.0f', tonumber(t[2]) * 1000)
 end
-
-local layers, leased = {}, {}
--- LAYERS --
 
 local n = #KEYS
 if quota then
