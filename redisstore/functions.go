@@ -137,6 +137,17 @@ func stackLibrary(srcs [][]string, leased []bool, quota bool) *library {
 	return newLibrary(src.String())
 }
 
+// loadable reports whether this package can load a library on c's
+// servers: a single server's client, a failover's or a Cluster's, whose
+// calls are then sent with FCALL first. A Ring's are sent with EVALSHA.
+func loadable(c redis.UniversalClient) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		return true
+	}
+	return false
+}
+
 // functions is what a route knows of its server's Functions.
 type functions struct {
 	off atomic.Bool // the server refused FUNCTION LOAD: EVALSHA from now on

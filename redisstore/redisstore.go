@@ -18,11 +18,9 @@ import (
 // every process that uses the same server, prefix and limit. It is safe for
 // concurrent use.
 type Limiter struct {
-	client redis.UniversalClient
-	script *script
-	// functions: the client is one this package loads libraries through
-	// (a single server's, a failover's or a Cluster's), so FCALL is tried.
-	functions bool
+	client    redis.UniversalClient
+	script    *script
+	functions bool    // FCALL is tried: see loadable
 	pol       *policy // the limit and its script arguments; nil for a Dynamic's
 	alg       core.Algorithm
 	opts      options    // what the Limiter was made with, for a Dynamic's policies
@@ -134,10 +132,8 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
-	}
-	switch client.(type) {
-	case *redis.Client, *redis.ClusterClient:
-		lim.functions = true
+
+		functions: loadable(client),
 	}
 	if o.algorithm == core.Concurrency {
 		// No deny cache: a refusal ends when any instance releases a

@@ -7,7 +7,11 @@
 -- operations, always). So a layer's script must make every read before its
 -- first write, which each does. A layer's repairs (redis.fix: a state read
 -- clamped written back, a missing TTL set; see common.lua) charge nothing
--- and are made at once, even when the stack refuses.
+-- and are made at once, even when the stack refuses. In a Functions
+-- library (stackLibrary in functions.go) each distinct layer's files are a
+-- section of the library, their heads run once, and the layers are those
+-- sections' functions; this file's part before '-- LAYERS --' runs once
+-- too, and its tail, from '-- CALL --', is the registered function.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
 -- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
