@@ -339,11 +339,12 @@ type serverStats struct {
 	cmds int64
 	// expired is expired_keys: keys removed when their TTL passed.
 	expired int64
-	// usec is the time spent in PING, EVAL and EVALSHA (commandstats). A
-	// script's own calls are in its EVAL's time and counted again under
-	// their own names, which the commands a client sends directly share
-	// (GET, SET...): those are left out, and so are throttled's direct GET,
-	// SETNX and EXPIRE.
+	// usec is the time spent in PING, EVAL, EVALSHA and FCALL
+	// (commandstats; redisstore sends FCALL to a server with Redis
+	// Functions). A script's own calls are in its EVAL's (or FCALL's) time
+	// and counted again under their own names, which the commands a client
+	// sends directly share (GET, SET...): those are left out, and so are
+	// throttled's direct GET, SETNX and EXPIRE.
 	usec int64
 }
 
@@ -368,7 +369,7 @@ func readStats(tb testing.TB, c *redis.Client) serverStats {
 				st.cmds = atoi(tb, val)
 			case "expired_keys":
 				st.expired = atoi(tb, val)
-			case "cmdstat_ping", "cmdstat_eval", "cmdstat_evalsha":
+			case "cmdstat_ping", "cmdstat_eval", "cmdstat_evalsha", "cmdstat_fcall":
 				for _, f := range strings.Split(val, ",") {
 					if v, ok := strings.CutPrefix(f, "usec="); ok {
 						st.usec += atoi(tb, v)

@@ -53,14 +53,14 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 	args := l.args(pol, code, cost, member)
 	q := r.q
 	if q == nil || probe {
-		return l.send(ctx, r.b, probe, op, rkey, args)
+		return l.send(ctx, r, probe, op, rkey, args)
 	}
 	q.mu.Lock()
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
 		defer l.handOff(r)
-		return l.send(ctx, r.b, false, op, rkey, args)
+		return l.send(ctx, r, false, op, rkey, args)
 	}
 	p := &pending{op: op, code: code, keys: l.keys(rkey), args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
@@ -91,14 +91,14 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 var errQueueTimeout = fmt.Errorf("redisstore: no answer within the timeout while queued behind other round trips: %w", context.DeadlineExceeded)
 
 // send makes one call's round trip alone, bounded by the Limiter's timeout
-// from now, and tells b (nil: no breaker) what it showed.
-func (l *Limiter) send(ctx context.Context, b *breaker.Breaker, probe bool, op, rkey string, args []any) (vals, error) {
+// from now, and tells r's breaker, if any, what it showed.
+func (l *Limiter) send(ctx context.Context, r *route, probe bool, op, rkey string, args []any) (vals, error) {
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
 	}
-	cmd := l.script.run(wire, l.client, l.keys(rkey), args)
-	if b != nil {
+	cmd := l.exec(wire, r, l.keys(rkey), args)
+	if b := r.b; b != nil {
 		// Before cancel, which would end wire in any case.
 		settle(b, classify(ctx, wire, cmd.Err()), cmd.Err(), probe)
 	}
@@ -152,20 +152,22 @@ func (l *Limiter) handOff(r *route) {
 // flush sends batches on r until no call waits.
 func (l *Limiter) flush(r *route, batch []*pending) {
 	for batch != nil {
-		l.pipeline(r.b, batch)
+		l.pipeline(r, batch)
 		batch = r.q.next()
 	}
 }
 
-// pipeline sends batch in one round trip and answers each call, or, if b
-// (nil: no breaker) opened while they waited, answers them at once with
-// errCircuitOpen. The round trip is bounded by the Limiter's timeout from
-// now, when it leaves, and by nothing else: the calls have their own
-// deadlines, which they wait on, and one caller giving up must not fail
-// the others. Scripts a server does not know (NOSCRIPT) are sent again
-// with EVAL, in a second pipeline. The round trip, not each call, is one
-// outcome for b.
-func (l *Limiter) pipeline(b *breaker.Breaker, batch []*pending) {
+// pipeline sends batch in one round trip to r's server and answers each
+// call, or, if r's breaker (if any) opened while they waited, answers them
+// at once with errCircuitOpen. The round trip is bounded by the Limiter's
+// timeout from now, when it leaves, and by nothing else: the calls have
+// their own deadlines, which they wait on, and one caller giving up must
+// not fail the others. Calls the server answers it did not run (see
+// Limiter.again: NOSCRIPT, a function missing) are sent again, in a
+// pipeline of their own, after one FUNCTION LOAD if a function was
+// missing. The round trip, not each call, is one outcome for the breaker.
+func (l *Limiter) pipeline(r *route, batch []*pending) {
+	b := r.b
 	if b != nil && !b.Closed() {
 		for _, p := range batch {
 			p.err = errOpen(p.code)
@@ -180,26 +182,30 @@ func (l *Limiter) pipeline(b *breaker.Breaker, batch []*pending) {
 		defer cancel()
 	}
 	cmds := make([]*redis.Cmd, len(batch))
+	vias := make([]via, len(batch))
+	first := l.via(r)
 	pipe := l.client.Pipeline()
 	for i, p := range batch {
 		if !p.gone.Load() {
-			cmds[i] = l.script.queue(ctx, pipe, true, p.keys, p.args)
+			vias[i] = first
+			cmds[i] = l.script.cmd(ctx, first, p.keys, p.args)
+			_ = pipe.Process(ctx, once{cmds[i]})
 		}
 	}
-	if pipe.Len() > 0 {
+	ld := notTried
+	for pipe.Len() > 0 {
 		_, _ = pipe.Exec(ctx) // each command holds its own error
-	}
-	var again redis.Pipeliner
-	for i, c := range cmds {
-		if c != nil && noScript(c.Err()) {
-			if again == nil {
-				again = l.client.Pipeline()
+		pipe = l.client.Pipeline()
+		for i, c := range cmds {
+			if c == nil {
+				continue
 			}
-			cmds[i] = l.script.queue(ctx, again, false, batch[i].keys, batch[i].args)
+			if v, ok := l.again(ctx, r, vias[i], c.Err(), batch[i].keys[0], &ld); ok {
+				vias[i] = v
+				cmds[i] = l.script.cmd(ctx, v, batch[i].keys, batch[i].args)
+				_ = pipe.Process(ctx, once{cmds[i]})
+			}
 		}
-	}
-	if again != nil {
-		_, _ = again.Exec(ctx)
 	}
 	v, vErr := noEvidence, error(nil)
 	for i, p := range batch {

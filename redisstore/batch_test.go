@@ -34,7 +34,7 @@ func (h *holder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (h *holder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if name := cmds[0].Name(); name != "evalsha" && name != "eval" {
+		if name := cmds[0].Name(); name != "evalsha" && name != "eval" && name != "fcall" {
 			return next(ctx, cmds) // a new connection's handshake
 		}
 		names := make([]string, len(cmds))
@@ -69,9 +69,9 @@ type batchRig struct {
 	lim *redisstore.Limiter
 }
 
-func newBatchRig(t *testing.T, size int) *batchRig {
+func newBatchRig(t *testing.T, size int, opts ...redistest.Option) *batchRig {
 	t.Helper()
-	srv := redistest.Start(t)
+	srv := redistest.Start(t, opts...)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	h := newHolder()
@@ -161,8 +161,8 @@ func TestBatching(t *testing.T) {
 	var sizes []int
 	for _, p := range r.h.seen() {
 		for _, name := range p {
-			if name != "evalsha" {
-				t.Fatalf("pipeline %v: want only evalsha", p)
+			if name != "fcall" {
+				t.Fatalf("pipeline %v: want only fcall", p)
 			}
 		}
 		sizes = append(sizes, len(p))
@@ -218,9 +218,10 @@ func TestBatchingCallerGivesUp(t *testing.T) {
 }
 
 // TestBatchingNoScript: a pipeline whose scripts the server no longer
-// knows sends them again with EVAL, once.
+// knows sends them again with EVAL, once (a server without Functions; see
+// TestBatchingFunctionFlush for one with).
 func TestBatchingNoScript(t *testing.T) {
-	r := newBatchRig(t, 128)
+	r := newBatchRig(t, 128, noFunctions)
 	first := r.hold(t, "lone")
 	queued := r.queue(t, context.Background(), "k", 3)
 	r.h.pipe.arm()

@@ -19,7 +19,7 @@ import (
 
 // stall is a client hook that holds every script sent alone (not in a
 // pipeline, and not a new connection's handshake) until the test lets it
-// go, one release per script, and counts the pipelines of EVALSHA sent
+// go, one release per script, and counts the pipelines of EVALSHA or FCALL sent
 // (not those that send a script again with EVAL).
 type stall struct {
 	entered, release chan struct{}
@@ -31,7 +31,7 @@ func newStall() *stall { return &stall{entered: make(chan struct{}), release: ma
 func (s *stall) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *stall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+		if name := cmd.Name(); name != "evalsha" && name != "eval" && name != "fcall" {
 			return next(ctx, cmd)
 		}
 		s.entered <- struct{}{}
@@ -41,7 +41,7 @@ func (s *stall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (s *stall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if cmds[0].Name() == "evalsha" {
+		if name := cmds[0].Name(); name == "evalsha" || name == "fcall" {
 			s.pipes.Add(1)
 		}
 		return next(ctx, cmds)

@@ -22,8 +22,11 @@
 // requests at the same instants get the same Allowed, Remaining,
 // RetryAfter, ResetAfter and Delay, to the nanosecond (the shared decision
 // tables pass on both, and randomized tests compare them step by step).
-// Each decision is one Lua script, run with EVALSHA at the server's TIME,
-// the one clock every instance agrees on. Lua numbers are doubles, so a
+// Each decision is one Lua script at the server's TIME, the one clock
+// every instance agrees on: a function of a Redis Functions library, run
+// with FCALL, on Redis 7 and later (the library is loaded once per server,
+// or Cluster master, and again when the server has lost it), and run with
+// EVALSHA on a server that refuses Functions. Lua numbers are doubles, so a
 // limit may span at most about 52 days on Redis (half that with
 // Overdraft); New refuses longer ones. The options configure the store,
 // never the policy.

@@ -10,9 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// script is a Lua script as the package sends it: EVALSHA with its
-// digest, and EVAL with its source when a server answers NOSCRIPT (it has
-// not seen the script since it started or its cache was flushed).
+// script is a Lua script as the package sends it: FCALL of its function in
+// a library (functions.go) to a server that has Functions, EVALSHA with
+// its digest to one that has not, and EVAL with its source when a server
+// answers NOSCRIPT (it has not seen the script since it started or its
+// cache was flushed).
 //
 // Unlike go-redis's Script, every command it sends is marked never to be
 // retried by the client. go-redis retries a command after a read timeout
@@ -22,9 +24,13 @@ import (
 // the caller's failure mode handles, and a key is never charged for a
 // request that was not admitted. Redirects (MOVED, ASK) are still
 // followed: a script a server redirects has not run. Retries of the
-// client's other commands are not changed.
+// client's other commands are not changed. A call is sent again only
+// after an answer that says it did not run: NOSCRIPT, or that the
+// function (or FCALL itself) does not exist.
 type script struct {
 	src, hash string
+	lib       *library // nil: no function
+	fn        string   // its function in lib
 }
 
 func newScript(src string) *script {
@@ -39,13 +45,26 @@ type once struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again after a failure.
 func (once) NoRetry() bool { return true }
 
-// cmd returns the command that runs s on keys with args: EVALSHA if sha,
-// else EVAL.
-func (s *script) cmd(ctx context.Context, sha bool, keys []string, args []any) *redis.Cmd {
+// via is how a call is sent.
+type via uint8
+
+const (
+	viaEvalsha via = iota // then EVAL on NOSCRIPT
+	viaEval
+	viaFcall  // then, if the function is missing, FUNCTION LOAD and viaReload
+	viaReload // FCALL after a load; EVAL if the function is missing still
+)
+
+// cmd returns the command that runs s on keys with args, sent via v.
+func (s *script) cmd(ctx context.Context, v via, keys []string, args []any) *redis.Cmd {
 	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
-	a[0], a[1] = "evalsha", s.hash
-	if !sha {
+	switch v {
+	case viaEvalsha:
+		a[0], a[1] = "evalsha", s.hash
+	case viaEval:
 		a[0], a[1] = "eval", s.src
+	default:
+		a[0], a[1] = "fcall", s.fn
 	}
 	a[2] = len(keys)
 	for i, k := range keys {
@@ -57,24 +76,55 @@ func (s *script) cmd(ctx context.Context, sha bool, keys []string, args []any) *
 	return c
 }
 
-// run sends s to c and waits for its reply: once with EVALSHA and, if the
-// server does not know the script, once more with EVAL.
-func (s *script) run(ctx context.Context, c redis.UniversalClient, keys []string, args []any) *redis.Cmd {
-	cmd := s.cmd(ctx, true, keys, args)
-	_ = c.Process(ctx, once{cmd}) // the command holds its error
-	if noScript(cmd.Err()) {
-		cmd = s.cmd(ctx, false, keys, args)
-		_ = c.Process(ctx, once{cmd})
+// via returns how a call to r's server is first sent: FCALL unless the
+// server refused Functions, the script has no function, or the client is
+// of a kind whose servers this package cannot load a library on.
+func (l *Limiter) via(r *route) via {
+	if l.script.lib == nil || !l.functions || r.fn.off.Load() {
+		return viaEvalsha
 	}
-	return cmd
+	return viaFcall
 }
 
-// queue adds s, as EVALSHA if sha, else EVAL, to the pipeline p and
-// returns its command, answered when p is executed.
-func (s *script) queue(ctx context.Context, p redis.Pipeliner, sha bool, keys []string, args []any) *redis.Cmd {
-	cmd := s.cmd(ctx, sha, keys, args)
-	_ = p.Process(ctx, once{cmd})
-	return cmd
+// again returns how to send again a call sent via v to r's server that
+// failed with err, and false if it must not be: only an answer that says
+// the call did not run is tried again. rkey is the call's key, for a
+// Cluster's loads; ld is the round trip's load (see load).
+func (l *Limiter) again(ctx context.Context, r *route, v via, err error, rkey string, ld *loaded) (via, bool) {
+	switch v {
+	case viaEvalsha:
+		return viaEval, noScript(err)
+	case viaFcall:
+		if unknownCommand(err) {
+			r.fn.off.Store(true) // before Redis 7
+			return viaEvalsha, true
+		}
+		if fnMissing(err) {
+			if l.load(ctx, r, rkey, ld) {
+				return viaReload, true
+			}
+			return viaEvalsha, true
+		}
+	case viaReload:
+		return viaEval, fnMissing(err) || unknownCommand(err)
+	}
+	return v, false
+}
+
+// exec sends l's script for one call to r's server and waits for its
+// reply, sending it again (see again) while the server answers that it
+// did not run it.
+func (l *Limiter) exec(ctx context.Context, r *route, keys []string, args []any) *redis.Cmd {
+	v, ld := l.via(r), notTried
+	for {
+		cmd := l.script.cmd(ctx, v, keys, args)
+		_ = l.client.Process(ctx, once{cmd}) // the command holds its error
+		next, ok := l.again(ctx, r, v, cmd.Err(), keys[0], &ld)
+		if !ok {
+			return cmd
+		}
+		v = next
+	}
 }
 
 // noScript reports whether err is a server's NOSCRIPT answer: the script

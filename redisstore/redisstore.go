@@ -18,19 +18,20 @@ import (
 // every process that uses the same server, prefix and limit. It is safe for
 // concurrent use.
 type Limiter struct {
-	client  redis.UniversalClient
-	script  *script
-	pol     *policy // the limit and its script arguments; nil for a Dynamic's
-	alg     core.Algorithm
-	opts    options    // what the Limiter was made with, for a Dynamic's policies
-	suffix  string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings (a Dynamic's: no limit)
-	prefix  string     // the key prefix plus "{"
-	clock   core.Clock // the process's clock, for the deny cache
-	testNow core.Clock // nil: the scripts read the server's TIME
-	timeout time.Duration
-	deny    *denyCache
-	one     *route   // the server's breaker and queue; nil on a Cluster
-	masters *masters // a Cluster's, one route per master; nil for other clients
+	client    redis.UniversalClient
+	script    *script
+	functions bool    // FCALL is tried: see loadable
+	pol       *policy // the limit and its script arguments; nil for a Dynamic's
+	alg       core.Algorithm
+	opts      options    // what the Limiter was made with, for a Dynamic's policies
+	suffix    string     // "}:" plus the algorithm, the limit's parameters and the algorithm's settings (a Dynamic's: no limit)
+	prefix    string     // the key prefix plus "{"
+	clock     core.Clock // the process's clock, for the deny cache
+	testNow   core.Clock // nil: the scripts read the server's TIME
+	timeout   time.Duration
+	deny      *denyCache
+	one       *route   // the server's breaker and queue; nil on a Cluster
+	masters   *masters // a Cluster's, one route per master; nil for other clients
 
 	// A stack's: each layer's limit, and the end of its key after the
 	// base key (prefix, {key}); nil for one limit.
@@ -131,6 +132,8 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
+
+		functions: loadable(client),
 	}
 	if o.algorithm == core.Concurrency {
 		// No deny cache: a refusal ends when any instance releases a

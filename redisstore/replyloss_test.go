@@ -79,7 +79,7 @@ func (p *lossyProxy) up(c, s net.Conn, drop *atomic.Bool) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if bytes.Contains(bytes.ToLower(buf[:n]), []byte("evalsha")) && p.armed.Add(-1) >= 0 {
+			if low := bytes.ToLower(buf[:n]); (bytes.Contains(low, []byte("evalsha")) || bytes.Contains(low, []byte("fcall"))) && p.armed.Add(-1) >= 0 {
 				drop.Store(true)
 			}
 			if _, werr := s.Write(buf[:n]); werr != nil {

@@ -51,8 +51,9 @@ func (l *Limiter) probe(ctx context.Context, p *policy, r *route, op string, cod
 // batching queue, each nil when turned off. Calls to one server wait only
 // on that server: a dead Cluster master holds up none of the others' keys.
 type route struct {
-	b *breaker.Breaker
-	q *queue
+	b  *breaker.Breaker
+	q  *queue
+	fn functions // whether the server has Functions
 }
 
 // routes makes routes as the options say.

@@ -14,10 +14,12 @@ import (
 var luaFiles embed.FS
 
 // One script per algorithm: the shared prelude, the window helpers for the
-// window algorithms, then the algorithm. Each is sent once with EVAL when a
-// server answers NOSCRIPT, and run with EVALSHA otherwise (see script in
-// eval.go). Every function a script defines is made again on each call
-// (Lua closures), so each script holds only the ones it uses.
+// window algorithms, then the algorithm. Each is a function of one library
+// (functions.go), run with FCALL on a server that has Functions; on one
+// that has not, it is run with EVALSHA, and sent once with EVAL when the
+// server answers NOSCRIPT (see script in eval.go). Every function an EVAL
+// script defines is made again on each call (Lua closures), so each script
+// holds only the ones it uses; the library makes them once.
 var sources = map[core.Algorithm][]string{
 	core.TokenBucket:   {"common.lua", "tokenbucket.lua"},
 	core.GCRA:          {"common.lua", "gcra.lua"},
@@ -29,7 +31,6 @@ var sources = map[core.Algorithm][]string{
 	core.Concurrency:   {"concurrency.lua"},
 }
 
-// subWindowsSource is SlidingWindow's script with sub-windows.
 // quotaSources are the scripts of limiters made WithLocalQuota: the
 // algorithm's, with quota.lua after common.lua.
 var quotaSources = map[core.Algorithm][]string{
@@ -38,26 +39,29 @@ var quotaSources = map[core.Algorithm][]string{
 	core.FixedWindow: {"common.lua", "windows.lua", "quota.lua", "fixedwindow.lua"},
 }
 
-var quotaScripts = func() map[core.Algorithm]*script {
-	m := map[core.Algorithm]*script{}
-	for alg, names := range quotaSources {
-		m[alg] = newScript(source(names...))
-	}
-	return m
-}()
+// subWindowsSource is SlidingWindow's script with sub-windows.
+var subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
 
 var (
-	subWindowsSource = []string{"common.lua", "windows.lua", "subwindows.lua"}
-	subWindowsScript = newScript(source(subWindowsSource...))
+	scripts, quotaScripts, subWindowsScript = func() (map[core.Algorithm]*script, map[core.Algorithm]*script, *script) {
+		all, files := map[string]*script{}, map[string][]string{}
+		add := func(names []string) *script {
+			s := newScript(source(names...))
+			all[fnID(names)], files[fnID(names)] = s, names
+			return s
+		}
+		m, q := map[core.Algorithm]*script{}, map[core.Algorithm]*script{}
+		for alg, names := range sources {
+			m[alg] = add(names)
+		}
+		for alg, names := range quotaSources {
+			q[alg] = add(names)
+		}
+		sub := add(subWindowsSource)
+		mainLibrary(all, files)
+		return m, q, sub
+	}()
 )
-
-var scripts = func() map[core.Algorithm]*script {
-	m := map[core.Algorithm]*script{}
-	for alg, names := range sources {
-		m[alg] = newScript(source(names...))
-	}
-	return m
-}()
 
 // source is the named files of lua/, one after the other.
 func source(names ...string) string {

@@ -189,6 +189,9 @@ func stackScript(srcs [][]string, leased []bool, quota bool) *script {
 		}
 	}
 	src.WriteString(tail)
-	s, _ := stackScripts.LoadOrStore(id.String(), newScript(src.String()))
+	n := newScript(src.String())
+	n.lib = stackLibrary(srcs, leased, quota)
+	n.fn = n.lib.fn("stack")
+	s, _ := stackScripts.LoadOrStore(id.String(), n)
 	return s.(*script)
 }

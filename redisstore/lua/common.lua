@@ -1,6 +1,14 @@
--- Shared by every floodgate script, and run on every call: Redis makes a
--- script's functions again each time it runs, so the scripts define few and
--- write the rest inline.
+-- Shared by every floodgate script. Every file of lua/ is in two parts: its
+-- head, before the line '-- CALL --' (all of a file without it is body),
+-- defines helpers and declares the state they read; its body runs on every
+-- call and sets that state first. A script sent with EVAL (scripts.go) is
+-- the files one after the other, heads and bodies, so Redis makes every
+-- helper again on each call; in the Redis Functions library (library.go)
+-- the heads run once, when the library loads, and each registered
+-- function's callback runs the bodies. Redis runs one function at a time,
+-- so state set at the start of a call is the call's own until it returns.
+-- A head reads no per-call value (KEYS, ARGV, the clock) and never `redis`
+-- while it runs: a library's load sees another `redis` than its calls.
 --
 -- Instants are nanoseconds, but Lua numbers are doubles, exact only below
 -- 2^53 (104 days of nanoseconds), and the Unix epoch is 1.8e18 ns away. So
@@ -52,15 +60,20 @@
 -- another Redis type (WRONGTYPE). Each algorithm reads its own state (a
 -- string with GET, or a sorted set).
 
-local key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local STALE = 9007190
-local R, now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
-else
-  R, now = tonumber(ARGV[3]), tonumber(ARGV[4])
-end
+-- COUNT is 2^31: every count a state holds is below it (Events and Burst
+-- are at most 2^31 - 1, and a count above Events comes only from a
+-- Dynamic's larger limit).
+local COUNT = 2147483648
+
+-- The call's state, set by the body below: the state key, the operation,
+-- the cost, the TTL margin, the current second R and now within it (see
+-- above); clamped (see instant); fix, redis.call for writes that repair a
+-- state rather than charge it (a state read at its lead, a key without a
+-- TTL): a stack (stack.lua) holds a layer's writes until every layer
+-- admits, but makes these at once, even when it refuses; db, the `redis`
+-- of the call (a stack's layer gets a recorder in its place).
+local key, op, cost, margin, R, now, clamped, fix, db
 
 -- idiv returns floor(a / b) and the remainder, exact for integers below 2^53.
 local function idiv(a, b)
@@ -80,14 +93,11 @@ local function stamp(t)
   return string.format('%.0f %.0f', R + q, r)
 end
 
--- clamped is set once a stored instant has been read at its lead (see
--- above): the state read is not the one stored, and is written back.
-local clamped = false
-
 -- instant reads a stored instant, whole seconds s and nanoseconds n as
 -- matched, relative to R: false if it is more than STALE seconds past,
 -- else the instant, at most now + lead (clamped set if it was further
--- ahead); nil if n is not a count of nanoseconds (below 1e9).
+-- ahead: the state read is not the one stored, and is written back); nil
+-- if n is not a count of nanoseconds (below 1e9).
 local function instant(s, n, lead)
   s, n = tonumber(s), tonumber(n)
   if not s or not n or n >= 1e9 then
@@ -112,13 +122,14 @@ local function malformed(state)
   return redis.error_reply('floodgate: malformed state at ' .. key .. ': ' .. string.sub(tostring(state), 1, 64))
 end
 
--- fix is redis.call for writes that repair a state rather than charge it
--- (a state read at its lead, a key without a TTL). A stack (stack.lua)
--- holds a layer's writes until every layer admits, but makes these at
--- once, even when it refuses.
-local fix = redis.fix or redis.call
-
--- COUNT is 2^31: every count a state holds is below it (Events and Burst
--- are at most 2^31 - 1, and a count above Events comes only from a
--- Dynamic's larger limit).
-local COUNT = 2147483648
+-- CALL --
+key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
+else
+  R, now = tonumber(ARGV[3]), tonumber(ARGV[4])
+end
+clamped = false
+fix = redis.fix or redis.call
+db = redis

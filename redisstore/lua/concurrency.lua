@@ -29,25 +29,17 @@
 -- the lease is held and renewed, 0, 0, 0} for 'n' (an expired or released
 -- lease is never brought back); {1, 0, 0, 0} for 'r'.
 
-local key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
-local events, period, ttl, member = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3]) * 1000000 + math.floor(tonumber(ARGV[4]) / 1000)
-end
+-- The call's state, set by the body: its arguments (below), now in
+-- microseconds, fix (see below), db (the call's `redis`: a stack's layer
+-- gets a recorder in its place), and what the body reads of the set
+-- (described where the body sets them), for the helpers below.
+local key, op, cost, margin, events, period, ttl, member, now, fix, db
+local held, expired, top, latest, late
 
 -- Numbers go to Redis as integers: Lua would write 1.7e+15.
 local function int(x)
   return string.format('%.0f', x)
 end
-
--- fix is redis.call for writes that repair the set rather than change what
--- it holds (a lease expiring too late, a key without a TTL): a stack
--- (stack.lua) makes them even when it refuses.
-local fix = redis.fix or redis.call
 
 -- leaseCost reads a member's cost, or stops with an error: a state that
 -- cannot be read must not admit by accident.
@@ -57,33 +49,6 @@ local function leaseCost(m)
     error('floodgate: malformed lease ' .. string.sub(m, 1, 64) .. ' at ' .. key)
   end
   return c
-end
-
--- Every read of this script comes before its first write, so that a stack
--- (stack.lua), which holds its layers' writes until every layer admits,
--- runs it unchanged.
-local held = 0
-local h = redis.call('ZSCORE', key, '#')
-if h then
-  held = -tonumber(h)
-  if not (held > 0 and held < math.huge) or held ~= math.floor(held) then
-    return redis.error_reply('floodgate: malformed units held at ' .. key .. ': ' .. h)
-  end
-end
-local expired = redis.call('ZRANGEBYSCORE', key, '(0', int(now))
-for _, m in ipairs(expired) do
-  held = held - leaseCost(m)
-end
-held = math.max(0, held)
--- The two leases that expire last (with '#' among them when fewer are
--- held): what the key's TTL follows once one of them is released.
-local top = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
--- The leases expiring more than a lease TTL from now, read as expiring
--- then (latest is when) and written so by finish.
-local latest = now + ttl
-local late = {}
-if #top > 0 and tonumber(top[#top]) > latest then
-  late = redis.call('ZRANGEBYSCORE', key, '(' .. int(latest), '+inf')
 end
 
 -- finish drops the expired leases, writes the units held back and sets the
@@ -125,7 +90,7 @@ end
 -- only if leases expired or expire too late, or to give a key found
 -- without a TTL one.
 local function settle()
-  if #expired > 0 or #late > 0 or redis.call('PTTL', key) == -1 then
+  if #expired > 0 or #late > 0 or db.call('PTTL', key) == -1 then
     finish(nil, nil, fix)
   end
 end
@@ -133,11 +98,53 @@ end
 -- live returns the expiry of member's lease (at most a lease TTL from
 -- now), or nil if it is not held.
 local function live(m)
-  local s = tonumber(redis.call('ZSCORE', key, m))
+  local s = tonumber(db.call('ZSCORE', key, m))
   if s and s > now then
     return math.min(s, latest)
   end
   return nil
+end
+
+-- CALL --
+key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
+events, period, ttl, member = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3]) * 1000000 + math.floor(tonumber(ARGV[4]) / 1000)
+end
+-- fix is redis.call for writes that repair the set rather than change what
+-- it holds (a lease expiring too late, a key without a TTL): a stack
+-- (stack.lua) makes them even when it refuses.
+fix = redis.fix or redis.call
+db = redis
+
+-- Every read of this script comes before its first write, so that a stack
+-- (stack.lua), which holds its layers' writes until every layer admits,
+-- runs it unchanged.
+held = 0
+local h = redis.call('ZSCORE', key, '#')
+if h then
+  held = -tonumber(h)
+  if not (held > 0 and held < math.huge) or held ~= math.floor(held) then
+    return redis.error_reply('floodgate: malformed units held at ' .. key .. ': ' .. h)
+  end
+end
+expired = redis.call('ZRANGEBYSCORE', key, '(0', int(now))
+for _, m in ipairs(expired) do
+  held = held - leaseCost(m)
+end
+held = math.max(0, held)
+-- The two leases that expire last (with '#' among them when fewer are
+-- held): what the key's TTL follows once one of them is released.
+top = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+-- The leases expiring more than a lease TTL from now, read as expiring
+-- then (latest is when) and written so by finish.
+latest = now + ttl
+late = {}
+if #top > 0 and tonumber(top[#top]) > latest then
+  late = redis.call('ZRANGEBYSCORE', key, '(' .. int(latest), '+inf')
 end
 
 if op == 'a' then

@@ -5,14 +5,20 @@
 -- the longest lease. A grant's ARGV ends with the instance's id and the
 -- lease's length in ns.
 
+-- The call's KEYS and ARGV, for holders.
+local qkeys, qargs
+
 -- holders notes this instance as holding a lease until the lease's end,
 -- drops the holders whose lease has ended, and returns how many hold one.
 local function holders()
-  local hk, id, length = KEYS[2], ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
+  local hk, id, length = qkeys[2], qargs[#qargs - 1], tonumber(qargs[#qargs])
   local t = R * 1000 + math.floor(now / 1e6)
   local ms = math.ceil(length / 1e6)
-  redis.call('ZREMRANGEBYSCORE', hk, '-inf', t)
-  redis.call('ZADD', hk, t + ms, id)
-  redis.call('PEXPIRE', hk, ms + margin)
-  return redis.call('ZCARD', hk)
+  db.call('ZREMRANGEBYSCORE', hk, '-inf', t)
+  db.call('ZADD', hk, t + ms, id)
+  db.call('PEXPIRE', hk, ms + margin)
+  return db.call('ZCARD', hk)
 end
+
+-- CALL --
+qkeys, qargs = KEYS, ARGV

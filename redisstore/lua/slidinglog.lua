@@ -10,7 +10,9 @@
 -- set is corrupt), they are read as one entry at now holding their costs,
 -- and written so (core reads the log at the newest entry instead).
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period.
-local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- The call's parameters and what the body reads of the log (described
+-- where the body sets them), for the helpers below.
+local period, events, sum, newest, newestCost, wipe, ahead, drop
 
 local function malformed(what)
   return redis.error_reply('floodgate: malformed sliding log at ' .. key .. ': ' .. string.sub(tostring(what), 1, 64))
@@ -38,16 +40,51 @@ local function member(t, c)
   return s, string.format('%s %09d:%.0f', s, r, c)
 end
 
+-- prune removes what the reads above found gone, through put (redis.call,
+-- or fix for a refusal's repair): the whole key, or its expired entries;
+-- and writes the entries found after now as one at now, costing what
+-- newestCost then says. It is the first write of every path below.
+local function prune(put)
+  if wipe then
+    put('DEL', key)
+  elseif drop > 0 then
+    put('ZREMRANGEBYRANK', key, 1, drop)
+  end
+  if #ahead > 0 then
+    for _, m in ipairs(ahead) do
+      put('ZREM', key, m)
+    end
+    if newestCost > 0 then
+      local s, m = member(now, newestCost)
+      put('ZADD', key, s, m)
+    end
+  end
+end
+
+-- save writes the sum and the TTL through put: the key lives until its
+-- newest entry leaves the window.
+local function save(put)
+  if sum == 0 then
+    put('DEL', key)
+    return
+  end
+  put('ZADD', key, -1 - sum, 'sum')
+  put('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
+end
+
+-- CALL --
+period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+
 -- Every read of this script comes before its first write, so that a stack
 -- (stack.lua), which holds its layers' writes until every layer admits,
 -- runs it unchanged: the entries found expired are counted, and removed
 -- only once the script knows what else to write.
-local sum = 0
-local newest, newestCost -- the newest entry's instant and cost, if any
-local wipe = false      -- the key is deleted before anything is written
+sum = 0
+newest, newestCost = nil, nil -- the newest entry's instant and cost, if any
+wipe = false -- the key is deleted before anything is written
 -- The members of the entries after now (and at now), which are read as
 -- one at now costing newestCost: the top ranks of the set.
-local ahead = {}
+ahead = {}
 local raw = redis.call('ZSCORE', key, 'sum')
 if raw then
   sum = -tonumber(raw) - 1
@@ -89,7 +126,7 @@ local t = now
 -- Count the entries that no longer count at t, oldest first: the first
 -- drop entries (ranks 1 to drop; 'sum' is rank 0).
 local cut = t - period
-local drop = 0
+drop = 0
 while sum > 0 do
   local r = redis.call('ZRANGE', key, 1 + drop, 16 + drop, 'WITHSCORES')
   if #r == 0 then
@@ -124,38 +161,6 @@ end
 if sum == 0 then
   newest = nil
   wipe = wipe or drop > 0
-end
-
--- prune removes what the reads above found gone, through put (redis.call,
--- or fix for a refusal's repair): the whole key, or its expired entries;
--- and writes the entries found after now as one at now, costing what
--- newestCost then says. It is the first write of every path below.
-local function prune(put)
-  if wipe then
-    put('DEL', key)
-  elseif drop > 0 then
-    put('ZREMRANGEBYRANK', key, 1, drop)
-  end
-  if #ahead > 0 then
-    for _, m in ipairs(ahead) do
-      put('ZREM', key, m)
-    end
-    if newestCost > 0 then
-      local s, m = member(now, newestCost)
-      put('ZADD', key, s, m)
-    end
-  end
-end
-
--- save writes the sum and the TTL through put: the key lives until its
--- newest entry leaves the window.
-local function save(put)
-  if sum == 0 then
-    put('DEL', key)
-    return
-  end
-  put('ZADD', key, -1 - sum, 'sum')
-  put('PEXPIRE', key, math.ceil((newest + period - now) / 1e6) + margin)
 end
 
 if op == 'r' then

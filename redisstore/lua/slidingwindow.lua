@@ -6,6 +6,10 @@
 -- stepped back) are read as the current window's, where core keeps the
 -- later window in force.
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+-- The call's parameters, and w, the start of the window holding now, set
+-- by the body.
+local period, events, w
+
 -- muldiv returns floor(a * b / m) and the remainder, for integers with
 -- a < 2^31, b < 2^53 and m <= 2^52, where a * b itself may not be exact. The
 -- quotient is exact whenever it is below 2^53; callers cap larger ones.
@@ -41,9 +45,6 @@ local function muldiv(a, b, m)
   return a0 * qb + q, r
 end
 
-local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
-local state = redis.call('GET', key)
-
 -- weighted is ceil(count × left / P).
 local function weighted(count, left)
   local q, r = muldiv(count, left, period)
@@ -59,7 +60,27 @@ local function longestLeft(room, count)
   return math.min(q, period)
 end
 
-local w = windowStart(period)
+-- store writes the window with counts p and c through put (redis.call, or
+-- fix for a refusal's repair), or deletes the key when nothing counts.
+local function store(p, c, put)
+  local reset = 0
+  if c ~= 0 then
+    reset = w + 2 * period - now
+  elseif p ~= 0 then
+    reset = w + period - now
+  end
+  if reset <= 0 then
+    put('DEL', key)
+    return
+  end
+  put('SET', key, stamp(w) .. string.format(' %.0f %.0f', p, c), 'PX', math.ceil(reset / 1e6) + margin)
+end
+
+-- CALL --
+period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+local state = redis.call('GET', key)
+
+w = windowStart(period)
 local prev, cur = 0, 0
 if state then
   local s, n, p, c = string.match(state, '^(%-?%d+) (%d+) (%d+) (%d+)$')
@@ -80,22 +101,6 @@ if state then
   end
 end
 local at = math.max(now, w)
-
--- store writes the window with counts p and c through put (redis.call, or
--- fix for a refusal's repair), or deletes the key when nothing counts.
-local function store(p, c, put)
-  local reset = 0
-  if c ~= 0 then
-    reset = w + 2 * period - now
-  elseif p ~= 0 then
-    reset = w + period - now
-  end
-  if reset <= 0 then
-    put('DEL', key)
-    return
-  end
-  put('SET', key, stamp(w) .. string.format(' %.0f %.0f', p, c), 'PX', math.ceil(reset / 1e6) + margin)
-end
 
 if op == 'r' then
   if cur > 0 then

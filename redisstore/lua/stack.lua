@@ -7,7 +7,11 @@
 -- operations, always). So a layer's script must make every read before its
 -- first write, which each does. A layer's repairs (redis.fix: a state read
 -- clamped written back, a missing TTL set; see common.lua) charge nothing
--- and are made at once, even when the stack refuses.
+-- and are made at once, even when the stack refuses. In a Functions
+-- library (stackLibrary in functions.go) each distinct layer's files are a
+-- section of the library, their heads run once, and the layers are those
+-- sections' functions; this file's part before '-- LAYERS --' runs once
+-- too, and its tail, from '-- CALL --', is the registered function.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
 -- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
@@ -32,15 +36,20 @@
 -- ends (-1: none). A grant's ARGV ends with the instance's id and the
 -- lease's length in ns.
 
-local real = redis
-local held = {}
+-- The call's `redis` (real) and the writes it holds (held), set by the
+-- body: the recorder, made once, works through them.
+local real, held
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
   ZREMRANGEBYRANK = true, ZREMRANGEBYSCORE = true}
 local recorder = {
-  error_reply = real.error_reply,
-  status_reply = real.status_reply,
+  error_reply = function(...)
+    return real.error_reply(...)
+  end,
+  status_reply = function(...)
+    return real.status_reply(...)
+  end,
   fix = function(cmd, ...)
     if not writes[string.upper(cmd)] then
       error('floodgate: a stack cannot fix with ' .. cmd)
@@ -60,14 +69,15 @@ local recorder = {
   end,
 }
 
+local layers, leased = {}, {}
+-- LAYERS --
+-- CALL --
+real, held = redis, {}
 local clockS, clockNs = ARGV[3], ARGV[4]
 if clockS == '' then
   local t = real.call('TIME')
   clockS, clockNs = t[1], string.format('%.0f', tonumber(t[2]) * 1000)
 end
-
-local layers, leased = {}, {}
--- LAYERS --
 
 local n = #KEYS
 if quota then

@@ -9,11 +9,34 @@
 -- (the newest: 0).
 -- ARGV[6]: the period in ns; ARGV[7]: the events per period; ARGV[8]: the
 -- sub-window's length in ns.
-local period, events, size = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+-- The call's parameters, and the sub-windows that count at the start of
+-- the one holding now, oldest first (starts and costs), set by the body.
+local period, events, size, starts, costs
+
+-- store writes the sub-windows through put (redis.call, or fix for a
+-- refusal's repair), or deletes the key when none is left; the key lives
+-- until the newest leaves the count.
+local function store(put)
+  local m = #starts
+  if m == 0 then
+    put('DEL', key)
+    return
+  end
+  local top = starts[m]
+  local parts = {stamp(top)}
+  for i = 1, m do
+    parts[#parts + 1] = string.format('%.0f:%.0f', (top - starts[i]) / size, costs[i])
+  end
+  put('SET', key, table.concat(parts, ' '), 'PX', math.ceil((top + period - now) / 1e6) + margin)
+end
+
+-- CALL --
+period, events, size = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local state = redis.call('GET', key)
 
 local t = windowStart(size)
-local starts, costs, sum = {}, {}, 0
+starts, costs = {}, {}
+local sum = 0
 if state then
   local s, n, rest = string.match(state, '^(%-?%d+) (%d+)(.*)$')
   if not s then
@@ -55,23 +78,6 @@ if state then
       end
     end
   end
-end
-
--- store writes the sub-windows through put (redis.call, or fix for a
--- refusal's repair), or deletes the key when none is left; the key lives
--- until the newest leaves the count.
-local function store(put)
-  local m = #starts
-  if m == 0 then
-    put('DEL', key)
-    return
-  end
-  local top = starts[m]
-  local parts = {stamp(top)}
-  for i = 1, m do
-    parts[#parts + 1] = string.format('%.0f:%.0f', (top - starts[i]) / size, costs[i])
-  end
-  put('SET', key, table.concat(parts, ' '), 'PX', math.ceil((top + period - now) / 1e6) + margin)
 end
 
 if op == 'r' then

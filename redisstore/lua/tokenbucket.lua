@@ -8,9 +8,8 @@
 -- refilled in 2 ns; ARGV[9]: how far past the last update a search for a
 -- wait may reach, in ns; ARGV[10]: '1' to lend (WithOverdraft: admit any
 -- cost while not in debt, and count one request more into debt), '0' not.
-local rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local state = redis.call('GET', key)
-local lend = ARGV[10] == '1'
+-- The call's parameters, set by the body.
+local rate, burst, slack, reach
 
 -- level is the token count at t of a bucket holding tk at lst
 -- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).
@@ -96,6 +95,11 @@ local function wait(tk, lst, n)
   end
   return hi
 end
+
+-- CALL --
+rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local state = redis.call('GET', key)
+local lend = ARGV[10] == '1'
 
 local tokens, last = burst, now
 if state then

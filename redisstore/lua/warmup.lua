@@ -13,8 +13,8 @@
 -- permit stored while idle). All are computed in Go as core computes them.
 -- ARGV[11]: the lead (common.lua): the longest wait of a cold request of
 -- the whole burst, or for a Dynamic the longest span of any limit.
-local stable, threshold, full = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local slope, cool, lead = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+-- The call's parameters, set by the body.
+local stable, threshold, full, slope, cool, lead
 
 -- whole is core's idleAt: the first instant from which a key holding p
 -- permits, next free at t, has cooled back to a full store.
@@ -28,6 +28,10 @@ local function whole(p, t)
   end
   return t + d
 end
+
+-- CALL --
+stable, threshold, full = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+slope, cool, lead = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 
 local state = redis.call('GET', key)
 local stored, nextFree = full, now

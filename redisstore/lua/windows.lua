@@ -29,3 +29,5 @@ local function windowStart(period)
   local _, m = idiv(base + now, period)
   return now - m
 end
+
+-- CALL --
