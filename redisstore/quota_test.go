@@ -246,6 +246,28 @@ func (r *quotaRig) hammer(key string, goroutines, calls int) int {
 	return int(admitted.Load())
 }
 
+// drain hammers key in rounds, the clock moving on by step (a lease's
+// length) between them, so that leases and the waits after small grants
+// end and units given back are asked for again, until a round admits
+// nothing; it returns how many were admitted in all. The tests' limits
+// refill nothing to speak of, and their windows do not turn, in the few
+// steps this takes.
+func (r *quotaRig) drain(key string, goroutines, calls int, step time.Duration) int {
+	r.t.Helper()
+	total := 0
+	for range 10 {
+		n := r.hammer(key, goroutines, calls)
+		total += n
+		if n == 0 {
+			return total
+		}
+		r.clk.Advance(step)
+		r.fire()
+	}
+	r.t.Fatalf("still admitting after 10 rounds (%d in all)", total)
+	return total
+}
+
 // TestQuotaFleetExact: 4 instances × 16 goroutines on one hot key never
 // admit more than the limit, and once the leases have ended and their
 // units are back, exactly the limit: nothing spent is lost, nothing
@@ -265,19 +287,11 @@ func TestQuotaFleetExact(t *testing.T) {
 				t.Fatalf("the fleet admitted %d, more than the limit %d", first, burst)
 			}
 			// Then, until a round admits nothing: every lease ends (and
-			// every wait after a grant that found nothing), the units go
-			// back, and the goroutines call again. The limit refills a
-			// unit in 5 minutes; this takes a few seconds.
-			second := 0
-			for round := 0; ; round++ {
-				r.clk.Advance(time.Second)
-				r.fire()
-				n := r.hammer("hot", 16, 3*burst/64)
-				second += n
-				if n == 0 || round == 8 {
-					break
-				}
-			}
+			// every wait after a small grant), the units go back, and the
+			// goroutines call again.
+			r.clk.Advance(time.Second)
+			r.fire()
+			second := r.drain("hot", 16, 3*burst/64, time.Second)
 			if first+second != burst {
 				t.Errorf("the fleet admitted %d + %d once the leases were back, want exactly %d", first, second, burst)
 			}
@@ -314,7 +328,7 @@ func TestQuotaFixedWindowReturn(t *testing.T) {
 	// their window.
 	early := r.spend(c, l, "w", 10)
 	r.fire()
-	next := r.hammer("w", 16, 20) // 1280 calls
+	next := r.drain("w", 16, 20, time.Second) // 1280 calls a round
 	if early+next != 500 {
 		t.Errorf("the next window admitted %d + %d, want exactly its limit 500 (the first admitted %d)", early, next, first)
 	}
@@ -422,7 +436,7 @@ func TestQuotaStack(t *testing.T) {
 	}
 	r.clk.Advance(2 * time.Second) // the leases have ended; the window has not
 	r.fire()
-	second := r.hammer("s", 16, 20)
+	second := r.drain("s", 16, 20, time.Second)
 	if first+second != 500 {
 		t.Errorf("admitted %d + %d once the leases were back, want exactly 500", first, second)
 	}
@@ -488,7 +502,7 @@ func TestQuotaStackWindowReturn(t *testing.T) {
 		}
 	}
 	r.fire()
-	next := r.hammer("w", 16, 40)
+	next := r.drain("w", 16, 40, time.Second)
 	if 10+next != 500 {
 		t.Errorf("the next window admitted 10 + %d, want exactly its limit 500 (the first admitted %d)", next, first)
 	}
