@@ -104,12 +104,12 @@ func QuotaCounts(lim core.Limiter) (grants, leased uint64, returned int64) {
 	return l.quotaCount.grants.Load(), l.quotaCount.leased.Load(), l.quotaCount.returned.Load()
 }
 
-// QuotaHeld returns the units l holds for key, the holders its last grant
-// reported and the size of the last lease it asked for.
-func QuotaHeld(lim core.Limiter, key string) (units, holders int64, asked int) {
+// QuotaHeld returns the units l holds for key and the holders its last
+// grant reported.
+func QuotaHeld(lim core.Limiter, key string) (units, holders int64) {
 	l := limiterOf(lim)
 	q := l.quota.get(key, l.clock.Now())
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.units, q.holders, q.asked
+	return q.units, q.holders
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"sync"
@@ -67,6 +68,7 @@ type quotas struct {
 	keys   int
 	shards [16]quotaShard
 	giving sync.WaitGroup // returns under way
+	seed   maphash.Seed   // picks a key's shard
 	// grant is the policy of grants: the limit's, its arguments followed
 	// by this instance's id and the lease length (quota.lua).
 	grant *policy
@@ -103,7 +105,6 @@ type quota struct {
 	last       int64      // the last decision, for eviction
 	holders    int64      // instances holding a lease on the key, at the last grant
 	limit      core.Limit // the limit the last grant named (a stack's layer)
-	asked      int        // the size of the last lease asked for
 }
 
 // errQuotaDynamic: a Dynamic's limit may change per key, and a lease
@@ -134,6 +135,7 @@ func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
 	if q.keys == 0 {
 		q.keys = defaultQuotaKeys
 	}
+	q.seed = maphash.MakeSeed()
 	for i := range q.shards {
 		q.shards[i].m = map[string]*quota{}
 	}
@@ -146,7 +148,7 @@ func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
 
 // get returns key's quota, made if there is room (nil if not).
 func (qs *quotas) get(key string, now int64) *quota {
-	sh := &qs.shards[quotaShardOf(key)]
+	sh := &qs.shards[maphash.String(qs.seed, key)%uint64(len(qs.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if q := sh.m[key]; q != nil {
@@ -173,14 +175,6 @@ func (sh *quotaShard) prune(now, length int64) bool {
 		}
 	}
 	return len(sh.m) < n
-}
-
-func quotaShardOf(key string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return int(h % 16)
 }
 
 // see counts one decision at now and reports whether the key is hot: at

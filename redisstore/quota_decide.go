@@ -39,7 +39,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		}
 		if q.end > now && q.units >= int64(cost) {
 			q.units -= int64(cost)
-			d := q.admitted(p, now)
+			d := q.admitted(now)
 			d.Leased = true
 			l.quotaCount.leased.Add(1)
 			if q.units*4 >= q.granted || q.asking != nil || now < q.wait {
@@ -50,7 +50,6 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			ch := make(chan struct{})
 			q.asking = ch
 			n := q.size(qs.length, cost, p.limit.EffectiveBurst())
-			q.asked = n
 			q.mu.Unlock()
 			l.refill(ctx, p, key, q, ch, n, now)
 			return d, nil
@@ -66,7 +65,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			l.giveBackSome(p, key, back, gs, gn)
 			return l.allow(ctx, p, key, cost)
 		case now < q.wait:
-			d := q.refused(p, now, time.Duration(q.wait-now))
+			d := q.refused(now, time.Duration(q.wait-now))
 			d.Leased = true
 			q.mu.Unlock()
 			l.giveBackSome(p, key, back, gs, gn)
@@ -85,7 +84,6 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		ch := make(chan struct{})
 		q.asking = ch
 		n := q.size(qs.length, cost, p.limit.EffectiveBurst())
-		q.asked = n
 		q.mu.Unlock()
 		l.giveBackSome(p, key, back, gs, gn)
 		return l.grant(ctx, p, key, cost, q, ch, n, now)
@@ -103,18 +101,18 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	k := v[5]
 	switch {
 	case k == 0:
-		d := q.refused(p, sent, time.Duration(q.wait-sent))
+		d := q.refused(sent, time.Duration(q.wait-sent))
 		q.mu.Unlock()
 		return d, nil
 	case k < int64(cost):
 		// Fewer units than the cost fit: a shared limiter refuses it too.
 		// The units serve cheaper calls.
-		d := q.refused(p, sent, time.Duration(int64(cost)-k)*p.limit.Interval())
+		d := q.refused(sent, time.Duration(int64(cost)-k)*p.limit.Interval())
 		q.mu.Unlock()
 		return d, nil
 	}
 	q.units -= int64(cost)
-	d := q.admitted(p, sent)
+	d := q.admitted(sent)
 	q.mu.Unlock()
 	return d, nil
 }
@@ -202,7 +200,7 @@ func (l *Limiter) giveBackSome(p *policy, key string, units, gs, gn int64) {
 // admitted is a local admission at now: Remaining is the shared state's as
 // the grant left it plus the units still held, ResetAfter the grant's less
 // the time since.
-func (q *quota) admitted(p *policy, now int64) core.Decision {
+func (q *quota) admitted(now int64) core.Decision {
 	return core.Decision{
 		Allowed:    true,
 		Limit:      q.limit,
@@ -212,7 +210,7 @@ func (q *quota) admitted(p *policy, now int64) core.Decision {
 }
 
 // refused is a local refusal at now, to be retried after wait.
-func (q *quota) refused(p *policy, now int64, wait time.Duration) core.Decision {
+func (q *quota) refused(now int64, wait time.Duration) core.Decision {
 	return core.Decision{
 		Limit:      q.limit,
 		Remaining:  int(q.units),

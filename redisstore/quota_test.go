@@ -400,7 +400,7 @@ func TestQuotaHolders(t *testing.T) {
 		for range 20 {
 			r.allow(i, "k")
 		}
-		if _, holders, _ := redisstore.QuotaHeld(r.lims[i], "k"); holders != int64(i+1) {
+		if _, holders := redisstore.QuotaHeld(r.lims[i], "k"); holders != int64(i+1) {
 			t.Fatalf("instance %d's grant counted %d holders, want %d", i, holders, i+1)
 		}
 	}
@@ -410,7 +410,7 @@ func TestQuotaHolders(t *testing.T) {
 	for range 20 {
 		r.allow(0, "k")
 	}
-	if _, holders, _ := redisstore.QuotaHeld(r.lims[0], "k"); holders != 1 {
+	if _, holders := redisstore.QuotaHeld(r.lims[0], "k"); holders != 1 {
 		t.Errorf("after the others' leases ended, the grant counted %d holders, want 1", holders)
 	}
 }
