@@ -227,8 +227,9 @@ func (o *options) ttl() time.Duration {
 // unspent in leases, the fleet admits less than a shared limiter would.
 // An instance that stops holding units loses them: they count as admitted.
 //
-// A Dynamic's lease is bound to the limit it was granted under, and its
-// Length is that limit's. The first call that finds the key under another
+// A Dynamic's lease is bound to the limit it was granted under, and lasts
+// q.Length or, by default, a tenth of that limit's period (at most 1 s).
+// The first call that finds the key under another
 // limit ends the lease before spending any of it and goes to Redis under
 // the new limit (a round trip, or a new lease). What the lease left goes
 // back only in a measure that never exceeds what its grant charged: under

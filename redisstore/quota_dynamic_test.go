@@ -115,3 +115,30 @@ func TestQuotaDynamicChanging(t *testing.T) {
 	}
 	t.Logf("%d admitted while the limit flipped, %d after; %d units given back", first, second, back)
 }
+
+// TestQuotaDynamicFallback: a Dynamic with local quota and WithFallback
+// whose grants fail decides locally under each key's tier, as one without
+// local quota does.
+func TestQuotaDynamicFallback(t *testing.T) {
+	c, p := plugged(t)
+	ctx := context.Background()
+	tiers := map[string]core.Limit{"free": core.PerMinute(1).WithName("free"), "paid": core.PerMinute(3).WithName("paid")}
+	dyn, err := redisstore.NewDynamic(c, func(key string) core.Limit { return tiers[key] },
+		redisstore.WithFallback(), redisstore.WithLocalQuota(redisstore.LocalQuota{Hot: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.pulled.Store(true)
+	for _, key := range []string{"free", "paid", "paid"} {
+		d, err := dyn.Allow(ctx, key, 1)
+		if err != nil || !d.Allowed || d.Leased || d.Limit != tiers[key] {
+			t.Errorf("%s: %+v, %v; want a local admission under its tier", key, d, err)
+		}
+	}
+	if d, err := dyn.Allow(ctx, "free", 1); err != nil || d.Allowed || d.Limit != tiers["free"] {
+		t.Errorf("free again: %+v, %v; want a local refusal under its tier", d, err)
+	}
+	if h := dyn.Health(); h.LocalDecisions != 4 || h.Leases != 0 || h.LeaseDecisions != 0 {
+		t.Errorf("%+v, want 4 local decisions and no lease", h)
+	}
+}
