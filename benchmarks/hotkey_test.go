@@ -18,19 +18,22 @@ var hotLimit = core.Limit{Events: 1 << 30, Period: time.Second, Burst: 1 << 30}.
 
 // BenchmarkHotKey measures one key that every call asks about: the
 // in-memory limiter; redisstore, one round trip per call; and redisstore
-// with local quota, deciding from leases. cmds/op is the server's own
-// count (INFO), per decision.
+// with local quota, deciding from leases, as a Limiter and as a Dynamic
+// (whose limit function answers the same limit). cmds/op is the server's
+// own count (INFO), per decision.
 func BenchmarkHotKey(b *testing.B) {
 	srv := redistest.Start(b)
 	rb := &redisBench{srv: srv}
 	rows := []struct {
-		name  string
-		modes []string
-		opts  []redisstore.Option // nil: in memory
+		name    string
+		modes   []string
+		opts    []redisstore.Option // nil: in memory
+		dynamic bool                // redisstore.NewDynamic
 	}{
-		{"memory", []string{"seq", "par64"}, nil},
-		{"floodgate", both, []redisstore.Option{redisstore.WithDenyCache(0)}},
-		{"floodgate-quota", both, []redisstore.Option{redisstore.WithDenyCache(0), redisstore.WithLocalQuota(redisstore.LocalQuota{})}},
+		{"memory", []string{"seq", "par64"}, nil, false},
+		{"floodgate", both, []redisstore.Option{redisstore.WithDenyCache(0)}, false},
+		{"floodgate-quota", both, []redisstore.Option{redisstore.WithDenyCache(0), redisstore.WithLocalQuota(redisstore.LocalQuota{})}, false},
+		{"floodgate-dynamic-quota", both, []redisstore.Option{redisstore.WithDenyCache(0), redisstore.WithLocalQuota(redisstore.LocalQuota{})}, true},
 	}
 	procs := runtime.GOMAXPROCS(0)
 	if redisGoroutines%procs != 0 {
@@ -44,9 +47,12 @@ func BenchmarkHotKey(b *testing.B) {
 					c, _ := rb.client(b, nil)
 					var lim core.Limiter
 					var err error
-					if row.opts == nil {
+					switch {
+					case row.opts == nil:
 						lim, err = core.New(hotLimit)
-					} else {
+					case row.dynamic:
+						lim, err = redisstore.NewDynamic(c, func(string) core.Limit { return hotLimit }, row.opts...)
+					default:
 						lim, err = redisstore.New(c, hotLimit, row.opts...)
 					}
 					if err != nil {

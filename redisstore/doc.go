@@ -78,7 +78,9 @@
 // lease, not per call; other keys keep one round trip per call. The fleet
 // never admits more than one shared limiter would over the same interval
 // widened by the lease's length (exactly the window, for fixed windows);
-// [WithLocalQuota] states the bound and what is approximate.
+// [WithLocalQuota] states the bound and what is approximate. A [Dynamic]'s
+// lease is bound to the limit it was granted under, and ends at the key's
+// first call under another.
 //
 // # When Redis fails
 //

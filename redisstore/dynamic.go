@@ -41,9 +41,13 @@ const maxCachedLimits = 1024
 // Everything else is a Limiter's: batching, the breaker, the deny cache
 // (whose entries hold the limit they were refused under, so a key whose
 // limit changed asks the server again), the options; WithFallback decides
-// locally with a core.Dynamic of the same limit function. A Dynamic is
+// locally with a core.Dynamic of the same limit function. WithLocalQuota
+// leases hot keys as a Limiter does, each lease bound to the limit it was
+// granted under: a key whose limit changes ends its lease at its next call
+// (see WithLocalQuota for what becomes of the units left). A Dynamic is
 // safe for concurrent use; the limit function is called once per Allow
-// and Refund and should be fast.
+// and Refund, and once per lease that ends holding units, and should be
+// fast.
 type Dynamic struct {
 	client  redis.UniversalClient
 	opts    options
@@ -73,9 +77,6 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
-	}
-	if o.quota != nil {
-		return nil, errQuotaDynamic
 	}
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err
@@ -114,6 +115,11 @@ func (d *Dynamic) limiter(lim core.Limit) (*Limiter, error) {
 	case lim.Algorithm == core.Concurrency:
 		return nil, fmt.Errorf("%w: redisstore: NewDynamic does not support core.Concurrency, as core.NewDynamic does not; use a Limiter per limit", core.ErrSetLimitUnsupported)
 	}
+	if d.opts.quota != nil {
+		if err := quotaAlgorithm(lim.Algorithm, lim.Overdraft); err != nil {
+			return nil, fmt.Errorf("%w: %w", core.ErrSetLimitUnsupported, err)
+		}
+	}
 	o := d.opts
 	o.setPolicy(lim)
 	script, tag := scriptOf(&o)
@@ -123,6 +129,10 @@ func (d *Dynamic) limiter(lim core.Limit) (*Limiter, error) {
 		return nil, err
 	}
 	l.local = d.local
+	if o.quota != nil {
+		l.quota = newQuotas(*o.quota, lim, nil)
+		l.quota.policyOf = func(key string) (*policy, error) { return d.policy(d.limitOf(key)) }
+	}
 	d.base = rateless(lim)
 	d.l.Store(l)
 	return l, nil
@@ -150,6 +160,9 @@ func (d *Dynamic) policy(lim core.Limit) (*policy, error) {
 		params[len(params)-1] = anyLead
 	}
 	p := l.newPolicy(lim, maxCost, params)
+	if l.quota != nil {
+		p.lease = l.quota.terms(lim, p)
+	}
 	old := *d.cache.Load()
 	if q := old[lim]; q != nil {
 		return q, nil
@@ -173,7 +186,11 @@ func (d *Dynamic) Allow(ctx context.Context, key string, cost int) (core.Decisio
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return d.l.Load().allow(ctx, p, key, cost)
+	l := d.l.Load()
+	if l.quota != nil {
+		return l.allowQuota(ctx, p, key, cost)
+	}
+	return l.allow(ctx, p, key, cost)
 }
 
 // Refund gives back cost units charged to key, under limitOf(key), never

@@ -89,10 +89,14 @@ func (d *Dynamic) Key(key string) string {
 // QuotaSettle waits for l's lease returns under way.
 func QuotaSettle(l core.Limiter) { limiterOf(l).quota.giving.Wait() }
 
-// limiterOf is the Limiter behind lim, a Limiter or a Stack.
+// limiterOf is the Limiter behind lim, a Limiter, a Stack or a Dynamic
+// (after its first call).
 func limiterOf(lim core.Limiter) *Limiter {
-	if s, ok := lim.(*Stack); ok {
-		return s.l
+	switch l := lim.(type) {
+	case *Stack:
+		return l.l
+	case *Dynamic:
+		return l.l.Load()
 	}
 	return lim.(*Limiter)
 }

@@ -211,10 +211,10 @@ func (o *options) ttl() time.Duration {
 // spends them until they run out or q.Length has passed, and gives back
 // what it did not spend. Keys that are not hot keep one round trip per
 // call. It is for GCRA, TokenBucket (without WithOverdraft) and
-// FixedWindow limits, alone (New) or stacked (NewStack: a lease is charged
-// to every layer, all or nothing, in one script); New and NewStack refuse
-// it for other algorithms, and NewDynamic refuses it (a key's limit may
-// change while its lease holds units charged under another).
+// FixedWindow limits, alone (New), stacked (NewStack: a lease is charged
+// to every layer, all or nothing, in one script) or chosen per key
+// (NewDynamic); New and NewStack refuse it for other algorithms, and a
+// Dynamic fails the requests of a first limit of another algorithm.
 //
 // The bound: every unit spent was charged to the shared state before it
 // was spent, at most Length earlier, and a spent unit is never given back.
@@ -226,6 +226,21 @@ func (o *options) ttl() time.Duration {
 // still held), RetryAfter of a refusal made locally, and, while units sit
 // unspent in leases, the fleet admits less than a shared limiter would.
 // An instance that stops holding units loses them: they count as admitted.
+//
+// A Dynamic's lease is bound to the limit it was granted under, and lasts
+// q.Length or, by default, a tenth of that limit's period (at most 1 s).
+// The first call that finds the key under another
+// limit ends the lease before spending any of it and goes to Redis under
+// the new limit (a round trip, or a new lease). What the lease left goes
+// back only in a measure that never exceeds what its grant charged: under
+// GCRA, the time it charged (units × the old interval, never before now);
+// under TokenBucket, as many tokens under the new limit (tokens are tokens
+// under any limit); under FixedWindow, into the window they were taken
+// from if the period is the same, else nothing (they stay charged until
+// that window ends, as a killed instance's do). So the bound holds across
+// limit changes: no more is admitted than by a Dynamic without local
+// quota whose key's limit changed alike, over the interval widened by the
+// Length of the leases in force (exactly the window, for fixed windows).
 func WithLocalQuota(q LocalQuota) Option {
 	return func(o *options) { o.quota = &q }
 }

@@ -9,6 +9,17 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
+// policy is one limit's part of a call: the limit, the largest cost it
+// admits and the script's arguments that never change (ARGV[5...]), made
+// once, and its local quota leases' terms (nil without WithLocalQuota). A
+// Limiter has one; a Dynamic one per limit.
+type policy struct {
+	limit   core.Limit
+	maxCost int
+	fixed   []any
+	lease   *leaseTerms
+}
+
 // settingsTag is what the algorithm's settings add to keys, so that two
 // Limiters with different settings never read each other's state: the
 // longest wait of a leaky bucket, the warm-up period and cold factor, or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -29,7 +28,9 @@ import (
 // for a fixed window a lease also ends with its window (from the reply,
 // counted from before the call was sent), so no window admits more than
 // its limit. An instance that dies holding units loses them; they were
-// charged as admissions, which is all the state remembers of them.
+// charged as admissions, which is all the state remembers of them. A
+// Dynamic's lease is bound to its limit: quota_change.go says what
+// becomes of it when the key's limit changes.
 //
 // What is approximate: Remaining and ResetAfter of a local decision (the
 // shared state's as the grant saw it, plus the units still held), and
@@ -43,7 +44,9 @@ import (
 type LocalQuota struct {
 	// Length is the longest a lease lives, counted from when the call
 	// that took it was sent: the L of the bound [WithLocalQuota] states.
-	// 0: a tenth of the limit's period, at most 1 s. At most 1 m.
+	// 0: a tenth of the limit's period, at most 1 s (a stack's: of its
+	// shortest period; a Dynamic's: of the period of the limit the lease
+	// is granted under). At most 1 m.
 	Length time.Duration
 	// Hot is how many calls for one key within one Length make the key
 	// hot on this instance, and so leased. 0: 8.
@@ -63,15 +66,24 @@ const (
 
 // quotas is a Limiter's local quota: the keys it follows, in shards.
 type quotas struct {
-	length int64 // ns
+	length int64 // LocalQuota.Length in ns; 0: each limit's default
 	hot    int64
 	keys   int
+	id     string // this instance's, in the key's holders (quota.lua)
 	shards [16]quotaShard
 	giving sync.WaitGroup // returns under way
 	seed   maphash.Seed   // picks a key's shard
-	// grant is the policy of grants: the limit's, its arguments followed
-	// by this instance's id and the lease length (quota.lua).
-	grant *policy
+	// policyOf is a Dynamic's policy for a key's limit now; nil for a
+	// Limiter's or a Stack's, whose limit never changes.
+	policyOf func(key string) (*policy, error)
+}
+
+// leaseTerms are one limit's leases: their length L and the policy of
+// grants, the limit's arguments followed by this instance's id and the
+// length (quota.lua).
+type leaseTerms struct {
+	length int64 // ns
+	grant  *policy
 }
 
 // holdersSuffix ends the Redis key, in the state key's hash slot, that
@@ -103,13 +115,13 @@ type quota struct {
 	seen, from int64
 	rate       float64
 	last       int64      // the last decision, for eviction
+	span       int64      // the lease length of the last decision's limit
 	holders    int64      // instances holding a lease on the key, at the last grant
 	limit      core.Limit // the limit the last grant named (a stack's layer)
+	// pol is the policy the last grant was made under: the lease in
+	// force, and a refusal's wait, hold under its limit only.
+	pol *policy
 }
-
-// errQuotaDynamic: a Dynamic's limit may change per key, and a lease
-// outliving a change would spend units charged under another limit.
-var errQuotaDynamic = errors.New("redisstore: NewDynamic cannot take WithLocalQuota: a key's limit may change while its lease holds units charged under the old one; use New or NewStack")
 
 // quotaAlgorithm says whether alg (with overdraft) can be leased, and why
 // not.
@@ -123,12 +135,11 @@ func quotaAlgorithm(alg core.Algorithm, overdraft bool) error {
 	return fmt.Errorf("redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not %v: the others' admissions cannot be charged ahead of time as a batch of units", alg)
 }
 
+// newQuotas returns the local quota c, and sets the lease terms of p, the
+// policy of limit l (a stack's: the layer of the shortest period), unless
+// p is nil (a Dynamic's: each policy gets its own).
 func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
-	length := c.Length
-	if length == 0 {
-		length = min(l.Period/10, time.Second)
-	}
-	q := &quotas{length: int64(max(length, time.Millisecond)), hot: int64(c.Hot), keys: c.MaxKeys}
+	q := &quotas{length: int64(c.Length), hot: int64(c.Hot), keys: c.MaxKeys}
 	if q.hot == 0 {
 		q.hot = defaultQuotaHot
 	}
@@ -141,9 +152,25 @@ func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
-	q.grant = &policy{limit: p.limit, maxCost: p.maxCost,
-		fixed: append(p.fixed[:len(p.fixed):len(p.fixed)], hex.EncodeToString(id[:]), strconv.FormatInt(q.length, 10))}
+	q.id = hex.EncodeToString(id[:])
+	if p != nil {
+		p.lease = q.terms(l, p)
+	}
 	return q
+}
+
+// terms returns the terms of leases under p, whose limit is l (a stack's:
+// the layer of the shortest period): LocalQuota.Length, or a tenth of l's
+// period, at most 1 s; at least 1 ms.
+func (qs *quotas) terms(l core.Limit, p *policy) *leaseTerms {
+	length := time.Duration(qs.length)
+	if length == 0 {
+		length = min(l.Period/10, time.Second)
+	}
+	t := &leaseTerms{length: int64(max(length, time.Millisecond))}
+	t.grant = &policy{limit: p.limit, maxCost: p.maxCost,
+		fixed: append(p.fixed[:len(p.fixed):len(p.fixed)], qs.id, strconv.FormatInt(t.length, 10))}
+	return t
 }
 
 // get returns key's quota, made if there is room (nil if not).
@@ -154,7 +181,7 @@ func (qs *quotas) get(key string, now int64) *quota {
 	if q := sh.m[key]; q != nil {
 		return q
 	}
-	if len(sh.m) >= (qs.keys+len(qs.shards)-1)/len(qs.shards) && !sh.prune(now, qs.length) {
+	if len(sh.m) >= (qs.keys+len(qs.shards)-1)/len(qs.shards) && !sh.prune(now) {
 		return nil
 	}
 	q := &quota{from: now}
@@ -162,13 +189,13 @@ func (qs *quotas) get(key string, now int64) *quota {
 	return q
 }
 
-// prune drops the keys idle for two lengths that hold no units, and
+// prune drops the keys idle for two lease lengths that hold no units, and
 // reports whether it dropped any.
-func (sh *quotaShard) prune(now, length int64) bool {
+func (sh *quotaShard) prune(now int64) bool {
 	n := len(sh.m)
 	for k, q := range sh.m {
 		q.mu.Lock()
-		idle := q.units == 0 && q.asking == nil && now-q.last > 2*length
+		idle := q.units == 0 && q.asking == nil && now-q.last > 2*q.span
 		q.mu.Unlock()
 		if idle {
 			delete(sh.m, k)
@@ -180,7 +207,7 @@ func (sh *quotaShard) prune(now, length int64) bool {
 // see counts one decision at now and reports whether the key is hot: at
 // least hot decisions within the last length.
 func (q *quota) see(now, length, hot int64) bool {
-	q.last = now
+	q.last, q.span = now, length
 	if now-q.from >= length {
 		q.rate = float64(q.seen) / float64(max(now-q.from, 1))
 		q.seen, q.from = 0, now

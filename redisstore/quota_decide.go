@@ -23,7 +23,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 	if err := p.checkCost(cost); err != nil {
 		return core.Decision{}, err
 	}
-	qs := l.quota
+	qs, lt := l.quota, p.lease
 	seen, hot := false, false
 	for {
 		now := l.clock.Now()
@@ -35,9 +35,16 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		if !seen {
 			// Counted once per call: a call that waited for another's
 			// grant is still the hot key's.
-			hot, seen = q.see(now, qs.length, qs.hot), true
+			hot, seen = q.see(now, lt.length, qs.hot), true
 		}
-		if q.end > now && q.units >= int64(cost) {
+		changed := q.pol != nil && !q.pol.same(p)
+		if changed {
+			// The key's limit is not the one of the last grant: the lease
+			// ends before any unit of it is spent under this limit, and a
+			// refusal under the other no longer holds.
+			q.wait = 0
+		}
+		if !changed && q.end > now && q.units >= int64(cost) {
 			q.units -= int64(cost)
 			d := q.admitted(now)
 			d.Leased = true
@@ -49,31 +56,30 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			// Below a quarter: this call asks for the next lease.
 			ch := make(chan struct{})
 			q.asking = ch
-			n := q.size(qs.length, cost, p.limit.EffectiveBurst())
+			n := q.size(lt.length, cost, p.limit.EffectiveBurst())
 			q.mu.Unlock()
 			l.refill(ctx, p, key, q, ch, n, now)
 			return d, nil
 		}
-		// The lease, if any, is over for this call: its end has come, or
-		// it holds fewer units than the cost (they go back, and a new
-		// lease of at least the cost is asked for).
-		back, gs, gn := q.units, q.gs, q.gn
-		q.units, q.end = 0, 0
+		// The lease, if any, is over for this call: its end has come, it
+		// holds fewer units than the cost (they go back, and a new lease
+		// of at least the cost is asked for), or the key's limit changed.
+		back := q.take()
 		switch {
 		case !hot:
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, gs, gn)
+			l.giveBackHeld(key, back, p)
 			return l.allow(ctx, p, key, cost)
 		case now < q.wait:
 			d := q.refused(now, time.Duration(q.wait-now))
 			d.Leased = true
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, gs, gn)
+			l.giveBackHeld(key, back, p)
 			return d, nil
 		case q.asking != nil:
 			ch := q.asking
 			q.mu.Unlock()
-			l.giveBackSome(p, key, back, gs, gn)
+			l.giveBackHeld(key, back, p)
 			select {
 			case <-ch:
 				continue
@@ -83,9 +89,9 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		}
 		ch := make(chan struct{})
 		q.asking = ch
-		n := q.size(qs.length, cost, p.limit.EffectiveBurst())
+		n := q.size(lt.length, cost, p.limit.EffectiveBurst())
 		q.mu.Unlock()
-		l.giveBackSome(p, key, back, gs, gn)
+		l.giveBackHeld(key, back, p)
 		return l.grant(ctx, p, key, cost, q, ch, n, now)
 	}
 }
@@ -137,7 +143,8 @@ func (l *Limiter) refill(ctx context.Context, p *policy, key string, q *quota, c
 // round trip per quarter lease at most, and at most a lease, since units
 // that other instances give back come sooner than the grantor's wait.
 func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) (vals, error) {
-	v, err := l.call(ctx, l.quota.grant, "grant", 'g', key, n, "")
+	lt := p.lease
+	v, err := l.call(ctx, lt.grant, "grant", 'g', key, n, "")
 	q.mu.Lock()
 	q.asking = nil
 	close(ch)
@@ -149,8 +156,8 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 	q.holders = v[8]
 	k := v[5]
 	if k == 0 {
-		q.wait = sent + min(max(v[2], l.quota.length/4), l.quota.length)
-		q.remaining, q.reset, q.sent, q.limit = v[1], v[3], sent, l.limitAt(p, v[4])
+		q.wait = sent + min(max(v[2], lt.length/4), lt.length)
+		q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
 		return v, nil
 	}
 	if k*4 < int64(n) {
@@ -158,43 +165,35 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 		// refills goes to whoever asks first. Asking again at once would
 		// cost a round trip per few units; the units wait in Redis (up to
 		// the burst) for the next ask, a quarter of a lease from now.
-		q.wait = sent + l.quota.length/4
+		q.wait = sent + lt.length/4
 	}
-	back, gs, gn := q.units, q.gs, q.gn
-	end := sent + l.quota.length
+	back := q.take()
+	end := sent + lt.length
 	if v[9] >= 0 {
 		end = min(end, sent+v[9]) // a window's end, counted from before the call was sent
 	}
-	q.remaining, q.reset, q.sent, q.limit = v[1], v[3], sent, l.limitAt(p, v[4])
+	q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
 	q.gs, q.gn = v[6], v[7]
 	q.gen++
 	q.units, q.end, q.granted = k, end, k
 	gen := q.gen
-	l.opts.after(time.Duration(end-sent), func() { l.expire(p, key, q, gen) })
-	if back > 0 {
-		// Not under q's lock: giveBack only starts the round trip.
-		l.giveBack(p, key, back, gs, gn)
-	}
+	l.opts.after(time.Duration(end-sent), func() { l.expire(key, q, gen) })
+	// Under q's lock: giveBackHeld only starts the round trip.
+	l.giveBackHeld(key, back, p)
 	return v, nil
 }
 
-// expire gives back what lease gen of q left unspent once it has ended.
-func (l *Limiter) expire(p *policy, key string, q *quota, gen uint64) {
+// expire gives back what lease gen of q left unspent once it has ended,
+// by the rule of the key's limit now (giveBackHeld).
+func (l *Limiter) expire(key string, q *quota, gen uint64) {
 	q.mu.Lock()
 	if q.gen != gen || q.units == 0 || l.clock.Now() < q.end {
 		q.mu.Unlock()
 		return
 	}
-	back, gs, gn := q.units, q.gs, q.gn
-	q.units, q.end = 0, 0
+	back := q.take()
 	q.mu.Unlock()
-	l.giveBackSome(p, key, back, gs, gn)
-}
-
-func (l *Limiter) giveBackSome(p *policy, key string, units, gs, gn int64) {
-	if units > 0 {
-		l.giveBack(p, key, units, gs, gn)
-	}
+	l.giveBackHeld(key, back, l.quota.current(key, back.pol))
 }
 
 // admitted is a local admission at now: Remaining is the shared state's as

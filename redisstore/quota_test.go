@@ -365,10 +365,6 @@ func TestQuotaRefused(t *testing.T) {
 			_, err := redisstore.NewStack(c, []core.Limit{core.PerMinute(5), core.PerHour(50).WithAlgorithm(core.SlidingLog)}, q)
 			return err
 		}, "stack limit 1: redisstore: local quota leases GCRA, TokenBucket and FixedWindow limits, not sliding-log"},
-		{"dynamic", func() error {
-			_, err := redisstore.NewDynamic(c, func(string) core.Limit { return core.PerMinute(5) }, q)
-			return err
-		}, "NewDynamic cannot take WithLocalQuota"},
 		{"length", func() error {
 			_, err := redisstore.New(c, core.PerMinute(5), redisstore.WithLocalQuota(redisstore.LocalQuota{Length: time.Hour}))
 			return err

@@ -48,15 +48,6 @@ type Limiter struct {
 	quotaCount quotaCounts
 }
 
-// policy is one limit's part of a call: the limit, the largest cost it
-// admits and the script's arguments that never change (ARGV[5...]), made
-// once. A Limiter has one; a Dynamic one per limit.
-type policy struct {
-	limit   core.Limit
-	maxCost int
-	fixed   []any
-}
-
 var errNilClient = errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
 
 // New returns a Limiter enforcing the policy l with client, which may be
