@@ -73,8 +73,8 @@ type file struct {
 func Load(dir string, opts ...Option) (*Config, []error) {
 	o := defaultOptions(opts)
 	files, errs := readDir(dir)
-	c, more := assemble(dir, files, o.merge)
-	return c, append(errs, more...)
+	c, more := assemble(files, o.merge)
+	return c, noFiles(dir, files, append(errs, more...))
 }
 
 // Check loads dir as [Load] does and returns all its errors joined, or nil
@@ -139,7 +139,7 @@ func readFile(path string) ([]byte, error) {
 
 // assemble puts the parsed files' domains together, in order; files with
 // an error only report it.
-func assemble(dir string, files []file, merge bool) (*Config, []error) {
+func assemble(files []file, merge bool) (*Config, []error) {
 	c := &Config{domains: map[string]*Domain{}}
 	var errs []error
 	n := 0
@@ -166,10 +166,16 @@ func assemble(dir string, files []file, merge bool) (*Config, []error) {
 			c.domains[d.Name] = m
 		}
 	}
+	return c, errs
+}
+
+// noFiles is the error of a directory without configuration files, unless
+// errs already says why.
+func noFiles(dir string, files []file, errs []error) []error {
 	if len(files) == 0 && len(errs) == 0 {
 		errs = append(errs, &Error{File: dir, Err: errors.New("no configuration files (*.yaml, *.yml)")})
 	}
-	return c, errs
+	return errs
 }
 
 // mergeDomains returns a's domain with b's top-level descriptors added,

@@ -87,7 +87,9 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) error {
 		}
 	}
 	for _, l := range layers {
-		lim := core.Limit{Events: int(l.rpu), Period: l.unit.Period(), Burst: l.burst, Algorithm: l.alg}
+		// core counts up to 2³¹−1 events; a larger requests_per_unit, which
+		// envoyproxy/ratelimit accepts, is as good as unlimited.
+		lim := core.Limit{Events: min(int(l.rpu), math.MaxInt32), Period: l.unit.Period(), Burst: l.burst, Algorithm: l.alg}
 		if r.DenyAll {
 			continue
 		}

@@ -80,8 +80,8 @@ func (w *Watcher) Reload() []error {
 			errs = append(errs, keptError{f.err})
 		}
 	}
-	c, more := assemble(w.dir, files, w.o.merge)
-	errs = append(errs, more...)
+	c, more := assemble(files, w.o.merge)
+	errs = noFiles(w.dir, files, append(errs, more...))
 	good := map[string]*Domain{}
 	for _, f := range files {
 		if f.err == nil {
