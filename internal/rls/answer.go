@@ -56,11 +56,9 @@ func statusOf(it *item, shadow bool) *rlsv3.RateLimitResponse_DescriptorStatus {
 	case r.Unlimited:
 		st.LimitRemaining = math.MaxUint32
 		return st
-	case it.c == nil:
-		return st // replaced
 	}
 	st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
-	if it.refused && !r.Shadow && !shadow {
+	if it.refused && !r.Shadow && !shadow && it.cost > 0 {
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	if it.decided {

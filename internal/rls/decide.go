@@ -70,9 +70,7 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 			}
 			replaced[name] = true
 		}
-		if !r.Unlimited {
-			items[i].c = st.compiled[r]
-		}
+		items[i].c = st.compiled[r] // nil when unlimited or deny-all
 		switch h := d.GetHitsAddend(); {
 		case h != nil:
 			items[i].cost = int(min(h.GetValue(), uint64(maxCost)))
@@ -83,7 +81,7 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 	}
 	for i := range items {
 		if r := items[i].rule; r != nil && r.Name != "" && replaced[r.Name] {
-			items[i].rule, items[i].c = nil, nil
+			items[i].rule, items[i].c = nil, nil // replaced: not limited
 		}
 	}
 	return items
@@ -93,34 +91,36 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 // burst is an int32), so core refuses it as too large.
 const maxCost = 1 << 31
 
-// enforce decides the enforced descriptors and reports whether one
-// refused; then none stays charged.
+// enforce decides the enforced descriptors and reports whether the
+// request is refused: by a rule not in quota mode, or by every rule in
+// quota mode. A refused request stays charged by none of them.
 func (s *Service) enforce(ctx context.Context, items []item) bool {
-	refused := false
+	rate, quota, quotaRefused := false, 0, 0
 	for i := range items {
 		it := &items[i]
-		if it.c == nil || it.rule.Shadow || it.cost == 0 {
+		if !it.limited() || it.rule.Shadow {
 			continue
 		}
 		if it.back {
-			it.err = it.c.lim.Refund(ctx, it.key, it.cost)
-			s.observe(ctx, it, it.err == nil)
+			if it.c != nil {
+				it.err = it.c.lim.Refund(ctx, it.key, it.cost)
+				s.observe(ctx, it, it.err == nil)
+			}
 			continue
 		}
-		it.d, it.err = it.c.lim.Allow(ctx, it.key, it.cost)
-		switch {
-		case it.err == nil:
-			it.decided = true
-			it.charged = it.d.Allowed
-			it.refused = !it.d.Allowed
-		case errors.Is(it.err, core.ErrInvalidCost):
-			it.refused = true // never admissible: no wait helps
-		case pipeline.Classify(it.err) == core.OutcomeStoreError && s.c.Failure == core.FailOpen:
-		default:
-			it.refused = true
+		s.allow(ctx, it)
+		if it.rule.Quota {
+			quota++
 		}
-		refused = refused || it.refused
+		if it.refused {
+			if it.rule.Quota {
+				quotaRefused++
+			} else {
+				rate = true
+			}
+		}
 	}
+	refused := rate || quota > 0 && quotaRefused == quota
 	for i := range items {
 		it := &items[i]
 		if refused && it.charged {
@@ -130,11 +130,38 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 			it.charged = false
 			it.d.Remaining += it.cost // as it was before the charge
 		}
-		if it.c != nil && !it.rule.Shadow && it.cost > 0 && !it.back {
+		if it.limited() && !it.rule.Shadow && !it.back {
 			s.observe(ctx, it, !refused)
 		}
 	}
 	return refused
+}
+
+// limited reports whether it is to be decided: it falls under a rule
+// that limits it (not unlimited, not replaced) and costs something.
+func (it *item) limited() bool {
+	return it.rule != nil && !it.rule.Unlimited && it.cost > 0
+}
+
+// allow decides it: a deny-all rule refuses without a charge; a store
+// error follows the failure mode; a cost no limit admits is refused.
+func (s *Service) allow(ctx context.Context, it *item) {
+	if it.c == nil { // DenyAll
+		it.refused = true
+		return
+	}
+	it.d, it.err = it.c.lim.Allow(ctx, it.key, it.cost)
+	switch {
+	case it.err == nil:
+		it.decided = true
+		it.charged = it.d.Allowed
+		it.refused = !it.d.Allowed
+	case errors.Is(it.err, core.ErrInvalidCost):
+		it.refused = true // never admissible: no wait helps
+	case pipeline.Classify(it.err) == core.OutcomeStoreError && s.c.Failure == core.FailOpen:
+	default:
+		it.refused = true
+	}
 }
 
 // shadow decides the shadow descriptors of an admitted request, which
@@ -142,17 +169,16 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 func (s *Service) shadow(ctx context.Context, items []item) {
 	for i := range items {
 		it := &items[i]
-		if it.c == nil || !it.rule.Shadow || it.cost == 0 {
+		if !it.limited() || !it.rule.Shadow {
 			continue
 		}
 		if it.back {
-			it.err = it.c.lim.Refund(ctx, it.key, it.cost)
-			s.observe(ctx, it, true)
-			continue
+			if it.c != nil {
+				it.err = it.c.lim.Refund(ctx, it.key, it.cost)
+			}
+		} else {
+			s.allow(ctx, it)
 		}
-		it.d, it.err = it.c.lim.Allow(ctx, it.key, it.cost)
-		it.decided = it.err == nil
-		it.charged = it.decided && it.d.Allowed
 		s.observe(ctx, it, true)
 	}
 }
@@ -177,6 +203,8 @@ func (s *Service) observe(ctx context.Context, it *item, admitted bool) {
 	switch {
 	case it.err != nil && !it.decided:
 		e.Outcome = pipeline.Classify(it.err)
+	case it.refused && !it.decided: // deny-all
+		e.Outcome = core.OutcomeDenied
 	case it.d.Allowed:
 		e.Outcome = core.OutcomeAllowed
 	default:

@@ -23,7 +23,10 @@
 // once the enforced descriptors admitted the request (so that it counts
 // what enforcing it would have counted), and its refusals never refuse the
 // request. An unlimited rule is never charged; a rule named in another
-// matching rule's replaces list is skipped for that request.
+// matching rule's replaces list is skipped for that request; a rule whose
+// quota is 0 refuses every request without a charge. Rules in quota mode
+// (envoyproxy/ratelimit's quota_mode) refuse a request only when all of
+// them refuse it; one that refused an admitted request is not charged.
 //
 // # Cost
 //

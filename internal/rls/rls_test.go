@@ -398,3 +398,26 @@ func TestExactAdmission(t *testing.T) {
 		t.Fatalf("a has %d left after one more, want 199", got)
 	}
 }
+
+func TestDenyAllAndQuota(t *testing.T) {
+	deny := &rls.Rule{ID: "deny", Name: "deny", DenyAll: true, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND}
+	q1, q2 := perMinute("q1", "q1", 1), perMinute("q2", "q2", 2)
+	q1.Quota, q2.Quota = true, true
+	a := perMinute("a", "a", 10)
+	g := newRig(t, table{"d|deny=1": {deny, "kd"}, "d|q1=1": {q1, "k1"}, "d|q2=1": {q2, "k2"}, "d|a=1": {a, "ka"}}, rls.Config{})
+	resp, got := g.ask(0, desc("deny=1"), desc("a=1"))
+	if got != "OVER_LIMIT OVER_LIMIT/0 OK/10" || resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit() != 0 {
+		t.Fatalf("deny all: %s %v", got, resp.GetStatuses()[0])
+	}
+	// Quota rules refuse the request only when all of them refuse.
+	steps := []string{
+		"OK OK/0 OK/1 OK/9",
+		"OK OVER_LIMIT/0 OK/0 OK/8", // q1 is out, q2 still admits: q1 not charged
+		"OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0 OK/8",
+	}
+	for i, want := range steps {
+		if _, got := g.ask(0, desc("q1=1"), desc("q2=1"), desc("a=1")); got != want {
+			t.Fatalf("quota step %d: %s, want %s", i, got, want)
+		}
+	}
+}

@@ -29,6 +29,12 @@ type Rule struct {
 	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
 	// Unlimited rules are answered OK and never charged.
 	Unlimited bool
+	// DenyAll rules (a quota of 0) refuse every request, charging
+	// nothing; they have no Limits.
+	DenyAll bool
+	// Quota rules (envoyproxy/ratelimit's quota_mode) refuse a request
+	// only when every quota rule of the request refuses it.
+	Quota bool
 	// Shadow rules are decided and charged but never refuse a request.
 	Shadow bool
 	// Replaces names the rules this one replaces: a request with a
@@ -50,9 +56,11 @@ func (r *Rule) check() error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("rls: a rule without an ID (%q)", r.Name)
-	case r.Unlimited && len(r.Limits) > 0:
-		return fmt.Errorf("rls: rule %s is unlimited and has limits", r.ID)
-	case !r.Unlimited && len(r.Limits) == 0:
+	case r.Unlimited && r.DenyAll:
+		return fmt.Errorf("rls: rule %s is unlimited and denies all", r.ID)
+	case (r.Unlimited || r.DenyAll) && len(r.Limits) > 0:
+		return fmt.Errorf("rls: rule %s is unlimited or denies all, and has limits", r.ID)
+	case !r.Unlimited && !r.DenyAll && len(r.Limits) == 0:
 		return fmt.Errorf("rls: rule %s has no limit; mark it unlimited", r.ID)
 	}
 	for _, l := range r.Limits {

@@ -104,7 +104,7 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 		if err := r.check(); err != nil {
 			return err
 		}
-		if r.Unlimited {
+		if r.Unlimited || r.DenyAll {
 			continue
 		}
 		for _, l := range r.Limits {
