@@ -202,3 +202,15 @@ func mergeDomains(a, b *Domain) (*Domain, error) {
 	m.rules = append(slices.Clip(a.rules), b.rules...)
 	return &m, nil
 }
+
+// Of returns the configuration of domains already parsed (a configuration
+// built into a program, say), as Load would put their files together: two
+// domains of one name are an error, unless MergeDomains merges them.
+func Of(domains []*Domain, opts ...Option) (*Config, error) {
+	files := make([]file, len(domains))
+	for i, d := range domains {
+		files[i] = file{path: d.File, dom: d}
+	}
+	c, errs := assemble(files, defaultOptions(opts).merge)
+	return c, errors.Join(errs...)
+}
