@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,8 +224,8 @@ func quantile(sorted []time.Duration, q float64) float64 {
 // d1 and d3 name one and three descriptors per request, c1, c16 and c64
 // are the concurrent callers on one gRPC connection. It reports
 // decisions/s (answered requests a second), the median and 99th
-// percentile call in µs, the service's CPU time and the commands Redis ran
-// per request. Skipped without redis-server, or when a service cannot be
+// percentile call in µs, the CPU time of the service and of redis-server
+// per request, and the commands Redis ran per request. Skipped without redis-server, or when a service cannot be
 // built because a module cannot be fetched.
 func BenchmarkEnvoyRLS(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
@@ -271,6 +272,7 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	defer cancel()
 	var t rlsTally
 	before, keys0 := readStats(b, rb.redis), dbSize(b, rb.redis)
+	rcpu0 := redisCPU(b, rb.redis)
 	cpu0, cpuOK := p.cpuTime()
 	b.ResetTimer()
 	if c == 1 {
@@ -296,6 +298,7 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	}
 	b.StopTimer()
 	cpu1, _ := p.cpuTime()
+	rcpu1 := redisCPU(b, rb.redis)
 	p.exitedEarly(b)
 	rb.check(b, p, &t, d, before, keys0)
 
@@ -306,6 +309,29 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	if cpuOK {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 	}
+	b.ReportMetric(float64(rcpu1-rcpu0)/float64(time.Microsecond)/float64(b.N), "redis-cpu-µs/op")
+}
+
+// redisCPU returns the CPU time redis-server has used (INFO cpu: its
+// main thread and the others, user and system).
+func redisCPU(tb testing.TB, c *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			sum += f
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
 }
 
 // check fails b when the calls or Redis show that the loop did not
@@ -317,7 +343,7 @@ func (rb *rlsBench) check(b *testing.B, p *rlsProc, t *rlsTally, d int, before s
 	b.Helper()
 	after := readStats(b, rb.redis)
 	keys := dbSize(b, rb.redis)
-	cmds := after.cmds - before.cmds - infoReads - 1 // and a DBSIZE
+	cmds := after.cmds - before.cmds - infoReads - 3 // a DBSIZE, two INFO cpu
 	failed, over := t.failed.Load(), t.over.Load()
 	b.ReportMetric(float64(failed)/float64(b.N), "errors/op")
 	b.ReportMetric(float64(over)/float64(b.N), "over/op")
