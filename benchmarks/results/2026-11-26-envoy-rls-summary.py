@@ -2,12 +2,12 @@
 """Summarizes BenchmarkEnvoyRLS output (2026-11-26-envoy-rls-run.sh).
 
 Per row (health, d1, d3 at c1, c16, c64): each service's median over the
-rounds of decisions/s, p50 and p99 (µs), the service's CPU µs per request
+rounds of decisions/s, p50 and p99 (µs), CPU µs per request of the service
+(cpu-µs/op, from /proc) and of redis-server (redis-cpu-µs/op, INFO cpu),
 and Redis commands per request; floodgate/envoyproxy as the median of the
 per-round ratios [their range] (the two services' rows of one round ran
-back to back); the services' CPU µs per request (cpu-µs/op, from /proc) and
-redis-server's (redis-cpu-µs/op, from INFO cpu); and the noise: each row's spread over the rounds,
-(max - min) / median of decisions/s.
+back to back). Then the noise, each row's spread over the rounds,
+(max - min) / median; and the CPU per request with its range.
 
     python3 results/2026-11-26-envoy-rls-summary.py raw.txt
 """
@@ -101,6 +101,24 @@ def main(path):
                 v = [m[unit] for m in r[i]]
                 cells.append(f"{(max(v) - min(v)) / statistics.median(v) * 100:.0f} %" if v else "–")
         cells = [cells[0], cells[1], cells[2], cells[3], cells[4]]
+        print("| " + " | ".join(cells) + " |")
+
+    print()
+    print("CPU per request, µs: median [range] over the rounds; total = service + redis-server")
+    print("| row | floodgate service | envoyproxy service | floodgate redis | envoyproxy redis | total f / e |")
+    print("|---|---|---|---|---|---|")
+    for key in order:
+        r = rows[key]
+        cells = ["/".join(key)]
+        for unit in ("cpu-µs/op", "redis-cpu-µs/op"):
+            for i in IMPLS:
+                v = [m[unit] for m in r[i] if unit in m]
+                cells.append(f"{statistics.median(v):.0f} [{min(v):.0f}–{max(v):.0f}]" if v else "–")
+        tot = []
+        for i in IMPLS:
+            v = [m["cpu-µs/op"] + m["redis-cpu-µs/op"] for m in r[i] if "cpu-µs/op" in m and "redis-cpu-µs/op" in m]
+            tot.append(f"{statistics.median(v):.0f}" if v else "–")
+        cells.append(" / ".join(tot))
         print("| " + " | ".join(cells) + " |")
 
 
