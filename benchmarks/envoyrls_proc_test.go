@@ -38,7 +38,7 @@ const rlsStartTimeout = 30 * time.Second
 // fetchFailure matches what `go build` prints when a module it needs is
 // neither in the module cache nor reachable: such a build skips the
 // benchmark instead of failing it.
-var fetchFailure = regexp.MustCompile(`(?i)dial tcp|no such host|i/o timeout|proxy\.golang|GOPROXY|GOFLAGS=-mod=mod|403 Forbidden|404 Not Found|not available|missing go\.sum entry|connection refused|TLS handshake`)
+var fetchFailure = regexp.MustCompile(`(?i)module lookup disabled|dial tcp|no such host|i/o timeout|proxy\.golang|GOPROXY|GOFLAGS=-mod=mod|403 Forbidden|404 Not Found|not available|missing go\.sum entry|connection refused|TLS handshake`)
 
 // goBuild builds pkg in the module at dir into out. It skips tb when the
 // go command is missing or a module cannot be fetched, and fails it on any
