@@ -10,7 +10,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// fixedArgs returns the script arguments that never change: ARGV[5...].
+// fixedArgs returns the script arguments that never change: ARGV[3...].
 func fixedArgs(margin time.Duration, params []string) []any {
 	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
 	for _, p := range params {
@@ -21,10 +21,10 @@ func fixedArgs(margin time.Duration, params []string) []any {
 
 // Script arguments boxed once: converting a string to any allocates.
 var (
-	argAllow, argRefund, argNoClock any = "a", "r", ""
-	argGrant                        any = "g"
-	argRelease, argRenew            any = "l", "n"
-	smallCosts                          = func() (c [65]any) {
+	argAllow, argRefund  any = "a", "r"
+	argGrant             any = "g"
+	argRelease, argRenew any = "l", "n"
+	smallCosts               = func() (c [65]any) {
 		for i := range c {
 			c[i] = strconv.Itoa(i)
 		}
@@ -33,13 +33,15 @@ var (
 )
 
 // args returns the script's arguments for one call: ARGV[1...]; member,
-// a concurrency lease's, goes last.
+// a concurrency lease's, goes last. A test clock follows the operation in
+// ARGV[1] (lua/common.lua), so that a call on the server's clock sends
+// nothing for it.
 func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	extra := 0
 	if l.leases != nil {
 		extra = 1
 	}
-	args := make([]any, 4, 4+len(p.fixed)+extra)
+	args := make([]any, 2, 2+len(p.fixed)+extra)
 	switch code {
 	case 'a':
 		args[0] = argAllow
@@ -57,10 +59,9 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	} else {
 		args[1] = strconv.Itoa(cost)
 	}
-	args[2], args[3] = argNoClock, argNoClock
 	if l.testNow != nil {
 		t := l.testNow.Now()
-		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
+		args[0] = string(code) + " " + strconv.FormatInt(t/int64(time.Second), 10) + " " + strconv.FormatInt(t%int64(time.Second), 10)
 	}
 	args = append(args, p.fixed...)
 	if l.leases != nil {

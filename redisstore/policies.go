@@ -10,7 +10,7 @@ import (
 )
 
 // policy is one limit's part of a call: the limit, the largest cost it
-// admits and the script's arguments that never change (ARGV[5...]), made
+// admits and the script's arguments that never change (ARGV[3...]), made
 // once, and its local quota leases' terms (nil without WithLocalQuota). A
 // Limiter has one; a Dynamic one per limit.
 type policy struct {

@@ -82,7 +82,7 @@ func source(names ...string) string {
 const maxSpan = time.Duration(1<<52) - 2*time.Second
 
 // params returns the algorithm's script parameters for l and o's settings
-// (ARGV[6...]), and the largest cost it can ever admit, or an error saying
+// (ARGV[4...]), and the largest cost it can ever admit, or an error saying
 // what to change.
 func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error) {
 	switch alg {
@@ -198,7 +198,7 @@ func algTag(alg core.Algorithm) string {
 
 // compile returns the script that decides under o's algorithm and
 // settings, the algorithm's tag in keys, the script's parameters for l
-// (ARGV[6...]) and the largest cost l can ever admit, or an error saying
+// (ARGV[4...]) and the largest cost l can ever admit, or an error saying
 // what to change.
 func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
 	p, maxCost, err := params(o.algorithm, l, o)

@@ -14,12 +14,13 @@
 -- too, and its tail, from '-- CALL --', is the registered function.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
--- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
---   that the clock is always given: read once here from TIME when the
---   caller leaves it empty, so that every layer decides at one instant.
---   The op may also be a concurrency limit's 'l' (release a lease) or 'n'
---   (renew one), which only the concurrency layers see.
--- ARGV[6...]: for each layer, the number of its parameters, then them;
+-- ARGV[1..3]: as for one algorithm (op and test clock, cost, TTL
+--   margin), except that every layer decides at one instant: the test
+--   clock's, or the server's TIME read once here, which the layers read
+--   from the recorder (its R and now, as common.lua names them). The op
+--   may also be a concurrency limit's 'l' (release a lease) or 'n' (renew
+--   one), which only the concurrency layers see.
+-- ARGV[4...]: for each layer, the number of its parameters, then them;
 --   then, when a layer is a concurrency limit, the admission's lease
 --   member, passed to every concurrency layer after its parameters.
 -- Reply: {allowed, remaining, retry after (or delay) ns, reset after ns,
@@ -37,7 +38,8 @@
 -- lease's length in ns.
 
 -- The call's `redis` (real) and the writes it holds (held), set by the
--- body: the recorder, made once, works through them.
+-- body: the recorder, made once, works through them. The body sets the
+-- recorder's R and now too.
 local real, held
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
@@ -73,20 +75,25 @@ local layers, leased = {}, {}
 -- LAYERS --
 -- CALL --
 real, held = redis, {}
-local clockS, clockNs = ARGV[3], ARGV[4]
-if clockS == '' then
+local op, cost = ARGV[1], ARGV[2]
+local R, now
+if #op == 1 then
   local t = real.call('TIME')
-  clockS, clockNs = t[1], string.format('%.0f', tonumber(t[2]) * 1000)
+  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
+else
+  local s, n
+  op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
+  R, now = tonumber(s), tonumber(n)
 end
+recorder.R, recorder.now = R, now
 
 local n = #KEYS
 if quota then
   n = n - 1
 end
-local op, cost = ARGV[1], ARGV[2]
 local replies = {}
 local allowed = true
-local at = 6
+local at = 4
 for i = 1, n do
   at = at + tonumber(ARGV[at]) + 1
 end
@@ -96,12 +103,12 @@ local member = ARGV[at]
 local grant, wend = op == 'g', -1
 if grant then
   local k = tonumber(cost)
-  at = 6
+  at = 4
   for i = 1, n do
     local c = tonumber(ARGV[at])
-    local args = {'f', cost, clockS, clockNs, ARGV[5]}
+    local args = {'f', cost, ARGV[3]}
     for j = 1, c do
-      args[5 + j] = ARGV[at + j]
+      args[3 + j] = ARGV[at + j]
     end
     at = at + c + 1
     local r = layers[i]({KEYS[i]}, args, recorder)
@@ -116,16 +123,16 @@ if grant then
   op, cost = 'a', string.format('%.0f', math.max(1, k))
 end
 
-at = 6
+at = 4
 for i = 1, n do
   local c = tonumber(ARGV[at])
-  local args = {op, cost, clockS, clockNs, ARGV[5]}
+  local args = {op, cost, ARGV[3]}
   for j = 1, c do
-    args[5 + j] = ARGV[at + j]
+    args[3 + j] = ARGV[at + j]
   end
   at = at + c + 1
   if leased[i] then
-    args[6 + c] = member
+    args[4 + c] = member
   end
   if leased[i] or (op ~= 'l' and op ~= 'n') then
     local r = layers[i]({KEYS[i]}, args, recorder)
@@ -162,12 +169,12 @@ local function grantReply(r)
     return r
   end
   local hk, id, length = KEYS[#KEYS], ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
-  local t = tonumber(clockS) * 1000 + math.floor(tonumber(clockNs) / 1e6)
+  local t = R * 1000 + math.floor(now / 1e6)
   local ms = math.ceil(length / 1e6)
   real.call('ZREMRANGEBYSCORE', hk, '-inf', t)
   real.call('ZADD', hk, t + ms, id)
-  real.call('PEXPIRE', hk, ms + tonumber(ARGV[5]))
-  r[6], r[7], r[8], r[9], r[10] = 0, tonumber(clockS), tonumber(clockNs), real.call('ZCARD', hk), wend
+  real.call('PEXPIRE', hk, ms + tonumber(ARGV[3]))
+  r[6], r[7], r[8], r[9], r[10] = 0, R, now, real.call('ZCARD', hk), wend
   if r[1] == 1 then
     r[6] = tonumber(cost)
   end
