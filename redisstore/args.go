@@ -74,17 +74,20 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 // a retry and the wait until the quota is whole, in ns; then a stack's
 // layer, the one its decision names; then a grant's units (see quota.go),
 // the server's instant in seconds and nanoseconds, the key's holders, and
-// the ns until the window the lease must end with ends (-1: none).
+// the ns until the window the lease must end with ends (-1: none). A token
+// bucket's admission alone answers 2 and the tokens it left instead (see
+// bucket), which allow turns into the four numbers.
 type vals [10]int64
 
-// reply reads the script's numbers from cmd: four, five or ten.
+// reply reads the script's numbers from cmd: four, five or ten, or three
+// from a token bucket's admission.
 func reply(op string, cmd *redis.Cmd) (vals, error) {
 	var out vals
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}
-	if len(res) != 4 && len(res) != 5 && len(res) != 10 {
+	if len(res) != 4 && len(res) != 5 && len(res) != 10 && (len(res) != 3 || res[0] != 2) {
 		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4, 5 or 10", len(res))}
 	}
 	copy(out[:], res)

@@ -11,13 +11,15 @@ import (
 
 // policy is one limit's part of a call: the limit, the largest cost it
 // admits and the script's arguments that never change (ARGV[3...]), made
-// once, and its local quota leases' terms (nil without WithLocalQuota). A
-// Limiter has one; a Dynamic one per limit.
+// once, its local quota leases' terms (nil without WithLocalQuota), and,
+// for a token bucket alone, the bucket that reads its admissions' replies.
+// A Limiter has one; a Dynamic one per limit.
 type policy struct {
 	limit   core.Limit
 	maxCost int
 	fixed   []any
 	lease   *leaseTerms
+	bucket  *bucket
 }
 
 // settingsTag is what the algorithm's settings add to keys, so that two

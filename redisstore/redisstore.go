@@ -103,7 +103,11 @@ func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *polic
 	if lim.leases != nil {
 		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
 	}
-	return &policy{limit: l, maxCost: maxCost, fixed: fixed}
+	p := &policy{limit: l, maxCost: maxCost, fixed: fixed}
+	if lim.opts.algorithm == core.TokenBucket {
+		p.bucket = newBucket(l, lim.opts.overdraft)
+	}
+	return p
 }
 
 // newLimiter returns a Limiter running script with o's settings, whose
@@ -195,6 +199,12 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 		return l.allowLocal(ctx, key, cost, err)
 	}
 	l.count.store.Add(1) // after a round trip: the deny cache's answers pay nothing
+	if v[0] == 2 {
+		// A token bucket's admission: the tokens it left.
+		if v, err = p.bucket.admitted(v); err != nil {
+			return l.allowLocal(ctx, key, cost, err)
+		}
+	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
 		Limit:      l.limitAt(p, v[4]),

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"embed"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -105,19 +104,12 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 	}
 	switch alg {
 	case core.TokenBucket:
-		rate := float64(l.Events) / l.Period.Seconds()
-		burst := float64(l.EffectiveBurst())
-		slack := 2 * rate / float64(time.Second)
-		// A wait for the whole burst is at most its refill time plus float
-		// rounding; searches may look a little further.
-		fill := burst / rate * float64(time.Second)
+		b := newBucket(l, o.overdraft)
 		lend := "0"
 		if o.overdraft {
-			fill *= 2 // from a whole burst in debt
 			lend = "1"
 		}
-		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
-		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10), lend}, l.EffectiveBurst(), nil
+		return []string{ftoa(b.rate), ftoa(b.burst), ftoa(b.slack), strconv.FormatInt(b.reach, 10), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
 		// The lead (last) is the span: a theoretical arrival is never
 		// further ahead.

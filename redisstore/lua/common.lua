@@ -53,7 +53,8 @@
 -- ARGV[3]: extra milliseconds of TTL past the instant the key is whole
 --   (>= 1, so every TTL set below is at least 1 ms).
 -- ARGV[4...]: the algorithm's parameters.
--- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}.
+-- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}; a
+-- token bucket's admission alone answers {2, m, x} (tokenbucket.lua).
 -- A stored state that does not parse, or holds a number no state of the
 -- algorithm can hold (nanoseconds of 1e9 or more, a count below 0 or from
 -- 2^31, permits or tokens not finite), is an error, never a fresh quota: a

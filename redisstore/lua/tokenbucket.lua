@@ -210,6 +210,26 @@ else
     need = 0
   end
   local ok = fits(have, need)
+  if ok and not grant and db.R == nil then
+    -- An admission alone (not a grant, not a stack's layer: those need
+    -- the whole reply) answers {2, m, x}: the tokens left are m * 2^x,
+    -- exactly, from which Go works out remaining and the reset as core
+    -- does (bucket in tokenbucket.go) at a fraction of the cost here. The
+    -- TTL counts from the reset's estimate, which the exact reset (core's
+    -- search) is within a few nanoseconds of: the key stays at least the
+    -- margin less a millisecond past whole, and the margin is at least 1 ms.
+    tokens = have - cost
+    if last < now then
+      last = now
+    end
+    local d = floor((burst - tokens) / rate * 1e9)
+    redis.call('SET', key, count(tokens) .. stamp(last), 'PX', format('%d', ceil(d / 1e6) + margin))
+    if tokens == floor(tokens) then
+      return {2, tokens, 0}
+    end
+    local m, x = math.frexp(tokens)
+    return {2, m * 9007199254740992, x - 53}
+  end
   local tk = have -- what remaining counts from
   if ok then
     tk = have - cost
