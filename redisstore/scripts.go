@@ -109,7 +109,8 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 		if o.overdraft {
 			lend = "1"
 		}
-		return []string{ftoa(b.rate), ftoa(b.burst), ftoa(b.slack), strconv.FormatInt(b.reach, 10), lend}, l.EffectiveBurst(), nil
+		// The script computes the slack and the search's reach as b does.
+		return []string{ftoa(b.rate), ftoa(b.burst), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
 		// The lead (last) is the span: a theoretical arrival is never
 		// further ahead.

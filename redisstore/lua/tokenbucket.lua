@@ -4,12 +4,12 @@
 -- back as the same double (see count). Lua's numbers are the
 -- same IEEE doubles as Go's float64, and every operation below is done in
 -- the same order as in Go, so the results are bit for bit the same.
--- ARGV[4]: events per second; ARGV[5]: the burst; ARGV[6]: the tokens
--- refilled in 2 ns; ARGV[7]: how far past the last update a search for a
--- wait may reach, in ns; ARGV[8]: '1' to lend (WithOverdraft: admit any
--- cost while not in debt, and count one request more into debt), '0' not.
--- The call's parameters, set by the body.
-local rate, burst, slack, reach
+-- ARGV[4]: events per second; ARGV[5]: the burst; ARGV[6]: '1' to lend
+-- (WithOverdraft: admit any cost while not in debt, and count one request
+-- more into debt), '0' not.
+-- The call's parameters, set by the body: those three, and the tokens
+-- refilled in 2 ns (slack), computed as Go computes it.
+local rate, burst, lend, slack
 
 -- Each call of a Lua function costs about as much as a dozen lines of
 -- arithmetic here: the helpers below are called as few times as they can
@@ -77,7 +77,14 @@ local function wait(tk, lst, n)
   if lst > now then
     lead = lst - now
   end
-  local limit = lead + reach
+  -- How far past the last update the search may reach: the refill time
+  -- of a whole burst (from a burst in debt, lending), an eighth more for
+  -- float rounding, and a millisecond (bucket.go computes the same).
+  local fill = burst / rate * 1e9
+  if lend then
+    fill = fill * 2
+  end
+  local limit = lead + ceil(fill + fill / 8) + 1e6
   local d = lead + floor((n - have) / rate * 1e9)
   if d < 1 then
     d = 1
@@ -150,10 +157,9 @@ local function count(tk)
 end
 
 -- CALL --
-rate, burst = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5])
-slack, reach = nums[ARGV[6]] or num(ARGV[6]), nums[ARGV[7]] or num(ARGV[7])
+rate, burst, lend = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5]), ARGV[6] == '1'
+slack = 2 * rate / 1e9
 local state = redis.call('GET', key)
-local lend = ARGV[8] == '1'
 
 local tokens, last = burst, now
 if state then
@@ -202,31 +208,45 @@ if op == 'r' then
   reset = wait(tokens, last, burst)
   result = {1, 0, 0, reset}
 else
-  have = level(tokens, last, now)
+  -- level(tokens, last, now) and fits(have, need), inline (each call of
+  -- a function costs more than their arithmetic): last is never after now.
+  have = tokens
+  if now > last then
+    local sec, nsec = 0, now - last
+    if nsec >= 1e9 then
+      sec, nsec = idiv(nsec, 1e9)
+    end
+    have = have + (sec + nsec / 1e9) * rate
+  end
+  if have > burst then
+    have = burst
+  end
   -- What must be there for the request to go: its cost, or, lending,
   -- nothing (not in debt); a refusal waits for that alone.
   local need = cost
   if lend then
     need = 0
   end
-  local ok = fits(have, need)
+  local short = have - need
+  local ok = short >= 0 or (-short <= slack and -short / rate * 1e9 < 1)
   if ok and not grant and db.R == nil then
     -- An admission alone (not a grant, not a stack's layer: those need
     -- the whole reply) answers {2, m, x}: the tokens left are m * 2^x,
     -- exactly, from which Go works out remaining and the reset as core
-    -- does (bucket in tokenbucket.go) at a fraction of the cost here. The
-    -- TTL counts from the reset's estimate, which the exact reset (core's
-    -- search) is within a few nanoseconds of: the key stays at least the
-    -- margin less a millisecond past whole, and the margin is at least 1 ms.
+    -- does (bucket in bucket.go) at a fraction of the cost here. The TTL
+    -- counts from the reset's estimate (x - x % 1 is floor(x), exactly,
+    -- without a call), which the exact reset (core's search) is within a
+    -- few nanoseconds of: the key stays at least the margin less a
+    -- millisecond past whole, and the margin is at least 1 ms. The update
+    -- is now (last is never after now).
     tokens = have - cost
-    if last < now then
-      last = now
-    end
-    local d = floor((burst - tokens) / rate * 1e9)
-    redis.call('SET', key, count(tokens) .. stamp(last), 'PX', format('%d', ceil(d / 1e6) + margin))
-    if tokens == floor(tokens) then
+    local d = (burst - tokens) / rate * 1e9
+    local ttl = format('%d', ceil((d - d % 1) / 1e6) + margin)
+    if tokens % 1 == 0 then
+      redis.call('SET', key, format('%d %d %d', tokens, R, now), 'PX', ttl)
       return {2, tokens, 0}
     end
+    redis.call('SET', key, count(tokens) .. stamp(now), 'PX', ttl)
     local m, x = math.frexp(tokens)
     return {2, m * 9007199254740992, x - 53}
   end
