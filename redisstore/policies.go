@@ -22,6 +22,19 @@ type policy struct {
 	bucket  *bucket
 }
 
+// newPolicy returns l's policy on lim, whose script takes params for it.
+func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *policy {
+	fixed := fixedArgs(lim.opts.margin, params)
+	if lim.leases != nil {
+		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
+	}
+	p := &policy{limit: l, maxCost: maxCost, fixed: fixed}
+	if lim.opts.algorithm == core.TokenBucket {
+		p.bucket = newBucket(l, lim.opts.overdraft)
+	}
+	return p
+}
+
 // settingsTag is what the algorithm's settings add to keys, so that two
 // Limiters with different settings never read each other's state: the
 // longest wait of a leaky bucket, the warm-up period and cold factor, or

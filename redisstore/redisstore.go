@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,19 +94,6 @@ func newOptions(opts []Option) (options, error) {
 		return o, err
 	}
 	return o, o.validate(&errs)
-}
-
-// newPolicy returns l's policy on lim, whose script takes params for it.
-func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *policy {
-	fixed := fixedArgs(lim.opts.margin, params)
-	if lim.leases != nil {
-		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
-	}
-	p := &policy{limit: l, maxCost: maxCost, fixed: fixed}
-	if lim.opts.algorithm == core.TokenBucket {
-		p.bucket = newBucket(l, lim.opts.overdraft)
-	}
-	return p
 }
 
 // newLimiter returns a Limiter running script with o's settings, whose
