@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/floodgate/floodgate/internal/dirwatch"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -28,7 +29,7 @@ type Set struct {
 	seen     []byte // the contents last tried, so that the watch skips unchanged files
 	builders []func(*Table) (any, error)
 
-	watch *watcher // nil unless Watch started one
+	watch *dirwatch.Watcher // nil unless Watch started one
 }
 
 // Open reads, checks and compiles the rules file at path. Errors say where

@@ -5,18 +5,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/floodgate/floodgate/internal/dirwatch"
 )
-
-type watcher struct {
-	fs   *fsnotify.Watcher
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-}
 
 // Watch opens the rules file at path like [Open] and keeps it in force:
 // when the file changes it is reloaded. [Set.Close] ends the watch. To
@@ -42,60 +33,29 @@ func Watch(path string, opts ...Option) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("rules: watching %s: %w", path, err)
-	}
-	if err := fw.Add(filepath.Dir(path)); err != nil {
-		fw.Close()
-		return nil, fmt.Errorf("rules: watching %s: %w", path, err)
-	}
-	w := &watcher{fs: fw, stop: make(chan struct{}), done: make(chan struct{})}
-	s.watch = w
-	go s.loop(w, filepath.Clean(path))
-	return s, nil
-}
-
-func (s *Set) loop(w *watcher, path string) {
-	defer close(w.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case ev, ok := <-w.fs.Events:
-			if !ok {
-				return
-			}
-			if name := filepath.Clean(ev.Name); name == path || strings.HasPrefix(filepath.Base(name), "..") {
-				timer.Reset(s.o.debounce)
-			}
-		case err, ok := <-w.fs.Errors:
-			if !ok {
-				return
-			}
+	clean := filepath.Clean(path)
+	w, err := dirwatch.Watch(filepath.Dir(path), s.o.debounce,
+		func(name string) bool {
+			name = filepath.Clean(name)
+			return name == clean || strings.HasPrefix(filepath.Base(name), "..")
+		},
+		s.reloadIfChanged,
+		func(err error) {
 			slog.Default().Warn("rules: watching the file's directory", "file", s.file, "err", err)
-		case <-timer.C:
-			s.reloadIfChanged()
-		}
+		})
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
 	}
+	s.watch = w
+	return s, nil
 }
 
 // Close ends the watch that [Watch] started, if any, and waits until no
 // reload is running; the rules in force stay in force. It is safe to call
 // more than once.
 func (s *Set) Close() error {
-	w := s.watch
-	if w == nil {
+	if s.watch == nil {
 		return nil
 	}
-	var err error
-	w.once.Do(func() {
-		close(w.stop)
-		<-w.done
-		err = w.fs.Close()
-	})
-	return err
+	return s.watch.Close()
 }

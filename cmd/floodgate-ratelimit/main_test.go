@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// service is the command running in this process, and a client of it.
+type service struct {
+	t        *testing.T
+	rls      rlsv3.RateLimitServiceClient
+	conn     *grpc.ClientConn
+	httpAddr string
+	stop     func() error // cancels run and returns its error
+	out      *syncBuffer
+}
+
+// syncBuffer is the command's output, written from its goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs the command with args (and listeners on 127.0.0.1:0).
+func start(t *testing.T, args ...string) *service {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	type addrs struct{ grpc, http string }
+	up := make(chan addrs, 1)
+	done := make(chan error, 1)
+	out := &syncBuffer{}
+	args = append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)
+	go func() {
+		done <- run(ctx, args, out, func(g, h string) { up <- addrs{g, h} })
+	}()
+	var a addrs
+	select {
+	case a = <-up:
+	case err := <-done:
+		cancel()
+		t.Fatalf("the command ended before listening: %v\n%s", err, out)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("the command did not listen within 30 s\n%s", out)
+	}
+	conn, err := grpc.NewClient(a.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &service{t: t, rls: rlsv3.NewRateLimitServiceClient(conn), conn: conn, httpAddr: a.http, out: out}
+	var once sync.Once
+	var runErr error
+	s.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("the command did not stop within 30 s")
+			}
+			conn.Close()
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	return s
+}
+
+func (s *service) ask(domain string, hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: domain, Descriptors: ds, HitsAddend: hits})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp
+}
+
+func desc(kvs ...string) *rlcommon.RateLimitDescriptor {
+	d := &rlcommon.RateLimitDescriptor{}
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		d.Entries = append(d.Entries, &rlcommon.RateLimitDescriptor_Entry{Key: k, Value: v})
+	}
+	return d
+}
+
+func TestSampleEndToEnd(t *testing.T) {
+	s := start(t)
+	const dom = "floodgate-sample"
+	// Health: SERVING once the configuration is loaded.
+	hc := healthpb.NewHealthClient(s.conn)
+	for _, name := range []string{"", "envoy.service.ratelimit.v3.RateLimitService"} {
+		r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: name})
+		if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("health of %q: %v %v", name, r, err)
+		}
+	}
+	// /login: 5 a minute, all or nothing with the per-client limit.
+	for i := range 5 {
+		r := s.ask(dom, 0, desc("path=/login"), desc("remote_address=10.0.0.1"))
+		if r.GetOverallCode() != rlsv3.RateLimitResponse_OK {
+			t.Fatalf("login %d: %v", i, r)
+		}
+		if got := r.GetStatuses()[0].GetLimitRemaining(); got != uint32(4-i) {
+			t.Fatalf("login %d: %d left", i, got)
+		}
+	}
+	r := s.ask(dom, 0, desc("path=/login"), desc("remote_address=10.0.0.1"))
+	if r.GetOverallCode() != rlsv3.RateLimitResponse_OVER_LIMIT || r.GetStatuses()[0].GetCode() != rlsv3.RateLimitResponse_OVER_LIMIT ||
+		r.GetStatuses()[0].GetCurrentLimit().GetName() != "login" || r.GetStatuses()[0].GetCurrentLimit().GetUnit() != rlsv3.RateLimitResponse_RateLimit_MINUTE {
+		t.Fatalf("the sixth login: %v", r)
+	}
+	retry := false
+	for _, h := range r.GetResponseHeadersToAdd() {
+		retry = retry || h.GetKey() == "Retry-After"
+	}
+	if !retry {
+		t.Fatalf("no Retry-After on OVER_LIMIT: %v", r.GetResponseHeadersToAdd())
+	}
+	// The refused login did not charge the client's limit: 5 of 10 used.
+	r = s.ask(dom, 0, desc("remote_address=10.0.0.1"))
+	if got := r.GetStatuses()[0].GetLimitRemaining(); got != 4 {
+		t.Fatalf("per-client after a refused login: %d left, want 4", got)
+	}
+	// hits_addend is the cost; unlimited is never counted.
+	r = s.ask(dom, 4, desc("remote_address=10.0.0.1"), desc("path=/healthz"))
+	if r.GetOverallCode() != rlsv3.RateLimitResponse_OK || r.GetStatuses()[0].GetLimitRemaining() != 0 || r.GetStatuses()[1].GetLimitRemaining() != 1<<32-1 {
+		t.Fatalf("hits_addend 4 and unlimited: %v", r)
+	}
+	d := desc("remote_address=10.0.0.1")
+	d.HitsAddend = wrapperspb.UInt64(1)
+	if r = s.ask(dom, 0, d); r.GetOverallCode() != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("per-client spent: %v", r)
+	}
+	// Shadow mode: counted, never refused.
+	for i := range 700 {
+		if r = s.ask(dom, 0, desc("api_key=k1")); r.GetOverallCode() != rlsv3.RateLimitResponse_OK {
+			t.Fatalf("shadow call %d: %v", i, r)
+		}
+	}
+	// /json, and the metrics.
+	resp, err := http.Post("http://"+s.httpAddr+"/json", "application/json",
+		strings.NewReader(`{"domain":"floodgate-sample","descriptors":[{"entries":[{"key":"path","value":"/login"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "OVER_LIMIT") {
+		t.Fatalf("/json: %d %s", resp.StatusCode, body)
+	}
+	metrics := get(t, "http://"+s.httpAddr+"/metrics")
+	for _, want := range []string{`floodgate_requests_total{limit="login",outcome="denied",shadow="false",transport="envoy-rls"}`, `outcome="denied",shadow="true"`} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+	if got := get(t, "http://"+s.httpAddr+"/healthcheck"); got != "OK\n" {
+		t.Fatalf("/healthcheck: %q", got)
+	}
+	// Reflection lists the service.
+	stream, err := reflectpb.NewServerReflectionClient(s.conn).ServerReflectionInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectpb.ServerReflectionRequest{MessageRequest: &reflectpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sv := range lr.GetListServicesResponse().GetService() {
+		found = found || sv.GetName() == "envoy.service.ratelimit.v3.RateLimitService"
+	}
+	if !found {
+		t.Fatalf("reflection lists %v", lr.GetListServicesResponse().GetService())
+	}
+	_ = stream.CloseSend()
+	if err := s.stop(); err != nil {
+		t.Fatalf("stopping: %v", err)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

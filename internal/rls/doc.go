@@ -1,0 +1,45 @@
+// Package rls answers Envoy's rate-limit service,
+// envoy.service.ratelimit.v3.RateLimitService, on floodgate's engine: the
+// same core and redisstore limiters the middleware uses, behind a thin
+// adapter like httpmw and grpcmw. cmd/floodgate-ratelimit serves it.
+//
+// A request names a domain and a list of descriptors. [Rules] finds the
+// rule each descriptor falls under (the configuration, see
+// internal/rlsconfig) and the key its state lives at; a rule holds one or
+// more core.Limit values, all of which apply.
+//
+// # All or nothing
+//
+// The descriptors of one request are decided together: the request is
+// admitted only if every enforced descriptor admits it, and then each is
+// charged its cost; if any refuses, none is charged (the admissions made
+// while deciding are refunded before the answer). Between a charge and its
+// refund another request may see the key's quota short by that charge and
+// be refused: the service may under-admit for that instant, never admit
+// more than a limit allows. envoyproxy/ratelimit decides each descriptor
+// on its own, so a request refused by one is still charged by the others.
+//
+// A rule in shadow mode is decided and charged as if enforced, but only
+// once the enforced descriptors admitted the request (so that it counts
+// what enforcing it would have counted), and its refusals never refuse the
+// request. An unlimited rule is never charged; a rule named in another
+// matching rule's replaces list is skipped for that request; a rule whose
+// quota is 0 refuses every request without a charge. Rules in quota mode
+// (envoyproxy/ratelimit's quota_mode) refuse a request only when all of
+// them refuse it; one that refused an admitted request is not charged.
+//
+// # Cost
+//
+// A descriptor costs its hits_addend when set, else the request's
+// hits_addend, else 1. A descriptor whose hits_addend is set to 0 is not
+// charged: it is answered OK with its limit, without a remaining count
+// (core has no read-only look at a key). is_negative_hits gives the cost
+// back (core.Limiter.Refund) instead of charging it. A cost above what the
+// limit can ever admit is refused (OVER_LIMIT) without a charge.
+//
+// # Failures
+//
+// A store error follows the failure mode: core.FailOpen answers the
+// descriptor OK, core.FailClosed (the default, as in the middleware)
+// OVER_LIMIT. Either way the observer hears of it.
+package rls

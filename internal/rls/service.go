@@ -1,0 +1,169 @@
+package rls
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/fields"
+)
+
+// Store makes the limiter a rule's limits are enforced by: core's in
+// memory ([Memory]), or redisstore's.
+type Store func(limits []core.Limit) (core.Limiter, error)
+
+// Memory is the in-memory store: a core.Keyed for one limit, a core.Stack
+// (all or nothing) for more, each made with opts.
+func Memory(opts ...core.Option) Store {
+	return func(limits []core.Limit) (core.Limiter, error) {
+		if len(limits) == 1 {
+			return core.New(limits[0], opts...)
+		}
+		return core.NewStack(limits, opts...)
+	}
+}
+
+// Config is what a Service is made of. Store is required.
+type Config struct {
+	// Store makes each rule's limiter.
+	Store Store
+	// Failure is what a descriptor gets when its store fails: OVER_LIMIT
+	// under core.FailClosed (the zero value), OK under core.FailOpen.
+	Failure core.FailureMode
+	// Observer hears of every descriptor decided; nil: none.
+	Observer core.Observer
+	// Headers is the style of the rate-limit header fields the response
+	// asks Envoy to add (response_headers_to_add), as in httpmw.
+	Headers core.HeaderStyle
+	// Shadow is global shadow mode: every request is decided and charged
+	// as enforcing would, and answered OK.
+	Shadow bool
+}
+
+// Service answers envoy.service.ratelimit.v3.RateLimitService. It is safe
+// for concurrent use; SetRules swaps its configuration under traffic.
+type Service struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	c     Config
+	state atomic.Pointer[state]
+	mu    sync.Mutex // serialises SetRules
+}
+
+// state is one configuration: its rules and each rule's compiled form.
+type state struct {
+	rules    Rules
+	compiled map[*Rule]*compiled
+	bySig    map[string]*compiled // what the next configuration may keep
+	// late holds the rules Rules made up after SetRules (a descriptor's
+	// own limit): *Rule to *compiled, compiled on first use. They start
+	// afresh with each configuration.
+	late sync.Map
+}
+
+// compiled is a rule with its limiter and the text of its header fields.
+type compiled struct {
+	lim   core.Limiter
+	texts []fields.PolicyText // one per limit, in order
+	list  string              // RateLimit-Policy of a stack; "" for one limit
+}
+
+// text returns the field text of l, one of c's limits (the first if l is
+// none of them).
+func (c *compiled) text(l core.Limit) *fields.PolicyText {
+	for i := range c.texts {
+		if c.texts[i].Limit == l {
+			return &c.texts[i]
+		}
+	}
+	return &c.texts[0]
+}
+
+// compile makes r's limiter and the text of its header fields.
+func (s *Service) compile(r *Rule) (*compiled, error) {
+	lim, err := s.c.Store(r.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.ID, err)
+	}
+	c := &compiled{lim: lim}
+	for _, l := range r.Limits {
+		c.texts = append(c.texts, fields.NewPolicyText(l))
+	}
+	if len(r.Limits) > 1 {
+		c.list = fields.JoinPolicies(r.Limits)
+	}
+	return c, nil
+}
+
+// later compiles r, a rule the configuration's Rules made up after
+// SetRules (a descriptor's own limit), once per state.
+func (s *Service) later(st *state, r *Rule) (*compiled, error) {
+	if c, ok := st.late.Load(r); ok {
+		return c.(*compiled), nil
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	c, err := s.compile(r)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := st.late.LoadOrStore(r, c)
+	return v.(*compiled), nil
+}
+
+// New returns a Service with no configuration: it answers UNAVAILABLE until
+// the first SetRules.
+func New(c Config) (*Service, error) {
+	if c.Store == nil {
+		return nil, errors.New("rls: Config.Store is nil; use rls.Memory() or a Redis store")
+	}
+	return &Service{c: c}, nil
+}
+
+// SetRules makes rules the configuration: all lists every rule it can
+// match. A rule of the same ID and limits as one of the configuration it
+// replaces keeps that rule's limiter, and so its keys' state; the others
+// get new ones. An invalid rule is an error, and the configuration in
+// place stays.
+func (s *Service) SetRules(rules Rules, all []*Rule) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old map[string]*compiled
+	if st := s.state.Load(); st != nil {
+		old = st.bySig
+	}
+	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all))}
+	for _, r := range all {
+		if err := r.check(); err != nil {
+			return err
+		}
+		if r.Unlimited || r.DenyAll {
+			continue
+		}
+		for _, l := range r.Limits {
+			if l.Algorithm == core.LeakyBucket || l.Algorithm == core.Concurrency {
+				return fmt.Errorf("rls: rule %s: %v cannot be answered by a rate-limit service (Envoy neither waits for a turn nor ends a lease); use another algorithm", r.ID, l.Algorithm)
+			}
+		}
+		sig := r.signature()
+		c := next.bySig[sig]
+		if c == nil {
+			c = old[sig]
+		}
+		if c == nil {
+			var err error
+			if c, err = s.compile(r); err != nil {
+				return err
+			}
+		}
+		next.bySig[sig] = c
+		next.compiled[r] = c
+	}
+
+	s.state.Store(next)
+	return nil
+}

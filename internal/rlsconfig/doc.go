@@ -1,0 +1,62 @@
+// Package rlsconfig reads envoyproxy/ratelimit's configuration format and
+// compiles it to floodgate's limits, for the service that answers Envoy's
+// envoy.service.ratelimit.v3.RateLimitService.
+//
+// A file is one domain and its descriptors, as envoyproxy/ratelimit's
+// README describes it:
+//
+//	domain: messaging
+//	descriptors:
+//	  - key: message_type
+//	    value: marketing
+//	    descriptors:
+//	      - key: to_number
+//	        rate_limit:
+//	          unit: day
+//	          requests_per_unit: 5
+//
+// Every field of that format is read with its meaning there: key, value
+// (with '*' wildcards), rate_limit's unit (second, minute, hour, day, week,
+// month = 30 days, year = 365 days, in any case), requests_per_unit (0
+// refuses every request), unlimited, name and replaces, and the
+// descriptor's shadow_mode, quota_mode, detailed_metric, value_to_metric,
+// share_threshold and metadata, which [Rule] carries for the service.
+// [Config.Match] picks a request descriptor's rule as envoyproxy/ratelimit
+// does, [Rule.Key] names the state it counts in and [Rule.StatsKey] the
+// metrics it reports under.
+//
+// floodgate adds optional fields to rate_limit: algorithm (a name
+// [core.ParseAlgorithm] reads; by default fixed-window, the windows of
+// envoyproxy/ratelimit, aligned to multiples of the unit since the Unix
+// epoch), burst (for token-bucket and gcra), and limits, a list of further
+// limits ({unit, requests_per_unit, burst, algorithm}, the algorithm by
+// default rate_limit's) that apply together with the first, all or
+// nothing:
+//
+//	rate_limit:
+//	  unit: second
+//	  requests_per_unit: 10
+//	  algorithm: gcra
+//	  burst: 20
+//	  limits:
+//	    - unit: hour
+//	      requests_per_unit: 5000
+//
+// Where this package differs from envoyproxy/ratelimit:
+//
+//   - A key in the wrong place (shadow_mode inside rate_limit, say), a key
+//     given twice in one mapping and a file with two YAML documents are
+//     errors; envoyproxy/ratelimit ignores the key, keeps the last value
+//     and reads the first document.
+//   - Matching compares keys and values apart: envoyproxy/ratelimit joins
+//     them as key_value, so there the entry (a, b_c) can match a
+//     descriptor with key a_b and wildcard value c*, and a '*' in a key
+//     acts as a wildcard. Here keys match exactly.
+//   - [Load] reads only *.yaml and *.yml files directly in the directory,
+//     skipping hidden names; envoyproxy/ratelimit reads every file of the
+//     tree. A file that is invalid is left out and the rest loads, where
+//     envoyproxy/ratelimit keeps its whole previous configuration.
+//   - Statistics keys follow envoyproxy/ratelimit's code, which for a
+//     wildcard with share_threshold writes the pattern with its '*'
+//     ("route_api/*"), where its README says "route_api".
+package rlsconfig
