@@ -101,8 +101,8 @@ func TestMultiOneCall(t *testing.T) {
 	q.Quota = true
 	g, m := newMultiRig(t, table{"d|k=a": {a, "ka"}, "d|k=b": {b, "kb"}, "d|k=s": {sh, "ks"}, "d|k=q": {q, "kq"}}, rls.Config{})
 	steps := []struct {
-		ds        []*rlcommon.RateLimitDescriptor
-		want      string
+		ds         []*rlcommon.RateLimitDescriptor
+		want       string
 		calls, one int
 	}{
 		{[]*rlcommon.RateLimitDescriptor{desc("k=a"), desc("k=b")}, "OK OK/1 OK/0", 1, 0},
