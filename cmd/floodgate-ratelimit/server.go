@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
 	if s.check {
-		return check(s.config, out)
+		return check(s.config, s.merge, out)
 	}
 	store, multi, closeStore, err := newStore(s)
 	if err != nil {
@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
-	if err := configure(ctx, s.config, svc, log, loaded); err != nil {
+	if err := configure(ctx, s.config, s.merge, svc, log, loaded); err != nil {
 		return err
 	}
 

@@ -77,6 +77,9 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 			replaced[name] = true
 		}
 		items[i].c = st.compiled[r] // nil when unlimited or deny-all
+		if items[i].c == nil && !r.Unlimited && !r.DenyAll {
+			items[i].c, items[i].err = s.later(st, r)
+		}
 		switch h := d.GetHitsAddend(); {
 		case h != nil:
 			items[i].cost = int(min(h.GetValue(), uint64(maxCost)))

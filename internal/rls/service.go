@@ -64,6 +64,10 @@ type state struct {
 	rules    Rules
 	compiled map[*Rule]*compiled
 	bySig    map[string]*compiled // what the next configuration may keep
+	// late holds the rules Rules made up after SetRules (a descriptor's
+	// own limit): *Rule to *compiled, compiled on first use. They start
+	// afresh with each configuration.
+	late sync.Map
 }
 
 // compiled is a rule with its limiter and the text of its header fields.
@@ -82,6 +86,39 @@ func (c *compiled) text(l core.Limit) *fields.PolicyText {
 		}
 	}
 	return &c.texts[0]
+}
+
+// compile makes r's limiter and the text of its header fields.
+func (s *Service) compile(r *Rule) (*compiled, error) {
+	lim, err := s.c.Store(r.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.ID, err)
+	}
+	c := &compiled{lim: lim}
+	for _, l := range r.Limits {
+		c.texts = append(c.texts, fields.NewPolicyText(l))
+	}
+	if len(r.Limits) > 1 {
+		c.list = fields.JoinPolicies(r.Limits)
+	}
+	return c, nil
+}
+
+// later compiles r, a rule the configuration's Rules made up after
+// SetRules (a descriptor's own limit), once per state.
+func (s *Service) later(st *state, r *Rule) (*compiled, error) {
+	if c, ok := st.late.Load(r); ok {
+		return c.(*compiled), nil
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	c, err := s.compile(r)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := st.late.LoadOrStore(r, c)
+	return v.(*compiled), nil
 }
 
 // New returns a Service with no configuration: it answers UNAVAILABLE until
@@ -124,21 +161,15 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 			c = old[sig]
 		}
 		if c == nil {
-			lim, err := s.c.Store(r.Limits)
-			if err != nil {
-				return fmt.Errorf("rls: rule %s: %w", r.ID, err)
-			}
-			c = &compiled{lim: lim}
-			for _, l := range r.Limits {
-				c.texts = append(c.texts, fields.NewPolicyText(l))
-			}
-			if len(r.Limits) > 1 {
-				c.list = fields.JoinPolicies(r.Limits)
+			var err error
+			if c, err = s.compile(r); err != nil {
+				return err
 			}
 		}
 		next.bySig[sig] = c
 		next.compiled[r] = c
 	}
+
 	s.state.Store(next)
 	return nil
 }
