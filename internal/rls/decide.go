@@ -46,7 +46,13 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "rls: no configuration loaded yet")
 	}
 	items := s.match(st, req.GetDomain(), descs, req.GetHitsAddend())
-	refused := s.enforce(ctx, items)
+	refused, ok := false, false
+	if s.c.Multi != nil {
+		refused, ok = s.enforceMulti(ctx, items)
+	}
+	if !ok {
+		refused = s.enforce(ctx, items)
+	}
 	if !refused {
 		s.shadow(ctx, items)
 	}

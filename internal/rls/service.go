@@ -31,6 +31,12 @@ func Memory(opts ...core.Option) Store {
 type Config struct {
 	// Store makes each rule's limiter.
 	Store Store
+	// Multi, when set, decides the enforced descriptors of a request in
+	// one call (on Redis, one round trip) instead of one limiter call
+	// each, and a refund each when one refuses. It must keep its state
+	// where Store's limiters keep theirs, which still decide the requests
+	// it does not (see Multi). nil: Store's limiters, one at a time.
+	Multi Multi
 	// Failure is what a descriptor gets when its store fails: OVER_LIMIT
 	// under core.FailClosed (the zero value), OK under core.FailOpen.
 	Failure core.FailureMode

@@ -37,10 +37,14 @@
 -- ends (-1: none). A grant's ARGV ends with the instance's id and the
 -- lease's length in ns.
 
--- The call's `redis` (real) and the writes it holds (held), set by the
--- body: the recorder, made once, works through them. The body sets the
--- recorder's R and now too.
-local real, held
+-- The call's `redis` (real), the writes it holds (held) and what they
+-- wrote (seen), set by the body: the recorder, made once, works through
+-- them. A key written earlier in the call (multi.lua may decide one key
+-- twice, and two layers of equal parameters share a key) is read from
+-- seen, as the server would read it once the writes are made: a string's
+-- value and TTL (SET with PX, DEL); a key written otherwise (a sorted set)
+-- cannot be read again. The body sets the recorder's R and now too.
+local real, held, seen
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
@@ -60,21 +64,76 @@ local recorder = {
   end,
   call = function(cmd, ...)
     local c = string.upper(cmd)
+    local k = ...
     if writes[c] then
       held[#held + 1] = {cmd, ...}
+      local _, v, px, ms = ...
+      if c == 'SET' and px and string.upper(px) == 'PX' then
+        seen[k] = {v, tonumber(ms)}
+      elseif c == 'DEL' then
+        seen[k] = {false, -2}
+      else
+        seen[k] = true
+      end
       return true
     end
     if not reads[c] then
       error('floodgate: a stack cannot hold ' .. c)
     end
-    return real.call(cmd, ...)
+    local w = seen[k]
+    if w == nil then
+      return real.call(cmd, ...)
+    elseif w ~= true and c == 'GET' then
+      return w[1]
+    elseif w ~= true and c == 'PTTL' then
+      return w[2]
+    end
+    error('floodgate: ' .. c .. ' of ' .. k .. ' after a write held in the same call')
   end,
 }
+
+-- combine is the decision of layers whose replies are rs[1..n] (every
+-- layer answered), as core's Stack makes it: an admission names the layer
+-- with the least left and waits for the longest delay; a denial names the
+-- layer with the longest wait, and what is left is the least any denying
+-- layer has. The fifth number is the index from 0 of the layer named.
+local function combine(rs, n)
+  local pick, allowed = 1, true
+  for i = 1, n do
+    if rs[i][1] ~= 1 then
+      allowed = false
+    end
+  end
+  if allowed then
+    local delay = 0
+    for i = 1, n do
+      if rs[i][2] < rs[pick][2] then
+        pick = i
+      end
+      delay = math.max(delay, rs[i][3])
+    end
+    return {1, rs[pick][2], delay, rs[pick][4], pick - 1}
+  end
+  local left
+  pick = nil
+  for i = 1, n do
+    local r = rs[i]
+    if r[1] ~= 1 then
+      if pick == nil or r[3] > rs[pick][3] then
+        pick = i
+      end
+      if left == nil or r[2] < left then
+        left = r[2]
+      end
+    end
+  end
+  return {0, left, rs[pick][3], rs[pick][4], pick - 1}
+end
 
 local layers, leased = {}, {}
 -- LAYERS --
 -- CALL --
-real, held = redis, {}
+real, held, seen = redis, {}, {}
 local op, cost = ARGV[1], ARGV[2]
 local R, now
 if #op == 1 then
@@ -181,31 +240,4 @@ local function grantReply(r)
   return r
 end
 
--- As core's Stack: an admission names the layer with the least left and
--- waits for the longest delay; a denial names the layer with the longest
--- wait, and what is left is the least any denying layer has.
-local pick = 1
-if allowed then
-  local delay = 0
-  for i = 1, n do
-    if replies[i][2] < replies[pick][2] then
-      pick = i
-    end
-    delay = math.max(delay, replies[i][3])
-  end
-  return grantReply({1, replies[pick][2], delay, replies[pick][4], pick - 1})
-end
-local left
-pick = nil
-for i = 1, n do
-  local r = replies[i]
-  if r[1] ~= 1 then
-    if pick == nil or r[3] > replies[pick][3] then
-      pick = i
-    end
-    if left == nil or r[2] < left then
-      left = r[2]
-    end
-  end
-end
-return grantReply({0, left, replies[pick][3], replies[pick][4], pick - 1})
+return grantReply(combine(replies, n))
