@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+
+	"github.com/floodgate/floodgate/internal/keyslot"
 )
 
 // Multi decides several keys at once, each under its own limits, all or
@@ -212,9 +214,9 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 				c.groups = append(c.groups, &group{r: m.l.one})
 			}
 			g = c.groups[0]
-		} else if g = bySlot[slot(base)]; g == nil {
+		} else if g = bySlot[keyslot.Of(base)]; g == nil {
 			g = &group{r: m.l.masters.forKey(ctx, base)}
-			bySlot[slot(base)] = g
+			bySlot[keyslot.Of(base)] = g
 			c.groups = append(c.groups, g)
 		}
 		g.add(i, base, it.Cost, ls)

@@ -42,26 +42,3 @@ func newMultiScript() *script {
 	s.fn = s.lib.fn("multi")
 	return s
 }
-
-// slot is the Cluster hash slot of the Redis key rkey, as Redis computes
-// it: CRC16 (XMODEM) modulo 16384 of the hash tag, the bytes between the
-// first '{' and the first '}' after it when there are any.
-func slot(rkey string) uint16 {
-	if i := strings.IndexByte(rkey, '{'); i >= 0 {
-		if j := strings.IndexByte(rkey[i+1:], '}'); j > 0 {
-			rkey = rkey[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(rkey); i++ {
-		crc ^= uint16(rkey[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}

@@ -24,18 +24,7 @@
 --   item is allowed. For 'r', nothing.
 
 -- CALL --
-real, held, seen = redis, {}, {}
-local op, margin = ARGV[1], ARGV[2]
-local R, now
-if #op == 1 then
-  local t = real.call('TIME')
-  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
-else
-  local s, n
-  op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
-  R, now = tonumber(s), tonumber(n)
-end
-recorder.R, recorder.now = R, now
+local op, margin = begin(redis, ARGV[1]), ARGV[2]
 
 local out, allowed = {}, true
 local at, k = 3, 1

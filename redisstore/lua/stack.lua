@@ -43,7 +43,7 @@
 -- twice, and two layers of equal parameters share a key) is read from
 -- seen, as the server would read it once the writes are made: a string's
 -- value and TTL (SET with PX, DEL); a key written otherwise (a sorted set)
--- cannot be read again. The body sets the recorder's R and now too.
+-- cannot be read again. begin sets them, and the recorder's R and now.
 local real, held, seen
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
@@ -92,6 +92,23 @@ local recorder = {
   end,
 }
 
+-- begin starts a call on db, the call's `redis`, whose ARGV[1] is op: it
+-- sets the recorder's state, reads the call's instant once for every
+-- layer (a test clock follows the operation, 'a S N', as in common.lua;
+-- else the server's TIME) and returns the operation alone.
+local function begin(db, op)
+  real, held, seen = db, {}, {}
+  local s, n
+  if #op == 1 then
+    local t = real.call('TIME')
+    s, n = t[1], t[2] * 1000
+  else
+    op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
+  end
+  recorder.R, recorder.now = tonumber(s), tonumber(n)
+  return op
+end
+
 -- combine is the decision of layers whose replies are rs[1..n] (every
 -- layer answered), as core's Stack makes it: an admission names the layer
 -- with the least left and waits for the longest delay; a denial names the
@@ -133,18 +150,8 @@ end
 local layers, leased = {}, {}
 -- LAYERS --
 -- CALL --
-real, held, seen = redis, {}, {}
-local op, cost = ARGV[1], ARGV[2]
-local R, now
-if #op == 1 then
-  local t = real.call('TIME')
-  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
-else
-  local s, n
-  op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
-  R, now = tonumber(s), tonumber(n)
-end
-recorder.R, recorder.now = R, now
+local op, cost = begin(redis, ARGV[1]), ARGV[2]
+local R, now = recorder.R, recorder.now
 
 local n = #KEYS
 if quota then
