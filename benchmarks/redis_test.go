@@ -87,6 +87,11 @@ var redisImpls = []redisImpl{
 	// Two limits on every key (the policy and 100,000/h, fixed window), all
 	// or nothing in one script: against two Limiters' two round trips.
 	{name: "floodgate-stack2", kind: decision, layers: 2, modes: both, new: newFloodgateStack},
+	// Three limits on three keys, all or nothing, as a rate-limit service
+	// decides a request of three descriptors: a Multi's one script against
+	// three Limiters one after another (refunding on a refusal).
+	{name: "floodgate-multi3", kind: decision, layers: 3, modes: both, new: newFloodgateMulti},
+	{name: "floodgate-seq3", kind: decision, layers: 3, modes: both, new: newFloodgateSeq3},
 
 	// What else could help at 64 goroutines: a pool of one connection per
 	// goroutine instead of go-redis's default 10×GOMAXPROCS, and the

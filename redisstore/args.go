@@ -10,7 +10,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// fixedArgs returns the script arguments that never change: ARGV[5...].
+// fixedArgs returns the script arguments that never change: ARGV[3...].
 func fixedArgs(margin time.Duration, params []string) []any {
 	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
 	for _, p := range params {
@@ -21,10 +21,10 @@ func fixedArgs(margin time.Duration, params []string) []any {
 
 // Script arguments boxed once: converting a string to any allocates.
 var (
-	argAllow, argRefund, argNoClock any = "a", "r", ""
-	argGrant                        any = "g"
-	argRelease, argRenew            any = "l", "n"
-	smallCosts                          = func() (c [65]any) {
+	argAllow, argRefund  any = "a", "r"
+	argGrant             any = "g"
+	argRelease, argRenew any = "l", "n"
+	smallCosts               = func() (c [65]any) {
 		for i := range c {
 			c[i] = strconv.Itoa(i)
 		}
@@ -33,13 +33,15 @@ var (
 )
 
 // args returns the script's arguments for one call: ARGV[1...]; member,
-// a concurrency lease's, goes last.
+// a concurrency lease's, goes last. A test clock follows the operation in
+// ARGV[1] (lua/common.lua), so that a call on the server's clock sends
+// nothing for it.
 func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	extra := 0
 	if l.leases != nil {
 		extra = 1
 	}
-	args := make([]any, 4, 4+len(p.fixed)+extra)
+	args := make([]any, 2, 2+len(p.fixed)+extra)
 	switch code {
 	case 'a':
 		args[0] = argAllow
@@ -57,10 +59,9 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	} else {
 		args[1] = strconv.Itoa(cost)
 	}
-	args[2], args[3] = argNoClock, argNoClock
 	if l.testNow != nil {
 		t := l.testNow.Now()
-		args[2], args[3] = strconv.FormatInt(t/int64(time.Second), 10), strconv.FormatInt(t%int64(time.Second), 10)
+		args[0] = string(code) + " " + strconv.FormatInt(t/int64(time.Second), 10) + " " + strconv.FormatInt(t%int64(time.Second), 10)
 	}
 	args = append(args, p.fixed...)
 	if l.leases != nil {
@@ -73,17 +74,20 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 // a retry and the wait until the quota is whole, in ns; then a stack's
 // layer, the one its decision names; then a grant's units (see quota.go),
 // the server's instant in seconds and nanoseconds, the key's holders, and
-// the ns until the window the lease must end with ends (-1: none).
+// the ns until the window the lease must end with ends (-1: none). A token
+// bucket's admission alone answers 2 and the tokens it left instead (see
+// bucket), which allow turns into the four numbers.
 type vals [10]int64
 
-// reply reads the script's numbers from cmd: four, five or ten.
+// reply reads the script's numbers from cmd: four, five or ten, or three
+// from a token bucket's admission.
 func reply(op string, cmd *redis.Cmd) (vals, error) {
 	var out vals
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}
-	if len(res) != 4 && len(res) != 5 && len(res) != 10 {
+	if len(res) != 4 && len(res) != 5 && len(res) != 10 && (len(res) != 3 || res[0] != 2) {
 		return out, &core.StoreError{Op: op, Err: fmt.Errorf("redisstore: script answered %d numbers, want 4, 5 or 10", len(res))}
 	}
 	copy(out[:], res)

@@ -37,6 +37,12 @@
 // core.NewDynamic does; its first limit fixes the algorithm and settings
 // every later limit must share.
 //
+// [NewMulti] decides several keys, each under its own limits, all or
+// nothing in one script and one round trip (on a Cluster, one script per
+// hash slot, sent together, and a refund when a slot refuses): what a
+// service deciding several rate limits per request needs. An item's state
+// is the Limiter's or Stack's of the same limits and options.
+//
 // # Keys
 //
 // A key's state is one Redis key,

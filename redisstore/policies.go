@@ -10,14 +10,29 @@ import (
 )
 
 // policy is one limit's part of a call: the limit, the largest cost it
-// admits and the script's arguments that never change (ARGV[5...]), made
-// once, and its local quota leases' terms (nil without WithLocalQuota). A
-// Limiter has one; a Dynamic one per limit.
+// admits and the script's arguments that never change (ARGV[3...]), made
+// once, its local quota leases' terms (nil without WithLocalQuota), and,
+// for a token bucket alone, the bucket that reads its admissions' replies.
+// A Limiter has one; a Dynamic one per limit.
 type policy struct {
 	limit   core.Limit
 	maxCost int
 	fixed   []any
 	lease   *leaseTerms
+	bucket  *bucket
+}
+
+// newPolicy returns l's policy on lim, whose script takes params for it.
+func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *policy {
+	fixed := fixedArgs(lim.opts.margin, params)
+	if lim.leases != nil {
+		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
+	}
+	p := &policy{limit: l, maxCost: maxCost, fixed: fixed}
+	if lim.opts.algorithm == core.TokenBucket {
+		p.bucket = newBucket(l, lim.opts.overdraft)
+	}
+	return p
 }
 
 // settingsTag is what the algorithm's settings add to keys, so that two

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,15 +96,6 @@ func newOptions(opts []Option) (options, error) {
 	return o, o.validate(&errs)
 }
 
-// newPolicy returns l's policy on lim, whose script takes params for it.
-func (lim *Limiter) newPolicy(l core.Limit, maxCost int, params []string) *policy {
-	fixed := fixedArgs(lim.opts.margin, params)
-	if lim.leases != nil {
-		fixed = append(fixed, strconv.FormatInt(lim.leases.ttl.Microseconds(), 10))
-	}
-	return &policy{limit: l, maxCost: maxCost, fixed: fixed}
-}
-
 // newLimiter returns a Limiter running script with o's settings, whose
 // keys end in suffix, without its policy (the caller sets it, but for a
 // Dynamic's).
@@ -195,6 +185,12 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 		return l.allowLocal(ctx, key, cost, err)
 	}
 	l.count.store.Add(1) // after a round trip: the deny cache's answers pay nothing
+	if v[0] == 2 {
+		// A token bucket's admission: the tokens it left.
+		if v, err = p.bucket.admitted(v); err != nil {
+			return l.allowLocal(ctx, key, cost, err)
+		}
+	}
 	d := core.Decision{
 		Allowed:    v[0] == 1,
 		Limit:      l.limitAt(p, v[4]),

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"embed"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -82,7 +81,7 @@ func source(names ...string) string {
 const maxSpan = time.Duration(1<<52) - 2*time.Second
 
 // params returns the algorithm's script parameters for l and o's settings
-// (ARGV[6...]), and the largest cost it can ever admit, or an error saying
+// (ARGV[4...]), and the largest cost it can ever admit, or an error saying
 // what to change.
 func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error) {
 	switch alg {
@@ -105,19 +104,13 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 	}
 	switch alg {
 	case core.TokenBucket:
-		rate := float64(l.Events) / l.Period.Seconds()
-		burst := float64(l.EffectiveBurst())
-		slack := 2 * rate / float64(time.Second)
-		// A wait for the whole burst is at most its refill time plus float
-		// rounding; searches may look a little further.
-		fill := burst / rate * float64(time.Second)
+		b := newBucket(l, o.overdraft)
 		lend := "0"
 		if o.overdraft {
-			fill *= 2 // from a whole burst in debt
 			lend = "1"
 		}
-		reach := int64(math.Ceil(fill+fill/8)) + int64(time.Millisecond)
-		return []string{ftoa(rate), ftoa(burst), ftoa(slack), strconv.FormatInt(reach, 10), lend}, l.EffectiveBurst(), nil
+		// The script computes the slack and the search's reach as b does.
+		return []string{ftoa(b.rate), ftoa(b.burst), lend}, l.EffectiveBurst(), nil
 	case core.GCRA:
 		// The lead (last) is the span: a theoretical arrival is never
 		// further ahead.
@@ -198,7 +191,7 @@ func algTag(alg core.Algorithm) string {
 
 // compile returns the script that decides under o's algorithm and
 // settings, the algorithm's tag in keys, the script's parameters for l
-// (ARGV[6...]) and the largest cost l can ever admit, or an error saying
+// (ARGV[4...]) and the largest cost l can ever admit, or an error saying
 // what to change.
 func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
 	p, maxCost, err := params(o.algorithm, l, o)

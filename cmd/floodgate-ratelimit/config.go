@@ -20,7 +20,7 @@ var sample []byte
 // watched is an error; files that do not load are logged and kept out,
 // and so is a configuration the service refuses (an algorithm it cannot
 // answer with), whose predecessor stays.
-func configure(ctx context.Context, dir string, svc *rls.Service, log *slog.Logger, loaded func()) error {
+func configure(ctx context.Context, dir string, merge bool, svc *rls.Service, log *slog.Logger, loaded func()) error {
 	if dir == "" {
 		d, err := rlsconfig.Parse("sample.yaml", sample)
 		if err != nil {
@@ -48,7 +48,7 @@ func configure(ctx context.Context, dir string, svc *rls.Service, log *slog.Logg
 		if len(c.Domains()) > 0 {
 			loaded()
 		}
-	})
+	}, options(merge)...)
 	if err != nil {
 		return err
 	}
@@ -61,8 +61,8 @@ func configure(ctx context.Context, dir string, svc *rls.Service, log *slog.Logg
 
 // check loads dir as the service would and writes what it found: every
 // error, or how many domains and rules loaded. An error is exit status 1.
-func check(dir string, out io.Writer) error {
-	c, errs := rlsconfig.Load(dir)
+func check(dir string, merge bool, out io.Writer) error {
+	c, errs := rlsconfig.Load(dir, options(merge)...)
 	for _, err := range errs {
 		fmt.Fprintln(out, err)
 	}
@@ -79,5 +79,13 @@ func check(dir string, out io.Writer) error {
 		return exitCode(1)
 	}
 	fmt.Fprintf(out, "%s: %d domains, %d rules: OK\n", dir, len(c.Domains()), len(all))
+	return nil
+}
+
+// options are rlsconfig's options for the -merge-domains setting.
+func options(merge bool) []rlsconfig.Option {
+	if merge {
+		return []rlsconfig.Option{rlsconfig.MergeDomains()}
+	}
 	return nil
 }

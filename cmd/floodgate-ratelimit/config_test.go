@@ -61,6 +61,18 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("the errors lack %q:\n%s", want, &out)
 		}
 	}
+	// One domain over two files: an error, unless merged.
+	split := t.TempDir()
+	write(t, split, "a.yaml", strings.ReplaceAll(perMinute, "%N%", "5"))
+	write(t, split, "b.yaml", "domain: d\ndescriptors:\n  - key: path\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n")
+	out.Reset()
+	if err := run(context.Background(), []string{"-check", "-config", split}, &out, nil); !errors.As(err, &exit) || exit != 1 || !strings.Contains(out.String(), "a.yaml") {
+		t.Fatalf("a split domain: %v\n%s", err, &out)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"-check", "-merge-domains", "-config", split}, &out, nil); err != nil || !strings.Contains(out.String(), "1 domains, 2 rules: OK") {
+		t.Fatalf("a split domain, merged: %v\n%s", err, &out)
+	}
 	for _, args := range [][]string{{"-check"}, {"-failure", "sometimes"}, {"-headers", "loud"}, {"extra"}, {"-grace", "0s"}} {
 		out.Reset()
 		if err := run(context.Background(), args, &out, nil); !errors.As(err, &exit) || exit != 2 {

@@ -11,8 +11,8 @@
 // The configuration is envoyproxy/ratelimit's YAML format as it is
 // (domain, nested descriptors with key and value, rate_limit with unit and
 // requests_per_unit, unlimited, shadow_mode, replaces, name,
-// detailed_metric), one domain per file, every *.yaml and *.yml file of
-// the directory; floodgate's additions are optional fields of rate_limit
+// detailed_metric), one domain per file (-merge-domains merges a domain
+// split over files), every *.yaml and *.yml file of the directory; floodgate's additions are optional fields of rate_limit
 // (algorithm, burst, and further limits that all apply). A changed file
 // is reloaded while the service runs; a file that does not load is kept
 // out, reported, and the rest stays in force. -check loads the directory

@@ -48,6 +48,7 @@ type settings struct {
 	failure     core.FailureMode
 	headers     core.HeaderStyle
 	shadow      bool
+	merge       bool
 	check       bool
 	grace       time.Duration
 }
@@ -66,6 +67,7 @@ func parse(args []string, out io.Writer, env func(string) string) (*settings, er
 	failure := fs.String("failure", or(env("FLOODGATE_RLS_FAILURE"), "closed"), "when the store fails: `closed` (OVER_LIMIT) or open (OK); $FLOODGATE_RLS_FAILURE")
 	headers := fs.String("headers", or(env("FLOODGATE_RLS_HEADERS"), "both"), "rate-limit response headers: `both`, ietf, legacy or none; $FLOODGATE_RLS_HEADERS")
 	fs.BoolVar(&s.shadow, "shadow", env("FLOODGATE_RLS_SHADOW") == "true", "global shadow mode: decide and count, answer OK; $FLOODGATE_RLS_SHADOW=true")
+	fs.BoolVar(&s.merge, "merge-domains", env("MERGE_DOMAIN_CONFIG") == "true", "merge a domain configured by several files (their top-level descriptors must differ); $MERGE_DOMAIN_CONFIG=true")
 	fs.BoolVar(&s.check, "check", false, "check the -config directory and exit: status 0 if every file loads, 1 with each error if not")
 	fs.DurationVar(&s.grace, "grace", 10*time.Second, "how long a SIGTERM waits for calls in flight")
 	if err := fs.Parse(args); err != nil {

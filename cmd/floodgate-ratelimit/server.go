@@ -41,9 +41,9 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
 	if s.check {
-		return check(s.config, out)
+		return check(s.config, s.merge, out)
 	}
-	store, closeStore, err := newStore(s)
+	store, multi, closeStore, err := newStore(s)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	if err != nil {
 		return err
 	}
-	svc, err := rls.New(rls.Config{Store: store, Failure: s.failure, Observer: obs, Headers: s.headers, Shadow: s.shadow})
+	svc, err := rls.New(rls.Config{Store: store, Multi: multi, Failure: s.failure, Observer: obs, Headers: s.headers, Shadow: s.shadow})
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
-	if err := configure(ctx, s.config, svc, log, loaded); err != nil {
+	if err := configure(ctx, s.config, s.merge, svc, log, loaded); err != nil {
 		return err
 	}
 
@@ -137,10 +137,12 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	return nil
 }
 
-// newStore returns the store the settings ask for and what closes it.
-func newStore(s *settings) (rls.Store, func(), error) {
+// newStore returns the store the settings ask for, the Multi that decides
+// a request's descriptors in one round trip on it (nil in memory), and
+// what closes them.
+func newStore(s *settings) (rls.Store, rls.Multi, func(), error) {
 	if s.redisAddrs == "" {
-		return rls.Memory(), func() {}, nil
+		return rls.Memory(), nil, func() {}, nil
 	}
 	c := redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs:                 strings.Split(s.redisAddrs, ","),
@@ -154,7 +156,24 @@ func newStore(s *settings) (rls.Store, func(), error) {
 		}
 		return redisstore.NewStack(c, limits)
 	}
-	return store, func() { _ = c.Close() }, nil
+	m, err := redisstore.NewMulti(c) // the limiters' options: the same keys
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, nil, err
+	}
+	return store, redisMulti{m}, func() { _ = c.Close() }, nil
+}
+
+// redisMulti is a redisstore.Multi as the service takes it.
+type redisMulti struct{ m *redisstore.Multi }
+
+func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
+	var buf [8]redisstore.Item
+	items := buf[:0]
+	for _, c := range cs {
+		items = append(items, redisstore.Item{Key: c.Key, Limits: c.Limits, Cost: c.Cost})
+	}
+	return r.m.Allow(ctx, items)
 }
 
 func storeName(s *settings) string {

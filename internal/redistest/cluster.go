@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floodgate/floodgate/internal/keyslot"
 	"github.com/floodgate/floodgate/internal/redisproc"
 )
 
 const (
-	slotCount      = 16384
+	slotCount      = keyslot.Count
 	clusterNodes   = 3
 	clusterTimeout = 15 * time.Second // redis-cli --cluster create, or cluster_state:ok
 )
@@ -205,22 +206,4 @@ func (c *Cluster) loadSlots() error {
 // KeySlot returns the cluster hash slot of key, as CLUSTER KEYSLOT does:
 // CRC16 (XMODEM) of the key modulo 16384, where a non-empty {hash tag}
 // stands for the whole key, so "{user:1}:a" and "{user:1}:b" share a slot.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % slotCount)
-}
+func KeySlot(key string) int { return int(keyslot.Of(key)) }

@@ -1,6 +1,10 @@
 package rls
 
 import (
+	"fmt"
+	"math"
+	"sync"
+
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
@@ -62,6 +66,56 @@ func named(r *rlsconfig.Rule) []core.Limit {
 type configRules struct {
 	c     *rlsconfig.Config
 	rules map[*rlsconfig.Rule]*Rule
+
+	mu        sync.Mutex
+	overrides map[rlcommonLimit]*Rule // see override
+}
+
+// rlcommonLimit is a descriptor's limit override.
+type rlcommonLimit struct {
+	rpu  uint32
+	unit rlsconfig.Unit
+}
+
+// maxOverrides bounds the distinct limit overrides a configuration keeps
+// a rule for; a descriptor with another is matched as if it had none.
+const maxOverrides = 256
+
+// override returns the rule of a descriptor's own limit (Envoy's
+// RateLimitDescriptor.limit), as envoyproxy/ratelimit applies it: to any
+// descriptor of a configured domain, in place of what the configuration
+// says, a fixed window never in shadow mode. nil: no override, or one of
+// an unknown unit, or more distinct overrides than maxOverrides.
+func (m *configRules) override(domain string, d *rlcommon.RateLimitDescriptor) *Rule {
+	lim := d.GetLimit()
+	if lim == nil || m.c.Domain(domain) == nil {
+		return nil
+	}
+	o := rlcommonLimit{rpu: lim.GetRequestsPerUnit(), unit: rlsconfig.Unit(lim.GetUnit())}
+	period := o.unit.Period()
+	if period == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.overrides[o]; r != nil {
+		return r
+	}
+	if len(m.overrides) >= maxOverrides {
+		return nil
+	}
+	r := &Rule{ID: fmt.Sprintf("override\x00%d/%s", o.rpu, o.unit), RequestsPerUnit: o.rpu, Unit: rlsv3.RateLimitResponse_RateLimit_Unit(o.unit)}
+	if o.rpu == 0 {
+		r.DenyAll = true
+	} else {
+		l := core.Limit{Events: int(min(o.rpu, math.MaxInt32)), Period: period, Algorithm: core.FixedWindow}
+		r.Limits = []core.Limit{l.WithName(core.DefaultName(l))}
+	}
+	if m.overrides == nil {
+		m.overrides = make(map[rlcommonLimit]*Rule)
+	}
+	m.overrides[o] = r
+	return r
 }
 
 // maxEntries is how many entries a descriptor has at most without its
@@ -73,6 +127,9 @@ func (m *configRules) Match(domain string, d *rlcommon.RateLimitDescriptor) (*Ru
 	entries := buf[:0]
 	for _, e := range d.GetEntries() {
 		entries = append(entries, rlsconfig.Entry{Key: e.GetKey(), Value: e.GetValue()})
+	}
+	if o := m.override(domain, d); o != nil {
+		return o, (&rlsconfig.Rule{Domain: domain}).Key(entries)
 	}
 	r := m.c.Match(domain, entries)
 	if r == nil {

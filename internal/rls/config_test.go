@@ -2,10 +2,12 @@ package rls_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rls"
@@ -83,5 +85,56 @@ descriptors:
 	codes += resp.GetOverallCode().String()
 	if codes != "OK OK OVER_LIMIT OVER_LIMIT" {
 		t.Fatalf("codes: %s", codes)
+	}
+}
+
+// TestOverride: a descriptor's own limit replaces the configuration's, as
+// envoyproxy/ratelimit applies it, for a configured domain only.
+func TestOverride(t *testing.T) {
+	d, err := rlsconfig.Parse("web.yaml", []byte("domain: web\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: second\n      requests_per_unit: 100\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rlsconfig.Of([]*rlsconfig.Domain{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := rls.New(rls.Config{Store: rls.Memory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetRules(rls.FromConfig(c)); err != nil {
+		t.Fatal(err)
+	}
+	over := func(rpu uint32, kvs ...string) *rlcommon.RateLimitDescriptor {
+		x := desc(kvs...)
+		x.Limit = &rlcommon.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: typev3.RateLimitUnit_MINUTE}
+		return x
+	}
+	ask := func(domain string, x *rlcommon.RateLimitDescriptor) string {
+		resp, err := svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := resp.GetStatuses()[0]
+		return fmt.Sprintf("%s %d/%s", resp.GetOverallCode(), st.GetCurrentLimit().GetRequestsPerUnit(), st.GetCurrentLimit().GetUnit())
+	}
+	for i, want := range []string{"OK 1/MINUTE", "OVER_LIMIT 1/MINUTE"} {
+		if got := ask("web", over(1, "user=bob")); got != want {
+			t.Fatalf("override %d: %s, want %s", i, got, want)
+		}
+	}
+	// Any descriptor of the domain, configured or not.
+	if got := ask("web", over(1, "other=x")); got != "OK 1/MINUTE" {
+		t.Fatalf("override on an unconfigured descriptor: %s", got)
+	}
+	if got := ask("web", over(0, "user=ann")); got != "OVER_LIMIT 0/MINUTE" {
+		t.Fatalf("override of 0: %s", got)
+	}
+	if got := ask("elsewhere", over(1, "user=bob")); got != "OK 0/UNKNOWN" {
+		t.Fatalf("override in an unknown domain: %s", got)
+	}
+	if got := ask("web", desc("user=bob")); got != "OK 100/SECOND" {
+		t.Fatalf("no override: %s", got)
 	}
 }

@@ -46,7 +46,13 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "rls: no configuration loaded yet")
 	}
 	items := s.match(st, req.GetDomain(), descs, req.GetHitsAddend())
-	refused := s.enforce(ctx, items)
+	refused, ok := false, false
+	if s.c.Multi != nil {
+		refused, ok = s.enforceMulti(ctx, items)
+	}
+	if !ok {
+		refused = s.enforce(ctx, items)
+	}
 	if !refused {
 		s.shadow(ctx, items)
 	}
@@ -71,6 +77,9 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 			replaced[name] = true
 		}
 		items[i].c = st.compiled[r] // nil when unlimited or deny-all
+		if items[i].c == nil && !r.Unlimited && !r.DenyAll {
+			items[i].c, items[i].err = s.later(st, r)
+		}
 		switch h := d.GetHitsAddend(); {
 		case h != nil:
 			items[i].cost = int(min(h.GetValue(), uint64(maxCost)))

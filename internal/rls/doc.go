@@ -16,7 +16,10 @@
 // while deciding are refunded before the answer). Between a charge and its
 // refund another request may see the key's quota short by that charge and
 // be refused: the service may under-admit for that instant, never admit
-// more than a limit allows. envoyproxy/ratelimit decides each descriptor
+// more than a limit allows. With Config.Multi (redisstore.Multi on Redis)
+// the enforced descriptors are decided in one call, one round trip, and a
+// refused request charges nothing at all (on a Redis Cluster, keys of
+// other hash slots are refunded as above). envoyproxy/ratelimit decides each descriptor
 // on its own, so a request refused by one is still charged by the others.
 //
 // A rule in shadow mode is decided and charged as if enforced, but only

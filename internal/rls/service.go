@@ -31,6 +31,12 @@ func Memory(opts ...core.Option) Store {
 type Config struct {
 	// Store makes each rule's limiter.
 	Store Store
+	// Multi, when set, decides the enforced descriptors of a request in
+	// one call (on Redis, one round trip) instead of one limiter call
+	// each, and a refund each when one refuses. It must keep its state
+	// where Store's limiters keep theirs, which still decide the requests
+	// it does not (see Multi). nil: Store's limiters, one at a time.
+	Multi Multi
 	// Failure is what a descriptor gets when its store fails: OVER_LIMIT
 	// under core.FailClosed (the zero value), OK under core.FailOpen.
 	Failure core.FailureMode
@@ -58,6 +64,10 @@ type state struct {
 	rules    Rules
 	compiled map[*Rule]*compiled
 	bySig    map[string]*compiled // what the next configuration may keep
+	// late holds the rules Rules made up after SetRules (a descriptor's
+	// own limit): *Rule to *compiled, compiled on first use. They start
+	// afresh with each configuration.
+	late sync.Map
 }
 
 // compiled is a rule with its limiter and the text of its header fields.
@@ -76,6 +86,39 @@ func (c *compiled) text(l core.Limit) *fields.PolicyText {
 		}
 	}
 	return &c.texts[0]
+}
+
+// compile makes r's limiter and the text of its header fields.
+func (s *Service) compile(r *Rule) (*compiled, error) {
+	lim, err := s.c.Store(r.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.ID, err)
+	}
+	c := &compiled{lim: lim}
+	for _, l := range r.Limits {
+		c.texts = append(c.texts, fields.NewPolicyText(l))
+	}
+	if len(r.Limits) > 1 {
+		c.list = fields.JoinPolicies(r.Limits)
+	}
+	return c, nil
+}
+
+// later compiles r, a rule the configuration's Rules made up after
+// SetRules (a descriptor's own limit), once per state.
+func (s *Service) later(st *state, r *Rule) (*compiled, error) {
+	if c, ok := st.late.Load(r); ok {
+		return c.(*compiled), nil
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	c, err := s.compile(r)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := st.late.LoadOrStore(r, c)
+	return v.(*compiled), nil
 }
 
 // New returns a Service with no configuration: it answers UNAVAILABLE until
@@ -118,21 +161,15 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 			c = old[sig]
 		}
 		if c == nil {
-			lim, err := s.c.Store(r.Limits)
-			if err != nil {
-				return fmt.Errorf("rls: rule %s: %w", r.ID, err)
-			}
-			c = &compiled{lim: lim}
-			for _, l := range r.Limits {
-				c.texts = append(c.texts, fields.NewPolicyText(l))
-			}
-			if len(r.Limits) > 1 {
-				c.list = fields.JoinPolicies(r.Limits)
+			var err error
+			if c, err = s.compile(r); err != nil {
+				return err
 			}
 		}
 		next.bySig[sig] = c
 		next.compiled[r] = c
 	}
+
 	s.state.Store(next)
 	return nil
 }

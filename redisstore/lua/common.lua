@@ -35,7 +35,10 @@
 -- so that waiting the RetryAfter admits and the key's TTL is bounded.
 --
 -- KEYS[1]: the state key.
--- ARGV[1]: 'a' to charge (allow), 'r' to refund, 'g' to grant a local
+-- ARGV[1]: the operation, then for a test clock a space and its seconds
+--   and nanoseconds ('a 1764115200 250000000'); alone, the server's TIME
+--   (microseconds) is now, and in a stack's layer (stack.lua) the stack's
+--   instant. The operation: 'a' to charge (allow), 'r' to refund, 'g' to grant a local
 --   quota lease (GCRA, token bucket and fixed window): charge what fits
 --   now, up to the cost, as 'a' would charge that many (at least one, so
 --   that nothing fitting is refused as a request of one would be); the
@@ -47,12 +50,11 @@
 --   with ends (-1: none). 'f' (a stack's grant) answers {fit, window end}
 --   with no write.
 -- ARGV[2]: the cost, a whole number >= 1.
--- ARGV[3], ARGV[4]: a test clock's seconds and nanoseconds, or '' and ''
---   for the server's TIME (microseconds).
--- ARGV[5]: extra milliseconds of TTL past the instant the key is whole
+-- ARGV[3]: extra milliseconds of TTL past the instant the key is whole
 --   (>= 1, so every TTL set below is at least 1 ms).
--- ARGV[6...]: the algorithm's parameters.
--- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}.
+-- ARGV[4...]: the algorithm's parameters.
+-- Reply: {allowed (0/1), remaining, retry after ns, reset after ns}; a
+-- token bucket's admission alone answers {2, m, x} (tokenbucket.lua).
 -- A stored state that does not parse, or holds a number no state of the
 -- algorithm can hold (nanoseconds of 1e9 or more, a count below 0 or from
 -- 2^31, permits or tokens not finite), is an error, never a fresh quota: a
@@ -75,9 +77,34 @@ local COUNT = 2147483648
 -- of the call (a stack's layer gets a recorder in its place).
 local key, op, cost, margin, R, now, clamped, fix, db
 
+-- Lua's library functions, taken on the first call: a library sees no
+-- `math` or `string` while it loads, and a local is cheaper to reach than
+-- a global's field on every call.
+local floor, ceil, min, max, format
+
+-- nums holds the per-limit parameters read so far (ARGV[3...] but a
+-- call's own values), by their text: a library parses each once, not on
+-- every call. It is emptied when it grows past 4096.
+local nums, nnums = {}, 0
+
+-- num reads a per-limit parameter: a number's text, as tonumber reads it.
+-- The hot paths look in nums first (nums[s] or num(s)): a call costs more
+-- than the lookup.
+local function num(s)
+  local v = nums[s]
+  if v == nil then
+    v = tonumber(s)
+    if nnums >= 4096 then
+      nums, nnums = {}, 0
+    end
+    nums[s], nnums = v, nnums + 1
+  end
+  return v
+end
+
 -- idiv returns floor(a / b) and the remainder, exact for integers below 2^53.
 local function idiv(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   local r = a - q * b
   if r < 0 then
     return q - 1, r + b
@@ -87,10 +114,15 @@ local function idiv(a, b)
   return q, r
 end
 
--- stamp formats an instant as stored: seconds and nanoseconds.
+-- stamp formats an instant as stored: seconds and nanoseconds. Both are
+-- whole numbers, which '%d' prints exactly (Lua 5.1 converts to a 64-bit
+-- integer), and far faster than '%.0f'.
 local function stamp(t)
+  if t >= 0 and t < 1e9 then
+    return format('%d %d', R, t)
+  end
   local q, r = idiv(t, 1e9)
-  return string.format('%.0f %.0f', R + q, r)
+  return format('%d %d', R + q, r)
 end
 
 -- instant reads a stored instant, whole seconds s and nanoseconds n as
@@ -123,12 +155,19 @@ local function malformed(state)
 end
 
 -- CALL --
-key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
-if ARGV[3] == '' then
+if not floor then
+  floor, ceil, min, max, format = math.floor, math.ceil, math.min, math.max, string.format
+end
+key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), nums[ARGV[3]] or num(ARGV[3])
+R, now = redis.R, redis.now -- a stack's instant (stack.lua), or nil
+if R then
+elseif #op == 1 then
   local t = redis.call('TIME')
-  R, now = tonumber(t[1]), tonumber(t[2]) * 1000
+  R, now = t[1] + 0, t[2] * 1000
 else
-  R, now = tonumber(ARGV[3]), tonumber(ARGV[4])
+  local s, n
+  op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
+  R, now = tonumber(s), tonumber(n)
 end
 clamped = false
 fix = redis.fix or redis.call

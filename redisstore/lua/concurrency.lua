@@ -16,14 +16,14 @@
 --   units count that is not a whole number from 0 is an error, never a
 --   fresh quota (a lease's cost, the same).
 -- ARGV[1]: 'a' to admit a lease, 'l' to release one, 'n' to renew one,
---   'r' to give units back without a lease (Refund).
+--   'r' to give units back without a lease (Refund); then, for a test
+--   clock, a space and its seconds and nanoseconds (as in common.lua; in a
+--   stack's layer, the stack's instant).
 -- ARGV[2]: the cost, a whole number >= 1.
--- ARGV[3], ARGV[4]: a test clock's seconds and nanoseconds, or '' and ''
---   for the server's TIME.
--- ARGV[5]: extra milliseconds of TTL past the last lease's expiry.
--- ARGV[6]: the most units in flight (Events); ARGV[7]: the Period in ns,
---   the RetryAfter of a refusal; ARGV[8]: the lease TTL in microseconds.
--- ARGV[9]: the lease's member ('' for 'r').
+-- ARGV[3]: extra milliseconds of TTL past the last lease's expiry.
+-- ARGV[4]: the most units in flight (Events); ARGV[5]: the Period in ns,
+--   the RetryAfter of a refusal; ARGV[6]: the lease TTL in microseconds.
+-- ARGV[7]: the lease's member ('' for 'r').
 -- Reply: {allowed (0/1), remaining, retry after ns, reset after ns} for
 -- 'a'; {1 if the lease was held and now is not, 0, 0, 0} for 'l'; {1 if
 -- the lease is held and renewed, 0, 0, 0} for 'n' (an expired or released
@@ -106,13 +106,17 @@ local function live(m)
 end
 
 -- CALL --
-key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
-events, period, ttl, member = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-if ARGV[3] == '' then
+key, op, cost, margin = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+events, period, ttl, member = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+if redis.R then
+  now = redis.R * 1000000 + math.floor(redis.now / 1000)
+elseif #op == 1 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
-  now = tonumber(ARGV[3]) * 1000000 + math.floor(tonumber(ARGV[4]) / 1000)
+  local s, n
+  op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
+  now = tonumber(s) * 1000000 + math.floor(tonumber(n) / 1000)
 end
 -- fix is redis.call for writes that repair the set rather than change what
 -- it holds (a lease expiring too late, a key without a TTL): a stack

@@ -4,11 +4,11 @@
 -- stepped back) is read as the current window's, its count kept, where
 -- core keeps the later window in force. A count kept across a limit
 -- change may exceed events: nothing is left then.
--- ARGV[6]: the period in ns; ARGV[7]: the events per window; ARGV[8] and
--- ARGV[9], for a refund, optional: the server's instant of a lease's grant
+-- ARGV[4]: the period in ns; ARGV[5]: the events per window; ARGV[6] and
+-- ARGV[7], for a refund, optional: the server's instant of a lease's grant
 -- in seconds and ns (the grant's reply), so that the lease's return
 -- refunds nothing once the window it was granted in has ended.
-local period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+local period, events = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5])
 local state = redis.call('GET', key)
 
 local w = windowStart(period)
@@ -40,7 +40,7 @@ if grant then
 end
 
 if op == 'r' then
-  local gs, gn = tonumber(ARGV[8]), tonumber(ARGV[9])
+  local gs, gn = tonumber(ARGV[6]), tonumber(ARGV[7])
   if count == 0 or (gs and gn and (gs - R) * 1e9 + gn < start) then
     return {0, 0, 0, 0}
   end
@@ -52,7 +52,7 @@ else
   -- and a key found without a TTL, or with one ending before its quota is
   -- whole (a Dynamic's key whose limit changed), gets one.
   if clamped then
-    fix('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
+    fix('SET', key, stamp(start) .. format(' %d', count), 'PX', math.ceil(reset / 1e6) + margin)
   else
     local ttl = redis.call('PTTL', key)
     if ttl == -1 or ttl < math.ceil(reset / 1e6) then
@@ -64,7 +64,7 @@ else
   end
   return {0, math.max(0, events - count), reset, reset}
 end
-redis.call('SET', key, stamp(start) .. string.format(' %.0f', count), 'PX', math.ceil(reset / 1e6) + margin)
+redis.call('SET', key, stamp(start) .. format(' %d', count), 'PX', format('%d', ceil(reset / 1e6) + margin))
 if op == 'r' then
   return {1, 0, 0, reset}
 end

@@ -1,9 +1,10 @@
 -- GCRA, as core's gcra: the state is the theoretical arrival time (tat), the
 -- instant the key's quota is whole again, stored as 'seconds nanoseconds'.
--- ARGV[6]: the interval in ns; ARGV[7]: the span (burst × interval) in ns;
--- ARGV[8]: the lead (common.lua): the span, or for a Dynamic the longest
+-- ARGV[4]: the interval in ns; ARGV[5]: the span (burst × interval) in ns;
+-- ARGV[6]: the lead (common.lua): the span, or for a Dynamic the longest
 -- span of any limit.
-local interval, span, lead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local interval, span = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5])
+local lead = nums[ARGV[6]] or num(ARGV[6])
 local state = redis.call('GET', key)
 
 local tat = now
@@ -21,11 +22,11 @@ end
 -- grant, stack.lua) only says what fits, and that no window ends a lease.
 local grant = op == 'g'
 if grant or op == 'f' then
-  local fit = idiv(math.max(0, span - (math.max(tat, now) - now)), interval)
+  local fit = idiv(max(0, span - (max(tat, now) - now)), interval)
   if op == 'f' then
     return {fit, -1}
   end
-  cost, op = math.max(1, math.min(cost, fit)), 'a'
+  cost, op = max(1, min(cost, fit)), 'a'
 end
 
 local t -- the new tat
@@ -33,30 +34,31 @@ if op == 'r' then
   if tat <= now then
     return {0, 0, 0, 0}
   end
-  t = math.max(now, tat - cost * interval)
+  t = max(now, tat - cost * interval)
 else
-  tat = math.max(tat, now)
+  tat = max(tat, now)
   t = tat + cost * interval
   if t - now > span then
     -- Refused: nothing to write, but a state read clamped is written back,
     -- and a key found without a TTL, or with one ending before its quota
     -- is whole (a Dynamic's key whose limit changed), gets one.
     if clamped then
-      fix('SET', key, stamp(tat), 'PX', math.ceil((tat - now) / 1e6) + margin)
+      fix('SET', key, stamp(tat), 'PX', ceil((tat - now) / 1e6) + margin)
     else
       local ttl = tat > now and redis.call('PTTL', key)
-      if ttl and (ttl == -1 or ttl < math.ceil((tat - now) / 1e6)) then
-        fix('PEXPIRE', key, math.ceil((tat - now) / 1e6) + margin)
+      if ttl and (ttl == -1 or ttl < ceil((tat - now) / 1e6)) then
+        fix('PEXPIRE', key, ceil((tat - now) / 1e6) + margin)
       end
     end
-    local r = {0, idiv(math.max(0, span - (tat - now)), interval), t - now - span, tat - now}
+    local r = {0, idiv(max(0, span - (tat - now)), interval), t - now - span, tat - now}
     if grant then
       r[5], r[6], r[7], r[8], r[9], r[10] = 0, 0, R, now, holders(), -1
     end
     return r
   end
 end
-redis.call('SET', key, stamp(t), 'PX', math.ceil((t - now) / 1e6) + margin)
+-- The TTL as text: Redis would print a number with '%.17g'.
+redis.call('SET', key, stamp(t), 'PX', format('%d', ceil((t - now) / 1e6) + margin))
 if op == 'r' then
   return {1, 0, 0, t - now}
 end

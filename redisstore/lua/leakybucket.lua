@@ -4,11 +4,11 @@
 -- line for cost intervals; one whose turn is more than the longest wait
 -- away is refused. An admission's reply carries its wait, the Delay, where
 -- a refusal's carries its RetryAfter.
--- ARGV[6]: the interval in ns; ARGV[7]: the longest wait in ns; ARGV[8]:
+-- ARGV[4]: the interval in ns; ARGV[5]: the longest wait in ns; ARGV[6]:
 -- the lead (common.lua): the line drains at most the longest wait plus
 -- Burst × interval after now (checked in Go to fit in a span); for a
 -- Dynamic, the longest span of any limit.
-local interval, maxDelay, lead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local interval, maxDelay, lead = num(ARGV[4]), num(ARGV[5]), num(ARGV[6])
 
 local state = redis.call('GET', key)
 local line = now

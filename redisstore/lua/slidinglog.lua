@@ -9,7 +9,7 @@
 -- now (common.lua): if the server's clock stepped back behind some (or the
 -- set is corrupt), they are read as one entry at now holding their costs,
 -- and written so (core reads the log at the newest entry instead).
--- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+-- ARGV[4]: the period in ns; ARGV[5]: the events per period.
 -- The call's parameters and what the body reads of the log (described
 -- where the body sets them), for the helpers below.
 local period, events, sum, newest, newestCost, wipe, ahead, drop
@@ -73,7 +73,7 @@ local function save(put)
 end
 
 -- CALL --
-period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+period, events = num(ARGV[4]), num(ARGV[5])
 
 -- Every read of this script comes before its first write, so that a stack
 -- (stack.lua), which holds its layers' writes until every layer admits,

@@ -5,7 +5,7 @@
 -- after now (common.lua): a later window's counts (the server's clock
 -- stepped back) are read as the current window's, where core keeps the
 -- later window in force.
--- ARGV[6]: the period in ns; ARGV[7]: the events per period.
+-- ARGV[4]: the period in ns; ARGV[5]: the events per period.
 -- The call's parameters, and w, the start of the window holding now, set
 -- by the body.
 local period, events, w
@@ -77,7 +77,7 @@ local function store(p, c, put)
 end
 
 -- CALL --
-period, events = tonumber(ARGV[6]), tonumber(ARGV[7])
+period, events = num(ARGV[4]), num(ARGV[5])
 local state = redis.call('GET', key)
 
 w = windowStart(period)

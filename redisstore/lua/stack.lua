@@ -14,12 +14,13 @@
 -- too, and its tail, from '-- CALL --', is the registered function.
 --
 -- KEYS[i]: layer i's state key; every key holds the same hash tag.
--- ARGV[1..5]: as for one algorithm (op, cost, clock, TTL margin), except
---   that the clock is always given: read once here from TIME when the
---   caller leaves it empty, so that every layer decides at one instant.
---   The op may also be a concurrency limit's 'l' (release a lease) or 'n'
---   (renew one), which only the concurrency layers see.
--- ARGV[6...]: for each layer, the number of its parameters, then them;
+-- ARGV[1..3]: as for one algorithm (op and test clock, cost, TTL
+--   margin), except that every layer decides at one instant: the test
+--   clock's, or the server's TIME read once here, which the layers read
+--   from the recorder (its R and now, as common.lua names them). The op
+--   may also be a concurrency limit's 'l' (release a lease) or 'n' (renew
+--   one), which only the concurrency layers see.
+-- ARGV[4...]: for each layer, the number of its parameters, then them;
 --   then, when a layer is a concurrency limit, the admission's lease
 --   member, passed to every concurrency layer after its parameters.
 -- Reply: {allowed, remaining, retry after (or delay) ns, reset after ns,
@@ -36,9 +37,14 @@
 -- ends (-1: none). A grant's ARGV ends with the instance's id and the
 -- lease's length in ns.
 
--- The call's `redis` (real) and the writes it holds (held), set by the
--- body: the recorder, made once, works through them.
-local real, held
+-- The call's `redis` (real), the writes it holds (held) and what they
+-- wrote (seen), set by the body: the recorder, made once, works through
+-- them. A key written earlier in the call (multi.lua may decide one key
+-- twice, and two layers of equal parameters share a key) is read from
+-- seen, as the server would read it once the writes are made: a string's
+-- value and TTL (SET with PX, DEL); a key written otherwise (a sorted set)
+-- cannot be read again. begin sets them, and the recorder's R and now.
+local real, held, seen
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
@@ -58,35 +64,102 @@ local recorder = {
   end,
   call = function(cmd, ...)
     local c = string.upper(cmd)
+    local k = ...
     if writes[c] then
       held[#held + 1] = {cmd, ...}
+      local _, v, px, ms = ...
+      if c == 'SET' and px and string.upper(px) == 'PX' then
+        seen[k] = {v, tonumber(ms)}
+      elseif c == 'DEL' then
+        seen[k] = {false, -2}
+      else
+        seen[k] = true
+      end
       return true
     end
     if not reads[c] then
       error('floodgate: a stack cannot hold ' .. c)
     end
-    return real.call(cmd, ...)
+    local w = seen[k]
+    if w == nil then
+      return real.call(cmd, ...)
+    elseif w ~= true and c == 'GET' then
+      return w[1]
+    elseif w ~= true and c == 'PTTL' then
+      return w[2]
+    end
+    error('floodgate: ' .. c .. ' of ' .. k .. ' after a write held in the same call')
   end,
 }
+
+-- begin starts a call on db, the call's `redis`, whose ARGV[1] is op: it
+-- sets the recorder's state, reads the call's instant once for every
+-- layer (a test clock follows the operation, 'a S N', as in common.lua;
+-- else the server's TIME) and returns the operation alone.
+local function begin(db, op)
+  real, held, seen = db, {}, {}
+  local s, n
+  if #op == 1 then
+    local t = real.call('TIME')
+    s, n = t[1], t[2] * 1000
+  else
+    op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
+  end
+  recorder.R, recorder.now = tonumber(s), tonumber(n)
+  return op
+end
+
+-- combine is the decision of layers whose replies are rs[1..n] (every
+-- layer answered), as core's Stack makes it: an admission names the layer
+-- with the least left and waits for the longest delay; a denial names the
+-- layer with the longest wait, and what is left is the least any denying
+-- layer has. The fifth number is the index from 0 of the layer named.
+local function combine(rs, n)
+  local pick, allowed = 1, true
+  for i = 1, n do
+    if rs[i][1] ~= 1 then
+      allowed = false
+    end
+  end
+  if allowed then
+    local delay = 0
+    for i = 1, n do
+      if rs[i][2] < rs[pick][2] then
+        pick = i
+      end
+      delay = math.max(delay, rs[i][3])
+    end
+    return {1, rs[pick][2], delay, rs[pick][4], pick - 1}
+  end
+  local left
+  pick = nil
+  for i = 1, n do
+    local r = rs[i]
+    if r[1] ~= 1 then
+      if pick == nil or r[3] > rs[pick][3] then
+        pick = i
+      end
+      if left == nil or r[2] < left then
+        left = r[2]
+      end
+    end
+  end
+  return {0, left, rs[pick][3], rs[pick][4], pick - 1}
+end
 
 local layers, leased = {}, {}
 -- LAYERS --
 -- CALL --
-real, held = redis, {}
-local clockS, clockNs = ARGV[3], ARGV[4]
-if clockS == '' then
-  local t = real.call('TIME')
-  clockS, clockNs = t[1], string.format('%.0f', tonumber(t[2]) * 1000)
-end
+local op, cost = begin(redis, ARGV[1]), ARGV[2]
+local R, now = recorder.R, recorder.now
 
 local n = #KEYS
 if quota then
   n = n - 1
 end
-local op, cost = ARGV[1], ARGV[2]
 local replies = {}
 local allowed = true
-local at = 6
+local at = 4
 for i = 1, n do
   at = at + tonumber(ARGV[at]) + 1
 end
@@ -96,12 +169,12 @@ local member = ARGV[at]
 local grant, wend = op == 'g', -1
 if grant then
   local k = tonumber(cost)
-  at = 6
+  at = 4
   for i = 1, n do
     local c = tonumber(ARGV[at])
-    local args = {'f', cost, clockS, clockNs, ARGV[5]}
+    local args = {'f', cost, ARGV[3]}
     for j = 1, c do
-      args[5 + j] = ARGV[at + j]
+      args[3 + j] = ARGV[at + j]
     end
     at = at + c + 1
     local r = layers[i]({KEYS[i]}, args, recorder)
@@ -116,16 +189,16 @@ if grant then
   op, cost = 'a', string.format('%.0f', math.max(1, k))
 end
 
-at = 6
+at = 4
 for i = 1, n do
   local c = tonumber(ARGV[at])
-  local args = {op, cost, clockS, clockNs, ARGV[5]}
+  local args = {op, cost, ARGV[3]}
   for j = 1, c do
-    args[5 + j] = ARGV[at + j]
+    args[3 + j] = ARGV[at + j]
   end
   at = at + c + 1
   if leased[i] then
-    args[6 + c] = member
+    args[4 + c] = member
   end
   if leased[i] or (op ~= 'l' and op ~= 'n') then
     local r = layers[i]({KEYS[i]}, args, recorder)
@@ -162,43 +235,16 @@ local function grantReply(r)
     return r
   end
   local hk, id, length = KEYS[#KEYS], ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
-  local t = tonumber(clockS) * 1000 + math.floor(tonumber(clockNs) / 1e6)
+  local t = R * 1000 + math.floor(now / 1e6)
   local ms = math.ceil(length / 1e6)
   real.call('ZREMRANGEBYSCORE', hk, '-inf', t)
   real.call('ZADD', hk, t + ms, id)
-  real.call('PEXPIRE', hk, ms + tonumber(ARGV[5]))
-  r[6], r[7], r[8], r[9], r[10] = 0, tonumber(clockS), tonumber(clockNs), real.call('ZCARD', hk), wend
+  real.call('PEXPIRE', hk, ms + tonumber(ARGV[3]))
+  r[6], r[7], r[8], r[9], r[10] = 0, R, now, real.call('ZCARD', hk), wend
   if r[1] == 1 then
     r[6] = tonumber(cost)
   end
   return r
 end
 
--- As core's Stack: an admission names the layer with the least left and
--- waits for the longest delay; a denial names the layer with the longest
--- wait, and what is left is the least any denying layer has.
-local pick = 1
-if allowed then
-  local delay = 0
-  for i = 1, n do
-    if replies[i][2] < replies[pick][2] then
-      pick = i
-    end
-    delay = math.max(delay, replies[i][3])
-  end
-  return grantReply({1, replies[pick][2], delay, replies[pick][4], pick - 1})
-end
-local left
-pick = nil
-for i = 1, n do
-  local r = replies[i]
-  if r[1] ~= 1 then
-    if pick == nil or r[3] > replies[pick][3] then
-      pick = i
-    end
-    if left == nil or r[2] < left then
-      left = r[2]
-    end
-  end
-end
-return grantReply({0, left, replies[pick][3], replies[pick][4], pick - 1})
+return grantReply(combine(replies, n))

@@ -7,7 +7,7 @@
 -- ones: 'seconds nanoseconds' of the newest, then ' k:cost' for each,
 -- oldest first, k being how many sub-windows before the newest it starts
 -- (the newest: 0).
--- ARGV[6]: the period in ns; ARGV[7]: the events per period; ARGV[8]: the
+-- ARGV[4]: the period in ns; ARGV[5]: the events per period; ARGV[6]: the
 -- sub-window's length in ns.
 -- The call's parameters, and the sub-windows that count at the start of
 -- the one holding now, oldest first (starts and costs), set by the body.
@@ -31,7 +31,7 @@ local function store(put)
 end
 
 -- CALL --
-period, events, size = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+period, events, size = num(ARGV[4]), num(ARGV[5]), num(ARGV[6])
 local state = redis.call('GET', key)
 
 local t = windowStart(size)

@@ -1,25 +1,36 @@
 -- Token bucket, as core's tokenBucket, which mirrors x/time/rate: the state
 -- is a float64 token count and the instant it was last updated, stored as
--- 'tokens seconds nanoseconds' with the count printed in 17 significant
--- digits, so that it reads back as the same double. Lua's numbers are the
+-- 'tokens seconds nanoseconds' with the count printed so that it reads
+-- back as the same double (see count). Lua's numbers are the
 -- same IEEE doubles as Go's float64, and every operation below is done in
 -- the same order as in Go, so the results are bit for bit the same.
--- ARGV[6]: events per second; ARGV[7]: the burst; ARGV[8]: the tokens
--- refilled in 2 ns; ARGV[9]: how far past the last update a search for a
--- wait may reach, in ns; ARGV[10]: '1' to lend (WithOverdraft: admit any
--- cost while not in debt, and count one request more into debt), '0' not.
--- The call's parameters, set by the body.
-local rate, burst, slack, reach
+-- ARGV[4]: events per second; ARGV[5]: the burst; ARGV[6]: '1' to lend
+-- (WithOverdraft: admit any cost while not in debt, and count one request
+-- more into debt), '0' not.
+-- The call's parameters, set by the body: those three, and the tokens
+-- refilled in 2 ns (slack), computed as Go computes it.
+local rate, burst, lend, slack
+
+-- Each call of a Lua function costs about as much as a dozen lines of
+-- arithmetic here: the helpers below are called as few times as they can
+-- be, and the searches' steps are inlined in fitsAfter.
 
 -- level is the token count at t of a bucket holding tk at lst
--- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time).
+-- (x/time/rate's advance, with Go's Duration.Seconds for the elapsed time:
+-- whole seconds plus the nanoseconds left over, over 1e9).
 local function level(tk, lst, t)
   if t <= lst then
     -- Only a state kept across a limit change (a Dynamic's key) may hold
     -- more than the burst.
-    return math.min(tk, burst)
+    if tk > burst then
+      return burst
+    end
+    return tk
   end
-  local sec, nsec = idiv(t - lst, 1e9)
+  local sec, nsec = 0, t - lst
+  if nsec >= 1e9 then
+    sec, nsec = idiv(nsec, 1e9)
+  end
   tk = tk + (sec + nsec / 1e9) * rate
   if tk > burst then
     return burst
@@ -34,6 +45,27 @@ local function fits(tk, n)
   return left >= 0 or (-left <= slack and -left / rate * 1e9 < 1)
 end
 
+-- fitsAfter is fits(level(tk, lst, now + d), n), in one call.
+local function fitsAfter(tk, lst, d, n)
+  local t = now + d
+  if t <= lst then
+    if tk > burst then
+      tk = burst
+    end
+  else
+    local sec, nsec = 0, t - lst
+    if nsec >= 1e9 then
+      sec, nsec = idiv(nsec, 1e9)
+    end
+    tk = tk + (sec + nsec / 1e9) * rate
+    if tk > burst then
+      tk = burst
+    end
+  end
+  local left = tk - n
+  return left >= 0 or (-left <= slack and -left / rate * 1e9 < 1)
+end
+
 -- wait is the shortest wait after now until n tokens fit, exact in whole
 -- nanoseconds (core's tokenBucket.waitFor, step for step).
 local function wait(tk, lst, n)
@@ -41,18 +73,34 @@ local function wait(tk, lst, n)
   if fits(have, n) then
     return 0
   end
-  local lead = math.max(0, lst - now)
-  local limit = lead + reach
-  local d = math.min(math.max(lead + math.floor((n - have) / rate * 1e9), 1), limit)
+  local lead = 0
+  if lst > now then
+    lead = lst - now
+  end
+  -- How far past the last update the search may reach: the refill time
+  -- of a whole burst (from a burst in debt, lending), an eighth more for
+  -- float rounding, and a millisecond (bucket.go computes the same).
+  local fill = burst / rate * 1e9
+  if lend then
+    fill = fill * 2
+  end
+  local limit = lead + ceil(fill + fill / 8) + 1e6
+  local d = lead + floor((n - have) / rate * 1e9)
+  if d < 1 then
+    d = 1
+  end
+  if d > limit then
+    d = limit
+  end
   -- The estimate is off by a few nanoseconds at most: step up to it...
   for _ = 1, 4 do
     if d > limit then
       break
     end
-    if fits(level(tk, lst, now + d), n) then
+    if fitsAfter(tk, lst, d, n) then
       -- ...and down to the first nanosecond that fits.
       for _ = 1, 4 do
-        if d == 1 or not fits(level(tk, lst, now + d - 1), n) then
+        if d == 1 or not fitsAfter(tk, lst, d - 1, n) then
           return d
         end
         d = d - 1
@@ -62,14 +110,14 @@ local function wait(tk, lst, n)
     d = d + 1
   end
   -- Otherwise bracket the wait by galloping from d, then bisect.
-  d = math.min(d, limit)
+  d = min(d, limit)
   local lo, hi = 0, 0
-  if fits(level(tk, lst, now + d), n) then
+  if fitsAfter(tk, lst, d, n) then
     hi = d
     local step = 2
     while true do
-      lo = math.max(hi - step, 0)
-      if lo == 0 or not fits(level(tk, lst, now + lo), n) then
+      lo = max(hi - step, 0)
+      if lo == 0 or not fitsAfter(tk, lst, lo, n) then
         break
       end
       hi, step = lo, step * 2
@@ -78,16 +126,16 @@ local function wait(tk, lst, n)
     lo = d
     local step = 1
     while true do
-      hi = math.min(lo + step, limit)
-      if hi == limit or fits(level(tk, lst, now + hi), n) then
+      hi = min(lo + step, limit)
+      if hi == limit or fitsAfter(tk, lst, hi, n) then
         break
       end
       lo, step = hi, step * 2
     end
   end
   while hi - lo > 1 do
-    local mid = lo + math.floor((hi - lo) / 2)
-    if fits(level(tk, lst, now + mid), n) then
+    local mid = lo + floor((hi - lo) / 2)
+    if fitsAfter(tk, lst, mid, n) then
       hi = mid
     else
       lo = mid
@@ -96,10 +144,22 @@ local function wait(tk, lst, n)
   return hi
 end
 
+-- count formats a token count and its trailing space as stored: a whole
+-- count (below 2^31 either way, as every count here is) as an integer,
+-- which reads back as the same double (-0 as 0, which nothing here tells
+-- apart) and is printed far faster, any other in 17 significant digits,
+-- which read back as the same double.
+local function count(tk)
+  if tk == floor(tk) and tk > -COUNT and tk < COUNT then
+    return format('%d ', tk)
+  end
+  return format('%.17g ', tk)
+end
+
 -- CALL --
-rate, burst, slack, reach = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+rate, burst, lend = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5]), ARGV[6] == '1'
+slack = 2 * rate / 1e9
 local state = redis.call('GET', key)
-local lend = ARGV[10] == '1'
 
 local tokens, last = burst, now
 if state then
@@ -127,7 +187,7 @@ if grant or op == 'f' then
   local h = level(tokens, last, now)
   local fit = 0
   if h > 0 then
-    fit = math.floor(h)
+    fit = floor(h)
   end
   if fits(h, fit + 1) then
     fit = fit + 1
@@ -135,7 +195,7 @@ if grant or op == 'f' then
   if op == 'f' then
     return {fit, -1} -- a stack's grant (stack.lua): what fits, and no window
   end
-  cost, op = math.max(1, math.min(cost, fit)), 'a'
+  cost, op = max(1, min(cost, fit)), 'a'
 end
 
 local have, reset, result
@@ -143,19 +203,53 @@ if op == 'r' then
   if not state then
     return {0, 0, 0, 0}
   end
-  tokens = math.min(burst, level(tokens, last, now) + cost)
-  last = math.max(last, now)
+  tokens = min(burst, level(tokens, last, now) + cost)
+  last = max(last, now)
   reset = wait(tokens, last, burst)
   result = {1, 0, 0, reset}
 else
-  have = level(tokens, last, now)
+  -- level(tokens, last, now) and fits(have, need), inline (each call of
+  -- a function costs more than their arithmetic): last is never after now.
+  have = tokens
+  if now > last then
+    local sec, nsec = 0, now - last
+    if nsec >= 1e9 then
+      sec, nsec = idiv(nsec, 1e9)
+    end
+    have = have + (sec + nsec / 1e9) * rate
+  end
+  if have > burst then
+    have = burst
+  end
   -- What must be there for the request to go: its cost, or, lending,
   -- nothing (not in debt); a refusal waits for that alone.
   local need = cost
   if lend then
     need = 0
   end
-  local ok = fits(have, need)
+  local short = have - need
+  local ok = short >= 0 or (-short <= slack and -short / rate * 1e9 < 1)
+  if ok and not grant and db.R == nil then
+    -- An admission alone (not a grant, not a stack's layer: those need
+    -- the whole reply) answers {2, m, x}: the tokens left are m * 2^x,
+    -- exactly, from which Go works out remaining and the reset as core
+    -- does (bucket in bucket.go) at a fraction of the cost here. The TTL
+    -- counts from the reset's estimate (x - x % 1 is floor(x), exactly,
+    -- without a call), which the exact reset (core's search) is within a
+    -- few nanoseconds of: the key stays at least the margin less a
+    -- millisecond past whole, and the margin is at least 1 ms. The update
+    -- is now (last is never after now).
+    tokens = have - cost
+    local d = (burst - tokens) / rate * 1e9
+    local ttl = format('%d', ceil((d - d % 1) / 1e6) + margin)
+    if tokens % 1 == 0 then
+      redis.call('SET', key, format('%d %d %d', tokens, R, now), 'PX', ttl)
+      return {2, tokens, 0}
+    end
+    redis.call('SET', key, count(tokens) .. stamp(now), 'PX', ttl)
+    local m, x = math.frexp(tokens)
+    return {2, m * 9007199254740992, x - 53}
+  end
   local tk = have -- what remaining counts from
   if ok then
     tk = have - cost
@@ -164,7 +258,7 @@ else
   -- enough for the test to admit it; lending, one more while not in debt.
   local left = 0
   if tk > 0 then
-    left = math.floor(tk)
+    left = floor(tk)
   end
   if lend then
     while fits(tk - left, 0) do
@@ -179,11 +273,11 @@ else
     -- and a key found without a TTL, or with one ending before its quota
     -- is whole (a Dynamic's key whose limit changed), gets one.
     if clamped then
-      fix('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
+      fix('SET', key, count(tokens) .. stamp(last), 'PX', ceil(reset / 1e6) + margin)
     else
       local ttl = reset > 0 and redis.call('PTTL', key)
-      if ttl and (ttl == -1 or ttl < math.ceil(reset / 1e6)) then
-        fix('PEXPIRE', key, math.ceil(reset / 1e6) + margin)
+      if ttl and (ttl == -1 or ttl < ceil(reset / 1e6)) then
+        fix('PEXPIRE', key, ceil(reset / 1e6) + margin)
       end
     end
     local r = {0, left, wait(tokens, last, need), reset}
@@ -193,12 +287,14 @@ else
     return r
   end
   tokens = tk
-  last = math.max(last, now)
+  if last < now then
+    last = now
+  end
   reset = wait(tokens, last, burst)
   result = {1, left, 0, reset}
   if grant then
     result[5], result[6], result[7], result[8], result[9], result[10] = 0, cost, R, now, holders(), -1
   end
 end
-redis.call('SET', key, string.format('%.17g ', tokens) .. stamp(last), 'PX', math.ceil(reset / 1e6) + margin)
+redis.call('SET', key, count(tokens) .. stamp(last), 'PX', format('%d', ceil(reset / 1e6) + margin))
 return result

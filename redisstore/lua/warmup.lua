@@ -7,11 +7,11 @@
 -- the compiler from fusing a multiply and an add), and Go's truncations to
 -- whole nanoseconds are floors of values never negative, so the results
 -- are bit for bit the same.
--- ARGV[6]: the stable interval (ns per permit); ARGV[7]: the threshold;
--- ARGV[8]: the most permits stored; ARGV[9]: the slope (ns per permit, per
--- permit above the threshold); ARGV[10]: the cool-down interval (ns per
+-- ARGV[4]: the stable interval (ns per permit); ARGV[5]: the threshold;
+-- ARGV[6]: the most permits stored; ARGV[7]: the slope (ns per permit, per
+-- permit above the threshold); ARGV[8]: the cool-down interval (ns per
 -- permit stored while idle). All are computed in Go as core computes them.
--- ARGV[11]: the lead (common.lua): the longest wait of a cold request of
+-- ARGV[9]: the lead (common.lua): the longest wait of a cold request of
 -- the whole burst, or for a Dynamic the longest span of any limit.
 -- The call's parameters, set by the body.
 local stable, threshold, full, slope, cool, lead
@@ -30,8 +30,8 @@ local function whole(p, t)
 end
 
 -- CALL --
-stable, threshold, full = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-slope, cool, lead = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+stable, threshold, full = num(ARGV[4]), num(ARGV[5]), num(ARGV[6])
+slope, cool, lead = num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
 
 local state = redis.call('GET', key)
 local stored, nextFree = full, now

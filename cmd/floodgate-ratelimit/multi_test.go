@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/floodgate/floodgate/internal/redistest"
+)
+
+const threeRules = `domain: d
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: second
+      requests_per_unit: 1000
+  - key: path
+    rate_limit:
+      name: path
+      unit: minute
+      requests_per_unit: 3
+      limits:
+        - unit: hour
+          requests_per_unit: 100
+  - key: user
+    rate_limit:
+      unit: minute
+      requests_per_unit: 50
+      algorithm: gcra
+`
+
+// inScript are the commands the scripts run: INFO commandstats counts
+// them too.
+var inScript = map[string]bool{"time": true, "get": true, "set": true, "pttl": true, "pexpire": true, "del": true, "exists": true,
+	"zadd": true, "zrem": true, "zscore": true, "zrange": true, "zrangebyscore": true, "zremrangebyrank": true, "zremrangebyscore": true, "zcard": true}
+
+// commands returns how many commands clients sent the server, INFO's
+// aside.
+func commands(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if !ok || name == "info" || inScript[name] {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// TestOneRoundTrip: on Redis, a request of three descriptors, each under
+// its own rule (one of them a stack of two limits), is one command, all
+// or nothing, admitted or refused.
+func TestOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	dir := t.TempDir()
+	write(t, dir, "d.yaml", threeRules)
+	s := start(t, "-config", dir, "-redis", srv.Addr())
+	ask := func() *rlsv3.RateLimitResponse {
+		return s.ask("d", 0, desc("remote_address=10.0.0.1"), desc("path=/login"), desc("user=ann"))
+	}
+	ask() // loads the library
+	for i, want := range []string{"OK", "OK", "OVER_LIMIT", "OVER_LIMIT"} {
+		before := commands(t, c)
+		r := ask()
+		if n := commands(t, c) - before; n != 1 {
+			t.Fatalf("request %d: %d Redis commands, want 1", i, n)
+		}
+		if got := r.GetOverallCode().String(); got != want {
+			t.Fatalf("request %d: %v, want %s", i, r, want)
+		}
+	}
+	// The refused requests charged nothing: the user has 50 - 3 left.
+	r := s.ask("d", 0, desc("user=ann"))
+	if got := r.GetStatuses()[0].GetLimitRemaining(); got != 50-3-1 {
+		t.Fatalf("user after the requests: %d left, want %d", got, 50-3-1)
+	}
+}

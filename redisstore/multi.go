@@ -1,0 +1,240 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+
+	"github.com/floodgate/floodgate/internal/keyslot"
+)
+
+// Multi decides several keys at once, each under its own limits, all or
+// nothing: a request that must pass several limiters (a client's limit,
+// an endpoint's, a tenant's) is admitted only if every one admits it, and
+// when one refuses, none is charged. It is what a service deciding many
+// rate limits per request (cmd/floodgate-ratelimit) uses instead of one
+// Limiter per rule called in turn.
+//
+// An item's state lives where a Limiter (one limit) or a Stack (several)
+// made with the same limits and options keeps that key's, so a Multi and
+// those limiters share it. Every algorithm a Stack takes is taken but
+// core.Concurrency and core.LeakyBucket, whose admissions carry a lease or
+// a wait that no all-or-nothing answer can hold.
+//
+// On a single server, or a Sentinel-backed one, a call is one script and
+// one round trip, whatever its items and their algorithms. On a Cluster,
+// items whose keys hash to different slots cannot share a script: a call
+// sends one script per slot, all of them in one pipeline per master, the
+// masters concurrently, so that it takes one round trip of wall time; when
+// a slot's script refuses (or fails) while others admitted, the admitted
+// ones are refunded in a second round trip. So a Cluster never admits over
+// a limit, but between the charge and the refund another request may find
+// those keys short of the refunded units and be refused.
+//
+// The circuit breaker, the timeout, the failure reporting and Health are a
+// Limiter's; a script is never sent twice for one call. Calls are not
+// batched, there is no deny cache (a refusal is one item's, the answer
+// every item's), and the options WithLocalQuota and WithFallback are
+// refused. A Multi is safe for concurrent use.
+type Multi struct {
+	l      *Limiter
+	margin any      // the TTL margin in ms, a script argument
+	layers sync.Map // core.Limit, unnamed → *multiLayer
+}
+
+// Item is one key of a Multi's call, the limits it must pass (all of
+// them, as a Stack's) and what it costs.
+type Item struct {
+	// Key is the client key, as given to a Limiter's Allow.
+	Key string
+	// Limits are the policies the key must pass, at least one; each a
+	// whole policy, its algorithm and settings included.
+	Limits []core.Limit
+	// Cost is the units charged to every limit, at least 1.
+	Cost int
+}
+
+// multiLayer is what a Multi's script needs of one limit: the end of its
+// key after the base key, its script arguments (the algorithm's function,
+// the number of its parameters, then them) and the largest cost it admits.
+type multiLayer struct {
+	end     string
+	args    []any
+	maxCost int
+	log     bool // a sorted set (core.SlidingLog): one key at most once per call
+}
+
+// NewMulti returns a Multi on client, which may be a single node, a
+// Sentinel-backed failover client or a Cluster client. The options
+// configure the store, as for New; WithLocalQuota and WithFallback are
+// refused, and WithDenyCache, WithBatching and WithLeaseTTL change
+// nothing.
+func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
+	if client == nil {
+		return nil, errNilClient
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.quota != nil:
+		return nil, errors.New("redisstore: NewMulti: WithLocalQuota spends one key's leased units in memory, which cannot join a decision that holds for every key of a call; drop the option")
+	case o.fallback:
+		return nil, errors.New("redisstore: NewMulti: WithFallback decides one key in memory, but a Multi's call holds for every key of it; drop the option and let the caller's failure mode answer a store error")
+	}
+	o.denyCache, o.inFlight, o.batchSize = 0, 0, 0
+	lim, err := newLimiter(client, o, multiScript, "}")
+	if err != nil {
+		return nil, err
+	}
+	return &Multi{l: lim, margin: strconv.FormatInt(o.margin.Milliseconds(), 10)}, nil
+}
+
+// layer returns l's part of a call, made on first use and kept: a Multi
+// remembers each distinct limit it has decided.
+func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
+	l.Name = "" // keys and arguments never hold it
+	if v, ok := m.layers.Load(l); ok {
+		return v.(*multiLayer), nil
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if l.Algorithm == core.Concurrency || l.Algorithm == core.LeakyBucket {
+		return nil, fmt.Errorf("redisstore: Multi: %v cannot be decided with other keys all or nothing (its admissions carry a lease or a wait); use a Limiter", l.Algorithm)
+	}
+	o := m.l.opts
+	o.setPolicy(l)
+	_, tag, p, maxCost, err := compile(&o, l)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 2+len(p))
+	args = append(args, fnID(sourceOf(&o)), strconv.Itoa(len(p)))
+	for _, v := range p {
+		args = append(args, v)
+	}
+	ly := &multiLayer{end: ":" + keyTag(tag, l) + o.settingsTag(), args: args, maxCost: maxCost, log: l.Algorithm == core.SlidingLog && l.SubWindows == 0}
+	v, _ := m.layers.LoadOrStore(l, ly)
+	return v.(*multiLayer), nil
+}
+
+// Allow decides every item now, all or nothing: if each item's limits all
+// admit its cost, every item is charged, in one round trip (on a Cluster,
+// see Multi); if any refuses, none is. The decisions are in the items'
+// order, each as the item's own Limiter or Stack would make it on that
+// state (its Limit the one its decision names, Remaining, RetryAfter,
+// ResetAfter); the call admitted the items only if every decision is
+// Allowed. An item that admits in a call another item refuses reports the
+// admission its charge would have been, though nothing was charged: its
+// Remaining is then short of the truth by its cost.
+//
+// An item without limits, with an invalid cost or a cost above what one of
+// its limits can ever admit, or under an algorithm a Multi does not take,
+// is an error for the whole call (core.ErrInvalidCost for a cost), made
+// before any round trip; so is a sliding log's key named twice. A store
+// failure is a *core.StoreError, as for a Limiter, and no decision.
+func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error) {
+	c, err := m.prepare(ctx, items)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	return m.allow(ctx, c, items)
+}
+
+// Refund gives each item's cost back to each of its limits, never beyond a
+// whole quota, in one round trip (on a Cluster, one of wall time). It
+// fails as Allow does; on a Cluster, a failed slot's refund may be lost
+// while the others are made.
+func (m *Multi) Refund(ctx context.Context, items []Item) error {
+	c, err := m.prepare(ctx, items)
+	if err != nil || len(items) == 0 {
+		return err
+	}
+	return m.refund(ctx, c, nil)
+}
+
+// Health reports the breaker's state and counters, as Limiter.Health does:
+// a call that reached Redis counts one decision, whatever its items.
+func (m *Multi) Health() core.Health { return m.l.Health() }
+
+// prepared is a call's items as the script takes them, grouped by hash
+// slot (one group but on a Cluster).
+type prepared struct {
+	groups []*group
+	layers [][]*multiLayer // each item's
+}
+
+// prepare checks items and groups them.
+func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
+	c := &prepared{layers: make([][]*multiLayer, len(items))}
+	var logs map[string]int // a sliding log's key → its item
+	bySlot := map[uint16]*group{}
+	for i, it := range items {
+		if len(it.Limits) == 0 {
+			return nil, fmt.Errorf("redisstore: Multi: item %d (key %q) has no limit", i, it.Key)
+		}
+		if it.Cost < 1 {
+			return nil, fmt.Errorf("%w: item %d (key %q): cost must be >= 1, got %d", core.ErrInvalidCost, i, it.Key, it.Cost)
+		}
+		base := m.l.key(it.Key)
+		ls := make([]*multiLayer, len(it.Limits))
+		for j, l := range it.Limits {
+			ly, err := m.layer(l)
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: Multi: item %d (key %q): %w", i, it.Key, err)
+			}
+			if it.Cost > ly.maxCost {
+				return nil, fmt.Errorf("%w: item %d (key %q): cost %d, at most %d under %s", core.ErrCostTooLarge, i, it.Key, it.Cost, ly.maxCost, l)
+			}
+			if ly.log {
+				if logs == nil {
+					logs = map[string]int{}
+				}
+				k := base + ly.end
+				if prev, ok := logs[k]; ok {
+					return nil, fmt.Errorf("redisstore: Multi: items %d and %d both charge the sliding log at %s; merge them into one item of their costs' sum", prev, i, k)
+				}
+				logs[k] = i
+			}
+			ls[j] = ly
+		}
+		c.layers[i] = ls
+		var g *group
+		if m.l.masters == nil {
+			if len(c.groups) == 0 {
+				c.groups = append(c.groups, &group{r: m.l.one})
+			}
+			g = c.groups[0]
+		} else if g = bySlot[keyslot.Of(base)]; g == nil {
+			g = &group{r: m.l.masters.forKey(ctx, base)}
+			bySlot[keyslot.Of(base)] = g
+			c.groups = append(c.groups, g)
+		}
+		g.add(i, base, it.Cost, ls)
+	}
+	return c, nil
+}
+
+// decision is an item's decision from its script's five numbers.
+func decision(limits []core.Limit, v []int64) core.Decision {
+	l := limits[min(max(v[4], 0), int64(len(limits)-1))]
+	if len(limits) > 1 && l.Name == "" {
+		l.Name = core.DefaultName(l) // as a Stack names its layers
+	}
+	d := core.Decision{Allowed: v[0] == 1, Limit: l, Remaining: int(v[1]), ResetAfter: time.Duration(v[3])}
+	if d.Allowed {
+		d.Delay = time.Duration(v[2])
+	} else {
+		d.RetryAfter = time.Duration(v[2])
+	}
+	return d
+}

@@ -1,0 +1,222 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
+)
+
+// group is the items of one call that share a hash slot, sent as one
+// script to the server holding it through r, its route.
+type group struct {
+	r     *route
+	items []int    // the items' indexes in the call
+	keys  []string // every layer's key, items' layers in order
+	args  []any    // the script's arguments: the call's two (see head), then the items'
+
+	cmd     *redis.Cmd
+	res     []int64
+	err     error
+	refused bool // an item refused
+}
+
+// add appends item i, whose base key is base, to g.
+func (g *group) add(i int, base string, cost int, ls []*multiLayer) {
+	if g.args == nil {
+		g.args = make([]any, 2, 2+6*len(ls))
+	}
+	g.items = append(g.items, i)
+	g.args = append(g.args, strconv.Itoa(cost), strconv.Itoa(len(ls)))
+	for _, ly := range ls {
+		g.keys = append(g.keys, base+ly.end)
+		g.args = append(g.args, ly.args...)
+	}
+}
+
+// head sets the script's first two arguments: op, followed by a test's
+// clock if one is set (else the script reads the server's TIME), and the
+// TTL margin.
+func (m *Multi) head(g *group, op any) {
+	g.args[0] = op
+	if t := m.l.testNow; t != nil {
+		now := t.Now()
+		g.args[0] = op.(string) + " " + strconv.FormatInt(now/int64(time.Second), 10) + " " + strconv.FormatInt(now%int64(time.Second), 10)
+	}
+	g.args[1] = m.margin
+	g.cmd, g.res, g.err, g.refused = nil, nil, nil, false
+}
+
+// allow is Allow on c, the call's items prepared.
+func (m *Multi) allow(ctx context.Context, c *prepared, items []Item) ([]core.Decision, error) {
+	for _, g := range c.groups {
+		m.head(g, argAllow)
+	}
+	m.roundTrip(ctx, "allow", 'a', c.groups)
+	ds := make([]core.Decision, len(items))
+	var err error
+	refused := false
+	for _, g := range c.groups {
+		if g.err == nil && len(g.res) != 5*len(g.items) {
+			g.err = &core.StoreError{Op: "allow", Err: fmt.Errorf("redisstore: the multi script answered %d numbers for %d items, want 5 each", len(g.res), len(g.items))}
+		}
+		if g.err != nil {
+			err = cmp(err, g.err)
+			continue
+		}
+		for j, i := range g.items {
+			ds[i] = decision(items[i].Limits, g.res[5*j:5*j+5])
+			g.refused = g.refused || !ds[i].Allowed
+		}
+		refused = refused || g.refused
+	}
+	if len(c.groups) > 1 && (refused || err != nil) {
+		// Slots that admitted were charged: give it back, even if the
+		// caller has given up. A refund that fails leaves them charged,
+		// which refuses more, never admits more.
+		_ = m.refund(context.WithoutCancel(ctx), c, func(g *group) bool { return g.err == nil && !g.refused })
+	}
+	if err != nil {
+		m.l.failed(ctx, err)
+		return nil, err
+	}
+	m.l.count.store.Add(1)
+	return ds, nil
+}
+
+// cmp keeps the first error.
+func cmp(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// refund sends a refund of the groups of c that only accepts (all if nil).
+func (m *Multi) refund(ctx context.Context, c *prepared, only func(*group) bool) error {
+	var gs []*group
+	for _, g := range c.groups {
+		if only == nil || only(g) {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return nil
+	}
+	for _, g := range gs {
+		m.head(g, argRefund)
+	}
+	m.roundTrip(ctx, "refund", 'r', gs)
+	var err error
+	for _, g := range gs {
+		err = cmp(err, g.err)
+	}
+	if err != nil {
+		m.l.failed(ctx, err)
+	}
+	return err
+}
+
+// roundTrip sends each group's script, all in one round trip (a pipeline
+// when there are several; on a Cluster, one per master, concurrently) and
+// sets each group's reply or error. A group whose server's breaker is open
+// fails the call at once: nothing is sent unless every server may be
+// called (a server's probe, when its breaker is half-open, is the call's).
+// Each server's breaker then hears what its round trip showed.
+func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group) {
+	l := m.l
+	var probes []*route
+	for _, g := range gs {
+		b := g.r.b
+		if b == nil || b.Closed() || slices.Contains(probes, g.r) {
+			continue
+		}
+		if !b.TryProbe() {
+			for _, r := range probes {
+				r.b.Inconclusive(true)
+			}
+			for _, g := range gs {
+				g.err = errOpen(code)
+			}
+			return
+		}
+		probes = append(probes, g.r)
+	}
+	done := false
+	defer func() {
+		if !done { // a client that panics must not keep a probe
+			for _, r := range probes {
+				r.b.Inconclusive(true)
+			}
+		}
+	}()
+	wire, cancel := breaker.Bound(ctx, l.timeout)
+	if cancel != nil {
+		defer cancel()
+	}
+	if len(gs) == 1 {
+		gs[0].cmd = l.exec(wire, gs[0].r, gs[0].keys, gs[0].args)
+	} else {
+		m.pipeline(wire, gs)
+	}
+	type seen struct {
+		v   verdict
+		err error
+	}
+	byRoute := map[*route]*seen{}
+	for _, g := range gs {
+		err := g.cmd.Err()
+		v := classify(ctx, wire, err)
+		s := byRoute[g.r]
+		if s == nil {
+			s = &seen{v: noEvidence}
+			byRoute[g.r] = s
+		}
+		if v == failed && s.v != failed || v == answered && s.v == noEvidence {
+			s.v, s.err = v, err
+		}
+		if err != nil {
+			g.err = &core.StoreError{Op: op, Err: err}
+		} else if g.res, err = g.cmd.Int64Slice(); err != nil {
+			g.err = &core.StoreError{Op: op, Err: err}
+		}
+	}
+	done = true
+	for r, s := range byRoute {
+		if r.b != nil {
+			settle(r.b, s.v, s.err, slices.Contains(probes, r))
+		}
+	}
+}
+
+// pipeline sends the groups' scripts in one pipeline, again (in a pipeline
+// of their own) those a server answered it did not run (see
+// Limiter.again).
+func (m *Multi) pipeline(ctx context.Context, gs []*group) {
+	l := m.l
+	vias := make([]via, len(gs))
+	pipe := l.client.Pipeline()
+	for i, g := range gs {
+		vias[i] = l.via(g.r)
+		g.cmd = l.script.cmd(ctx, vias[i], g.keys, g.args)
+		_ = pipe.Process(ctx, once{g.cmd})
+	}
+	ld := make([]loaded, len(gs)) // a load per group's server at most
+	for pipe.Len() > 0 {
+		_, _ = pipe.Exec(ctx) // each command holds its own error
+		pipe = l.client.Pipeline()
+		for i, g := range gs {
+			if v, ok := l.again(ctx, g.r, vias[i], g.cmd.Err(), g.keys[0], &ld[i]); ok {
+				vias[i] = v
+				g.cmd = l.script.cmd(ctx, v, g.keys, g.args)
+				_ = pipe.Process(ctx, once{g.cmd})
+			}
+		}
+	}
+}
