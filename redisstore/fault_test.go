@@ -27,8 +27,10 @@ import (
 var faultLimit = core.PerHour(20)
 
 const (
-	// faultTimeout bounds one round trip (redisstore.WithTimeout).
-	faultTimeout = 50 * time.Millisecond
+	// faultTimeout bounds one round trip (redisstore.WithTimeout): the
+	// default, no tighter, so that a round trip to a live server on a busy
+	// machine (under -race) is not taken for a failure.
+	faultTimeout = 100 * time.Millisecond
 	// faultMaxLatency bounds any request while Redis is down. A request
 	// then costs at most faultTimeout (a context deadline, which the
 	// client honours with ContextTimeoutEnabled; nothing at all while
@@ -38,8 +40,12 @@ const (
 	// dead server would cost (go-redis' defaults: 5 s to dial, 3 s to
 	// read, 3 retries).
 	faultMaxLatency = time.Second
-	// faultRecovery bounds how long after the restart Redis decides again.
-	faultRecovery = 5 * time.Second
+	// faultRecovery bounds how long after the restart Redis decides again:
+	// the breaker probes at most 4 s (its longest OpenFor by default) after
+	// the server is back; on a busy machine a probe may still meet the
+	// restarting server (loading, its cluster state settling) and fail,
+	// and each failure costs another 4 s. Three probes' worth.
+	faultRecovery = 12 * time.Second
 	faultWorkers  = 8
 )
 
