@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/yamlpos"
 )
 
 // maxFileSize is the largest rules file read, so that a runaway file
@@ -47,18 +47,11 @@ func parse(file string, data []byte) ([]Rule, error) {
 // decode reads the one YAML document data holds: io.EOF when there is
 // none, an *Error without its file when there is a second.
 func decode(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
+	doc, second, err := yamlpos.One(data)
+	if err == nil && second > 0 {
+		return nil, &Error{Line: second, Err: errors.New("a second YAML document; a rules file holds one")}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Line: extra.Line, Err: errors.New("a second YAML document; a rules file holds one")}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return &doc, nil
+	return doc, err
 }
 
 type parser struct {

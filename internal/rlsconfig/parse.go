@@ -1,7 +1,6 @@
 package rlsconfig
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -65,18 +64,11 @@ func Parse(file string, data []byte) (*Domain, error) {
 // decode reads the one YAML document data holds: io.EOF when there is
 // none, an *Error without its file when there is a second.
 func decode(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
+	doc, second, err := yamlpos.One(data)
+	if err == nil && second > 0 {
+		return nil, &Error{Line: second, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Line: extra.Line, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return &doc, nil
+	return doc, err
 }
 
 type parser struct {

@@ -4,9 +4,32 @@ package yamlpos
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"regexp"
 	"strconv"
+
+	"go.yaml.in/yaml/v3"
 )
+
+// One decodes the one YAML document data holds: io.EOF when there is
+// none. When data holds a second document, One returns the first with the
+// line where the second starts, for the caller to refuse it with its own
+// reason; second is 0 otherwise.
+func One(data []byte) (doc *yaml.Node, second int, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	doc = new(yaml.Node)
+	if err := dec.Decode(doc); err != nil {
+		return nil, 0, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return doc, extra.Line, nil
+	} else if !errors.Is(err, io.EOF) {
+		return nil, 0, err
+	}
+	return doc, 0, nil
+}
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
