@@ -2,7 +2,8 @@ package rls_test
 
 import (
 	"context"
-	"strings"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,34 +18,39 @@ import (
 
 // TestReadmeDecisions drives the service through the decisions
 // envoyproxy/ratelimit's README describes for its examples (the matching
-// of every example is internal/rlsconfig's TestReadmeExamples): each row
+// of every example is internal/rlsconfig's TestReadmeExamples, on the same
+// files, internal/rlsconfig/testdata/readme): each row
 // sends one request n times within one second, on a frozen clock, and
 // states how many are admitted.
 func TestReadmeDecisions(t *testing.T) {
 	rows := []struct {
-		source, yaml string
+		source, file string // file: internal/rlsconfig/testdata/readme/file.yaml
 		domain       string
 		descs        [][]string // each request's descriptors, as k=v entries
 		n, admitted  int
 	}{
-		{"envoyproxy/ratelimit README.md, Example 3: 10 a second per IP", example3, "edge_proxy_per_ip",
+		{"envoyproxy/ratelimit README.md, Example 3: 10 a second per IP", "example-3", "edge_proxy_per_ip",
 			[][]string{{"remote_address=50.0.0.1"}}, 12, 10},
-		{"README.md, Example 3: each IP its own count", example3, "edge_proxy_per_ip",
+		{"README.md, Example 3: each IP its own count", "example-3", "edge_proxy_per_ip",
 			[][]string{{"remote_address=50.0.0.2"}}, 10, 10},
-		{"README.md, Example 3: the black-listed IP (0 a second)", example3, "edge_proxy_per_ip",
+		{"README.md, Example 3: the black-listed IP (0 a second)", "example-3", "edge_proxy_per_ip",
 			[][]string{{"remote_address=50.0.0.5"}}, 3, 0},
-		{"README.md, Example 6: user-a in shadow mode is never refused", example6, "example6",
+		{"README.md, Example 6: user-a in shadow mode is never refused", "example-6", "example6",
 			[][]string{{"service=auth-service", "user=user-a"}}, 25, 25},
-		{"README.md, Example 6: user-b at 20 a second", example6, "example6",
+		{"README.md, Example 6: user-b at 20 a second", "example-6", "example6",
 			[][]string{{"service=auth-service", "user=user-b"}}, 25, 20},
-		{"README.md, Example 7: alone, the specific limit (5 a second)", example7, "example7",
+		{"README.md, Example 7: alone, the specific limit (5 a second)", "example-7", "example7",
 			[][]string{{"key_1=value_1", "user=bkthomps"}}, 8, 5},
-		{"README.md, Example 7: together, the replacing limit alone (10 a second)", example7, "example7",
+		{"README.md, Example 7: together, the replacing limit alone (10 a second)", "example-7", "example7",
 			[][]string{{"key_1=value_1", "user=bkthomps"}, {"key_2=value_2", "user=bkthomps"}}, 12, 10},
 	}
 	for _, row := range rows {
 		t.Run(row.source, func(t *testing.T) {
-			d, err := rlsconfig.Parse("readme.yaml", []byte(row.yaml))
+			data, err := os.ReadFile(filepath.Join("..", "rlsconfig", "testdata", "readme", row.file+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := rlsconfig.Parse(row.file+".yaml", data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,61 +86,3 @@ func TestReadmeDecisions(t *testing.T) {
 		})
 	}
 }
-
-// The examples' configurations, as envoyproxy/ratelimit's README gives
-// them (comments left out).
-var (
-	example3 = strings.TrimSpace(`
-domain: edge_proxy_per_ip
-descriptors:
-  - key: remote_address
-    rate_limit:
-      unit: second
-      requests_per_unit: 10
-  - key: remote_address
-    value: 50.0.0.5
-    rate_limit:
-      unit: second
-      requests_per_unit: 0
-`)
-	example6 = strings.TrimSpace(`
-domain: example6
-descriptors:
-  - key: service
-    descriptors:
-      - key: user
-        value: user-a
-        rate_limit:
-          requests_per_unit: 10
-          unit: second
-        shadow_mode: true
-      - key: user
-        value: user-b
-        rate_limit:
-          requests_per_unit: 20
-          unit: second
-`)
-	example7 = strings.TrimSpace(`
-domain: example7
-descriptors:
-  - key: key_1
-    value: value_1
-    descriptors:
-      - key: user
-        value: bkthomps
-        rate_limit:
-          name: specific_limit
-          requests_per_unit: 5
-          unit: second
-  - key: key_2
-    value: value_2
-    descriptors:
-      - key: user
-        value: bkthomps
-        rate_limit:
-          replaces:
-            - name: specific_limit
-          requests_per_unit: 10
-          unit: second
-`)
-)
