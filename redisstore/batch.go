@@ -29,40 +29,50 @@ type queue struct {
 
 // pending is one queued call and, once its pipeline is back, its answer.
 type pending struct {
-	op   string
 	code byte // for the error of a call the breaker turns away
 	keys []string
 	args []any
-	out  vals
-	err  error
-	done chan struct{} // closed when out and err are set
+	cmd  *redis.Cmd    // the answer, which holds the server's error
+	err  error         // else why the call was not sent
+	done chan struct{} // closed when cmd or err is set
 	gone atomic.Bool   // the caller stopped waiting: do not send it
 }
 
 // run makes the round trip of one call on the Redis key rkey through r,
 // the route of the server that holds it, and returns the script's
-// numbers; it tells r's breaker, if any, what the round trip showed about
-// the server. The Limiter's timeout bounds the round trip from when it is
-// sent: a call sent at once, alone, from then; a queued call's pipeline
-// from when it leaves. It also bounds how long a queued call waits in all
-// (with the caller's context), so that no request waits longer than the
-// timeout; but time queued is never counted against the server, only the
-// pipelines' round trips are. probe marks the breaker's probe, which is
-// always sent at once.
+// numbers; see submit.
 func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op string, code byte, rkey string, cost int, member string) (vals, error) {
-	args := l.args(pol, code, cost, member)
+	cmd, err := l.submit(ctx, r, probe, op, code, l.keys(rkey), l.args(pol, code, cost, member))
+	if err != nil {
+		return vals{}, err
+	}
+	return reply(op, cmd)
+}
+
+// submit makes the round trip of one script call, on keys with args,
+// through r, the route of the server that holds them, and returns its
+// answer (which holds the server's error, if any), or a *core.StoreError
+// if the call was never answered; it tells r's breaker, if any, what the
+// round trip showed about the server. The Limiter's timeout bounds the
+// round trip from when it is sent: a call sent at once, alone, from then;
+// a queued call's pipeline from when it leaves. It also bounds how long a
+// queued call waits in all (with the caller's context), so that no request
+// waits longer than the timeout; but time queued is never counted against
+// the server, only the pipelines' round trips are. probe marks the
+// breaker's probe, which is always sent at once.
+func (l *Limiter) submit(ctx context.Context, r *route, probe bool, op string, code byte, keys []string, args []any) (*redis.Cmd, error) {
 	q := r.q
 	if q == nil || probe {
-		return l.send(ctx, r, probe, op, rkey, args)
+		return l.send(ctx, r, probe, keys, args), nil
 	}
 	q.mu.Lock()
 	if q.inFlight < q.limit {
 		q.inFlight++
 		q.mu.Unlock()
 		defer l.handOff(r)
-		return l.send(ctx, r, false, op, rkey, args)
+		return l.send(ctx, r, false, keys, args), nil
 	}
-	p := &pending{op: op, code: code, keys: l.keys(rkey), args: args, done: make(chan struct{})}
+	p := &pending{code: code, keys: keys, args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
 	var expired <-chan time.Time
@@ -73,13 +83,13 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 	}
 	select {
 	case <-p.done:
-		return p.out, p.err
+		return p.cmd, p.err
 	case <-ctx.Done():
 		p.gone.Store(true)
-		return vals{}, &core.StoreError{Op: op, Err: ctx.Err()}
+		return nil, &core.StoreError{Op: op, Err: ctx.Err()}
 	case <-expired:
 		p.gone.Store(true)
-		return vals{}, &core.StoreError{Op: op, Err: errQueueTimeout}
+		return nil, &core.StoreError{Op: op, Err: errQueueTimeout}
 	}
 }
 
@@ -92,17 +102,17 @@ var errQueueTimeout = fmt.Errorf("redisstore: no answer within the timeout while
 
 // send makes one call's round trip alone, bounded by the Limiter's timeout
 // from now, and tells r's breaker, if any, what it showed.
-func (l *Limiter) send(ctx context.Context, r *route, probe bool, op, rkey string, args []any) (vals, error) {
+func (l *Limiter) send(ctx context.Context, r *route, probe bool, keys []string, args []any) *redis.Cmd {
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
 	}
-	cmd := l.exec(wire, r, l.keys(rkey), args)
+	cmd := l.exec(wire, r, keys, args)
 	if b := r.b; b != nil {
 		// Before cancel, which would end wire in any case.
 		settle(b, classify(ctx, wire, cmd.Err()), cmd.Err(), probe)
 	}
-	return reply(op, cmd)
+	return cmd
 }
 
 // next takes the next batch from the waiting calls, or, when none wait,
@@ -220,7 +230,7 @@ func (l *Limiter) pipeline(r *route, batch []*pending) {
 					v = answered
 				}
 			}
-			p.out, p.err = reply(p.op, cmds[i])
+			p.cmd = cmds[i]
 		}
 		close(p.done)
 	}

@@ -117,3 +117,6 @@ func QuotaHeld(lim core.Limiter, key string) (units, holders int64) {
 	defer q.mu.Unlock()
 	return q.units, q.holders
 }
+
+// LimiterOf returns the Limiter m's calls go through, for Waiting and Idle.
+func LimiterOf(m *Multi) *Limiter { return m.l }

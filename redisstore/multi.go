@@ -38,11 +38,14 @@ import (
 // a limit, but between the charge and the refund another request may find
 // those keys short of the refunded units and be refused.
 //
-// The circuit breaker, the timeout, the failure reporting and Health are a
-// Limiter's; a script is never sent twice for one call. Calls are not
-// batched, there is no deny cache (a refusal is one item's, the answer
-// every item's), and the options WithLocalQuota and WithFallback are
-// refused. A Multi is safe for concurrent use.
+// The circuit breaker, the timeout, the failure reporting, Health and
+// batching (WithBatching) are a Limiter's: concurrent calls whose items
+// are all on one server share its round trips, each call one script of a
+// pipeline; a call on several Cluster masters goes in round trips of its
+// own. A script is never sent twice for one call. There is no deny cache
+// (a refusal is one item's, the answer every item's), and the options
+// WithLocalQuota and WithFallback are refused. A Multi is safe for
+// concurrent use.
 type Multi struct {
 	l      *Limiter
 	margin any      // the TTL margin in ms, a script argument
@@ -74,8 +77,7 @@ type multiLayer struct {
 // NewMulti returns a Multi on client, which may be a single node, a
 // Sentinel-backed failover client or a Cluster client. The options
 // configure the store, as for New; WithLocalQuota and WithFallback are
-// refused, and WithDenyCache, WithBatching and WithLeaseTTL change
-// nothing.
+// refused, and WithDenyCache and WithLeaseTTL change nothing.
 func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	if client == nil {
 		return nil, errNilClient
@@ -90,7 +92,7 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	case o.fallback:
 		return nil, errors.New("redisstore: NewMulti: WithFallback decides one key in memory, but a Multi's call holds for every key of it; drop the option and let the caller's failure mode answer a store error")
 	}
-	o.denyCache, o.inFlight, o.batchSize = 0, 0, 0
+	o.denyCache = 0
 	lim, err := newLimiter(client, o, multiScript, "}")
 	if err != nil {
 		return nil, err

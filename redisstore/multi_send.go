@@ -124,7 +124,8 @@ func (m *Multi) refund(ctx context.Context, c *prepared, only func(*group) bool)
 }
 
 // roundTrip sends each group's script, all in one round trip (a pipeline
-// when there are several; on a Cluster, one per master, concurrently) and
+// when there are several; on a Cluster, one per master, concurrently; a
+// lone group with the calls to its server under way, see submit) and
 // sets each group's reply or error. A group whose server's breaker is open
 // fails the call at once: nothing is sent unless every server may be
 // called (a server's probe, when its breaker is half-open, is the call's).
@@ -156,6 +157,19 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 			}
 		}
 	}()
+	if g := gs[0]; len(gs) == 1 && g.r.q != nil {
+		// One server: the call shares round trips with the others under
+		// way, as a Limiter's do; submit tells the breaker.
+		var cmd *redis.Cmd
+		cmd, g.err = l.submit(ctx, g.r, len(probes) == 1, op, code, g.keys, g.args)
+		done = true
+		if g.err == nil {
+			if g.res, g.err = cmd.Int64Slice(); g.err != nil {
+				g.err = &core.StoreError{Op: op, Err: g.err}
+			}
+		}
+		return
+	}
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
