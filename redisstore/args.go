@@ -32,6 +32,14 @@ var (
 	}()
 )
 
+// small returns n's text as a script argument, boxed once when small.
+func small(n int) any {
+	if n >= 0 && n < len(smallCosts) {
+		return smallCosts[n]
+	}
+	return strconv.Itoa(n)
+}
+
 // args returns the script's arguments for one call: ARGV[1...]; member,
 // a concurrency lease's, goes last. A test clock follows the operation in
 // ARGV[1] (lua/common.lua), so that a call on the server's clock sends
@@ -54,11 +62,7 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 	case 'n':
 		args[0] = argRenew
 	}
-	if cost < len(smallCosts) {
-		args[1] = smallCosts[cost]
-	} else {
-		args[1] = strconv.Itoa(cost)
-	}
+	args[1] = small(cost)
 	if l.testNow != nil {
 		t := l.testNow.Now()
 		args[0] = string(code) + " " + strconv.FormatInt(t/int64(time.Second), 10) + " " + strconv.FormatInt(t%int64(time.Second), 10)
@@ -81,9 +85,9 @@ type vals [10]int64
 
 // reply reads the script's numbers from cmd: four, five or ten, or three
 // from a token bucket's admission.
-func reply(op string, cmd *redis.Cmd) (vals, error) {
+func reply(op string, cmd *redis.IntSliceCmd) (vals, error) {
 	var out vals
-	res, err := cmd.Int64Slice()
+	res, err := cmd.Result()
 	if err != nil {
 		return out, &core.StoreError{Op: op, Err: err}
 	}

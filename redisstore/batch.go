@@ -32,10 +32,10 @@ type pending struct {
 	code byte // for the error of a call the breaker turns away
 	keys []string
 	args []any
-	cmd  *redis.Cmd    // the answer, which holds the server's error
-	err  error         // else why the call was not sent
-	done chan struct{} // closed when cmd or err is set
-	gone atomic.Bool   // the caller stopped waiting: do not send it
+	cmd  *redis.IntSliceCmd // the answer, which holds the server's error
+	err  error              // else why the call was not sent
+	done chan struct{}      // closed when cmd or err is set
+	gone atomic.Bool        // the caller stopped waiting: do not send it
 }
 
 // run makes the round trip of one call on the Redis key rkey through r,
@@ -60,7 +60,7 @@ func (l *Limiter) run(ctx context.Context, pol *policy, r *route, probe bool, op
 // waits longer than the timeout; but time queued is never counted against
 // the server, only the pipelines' round trips are. probe marks the
 // breaker's probe, which is always sent at once.
-func (l *Limiter) submit(ctx context.Context, r *route, probe bool, op string, code byte, keys []string, args []any) (*redis.Cmd, error) {
+func (l *Limiter) submit(ctx context.Context, r *route, probe bool, op string, code byte, keys []string, args []any) (*redis.IntSliceCmd, error) {
 	q := r.q
 	if q == nil || probe {
 		return l.send(ctx, r, probe, keys, args), nil
@@ -102,7 +102,7 @@ var errQueueTimeout = fmt.Errorf("redisstore: no answer within the timeout while
 
 // send makes one call's round trip alone, bounded by the Limiter's timeout
 // from now, and tells r's breaker, if any, what it showed.
-func (l *Limiter) send(ctx context.Context, r *route, probe bool, keys []string, args []any) *redis.Cmd {
+func (l *Limiter) send(ctx context.Context, r *route, probe bool, keys []string, args []any) *redis.IntSliceCmd {
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
@@ -191,7 +191,7 @@ func (l *Limiter) pipeline(r *route, batch []*pending) {
 		ctx, cancel = context.WithTimeout(ctx, l.timeout)
 		defer cancel()
 	}
-	cmds := make([]*redis.Cmd, len(batch))
+	cmds := make([]*redis.IntSliceCmd, len(batch))
 	vias := make([]via, len(batch))
 	first := l.via(r)
 	pipe := l.client.Pipeline()

@@ -40,7 +40,7 @@ func newScript(src string) *script {
 
 // once is a script's command, which the client must not send twice. It
 // holds one pointer, so making a redis.Cmder of it allocates nothing.
-type once struct{ *redis.Cmd }
+type once struct{ *redis.IntSliceCmd }
 
 // NoRetry tells go-redis not to send the command again after a failure.
 func (once) NoRetry() bool { return true }
@@ -56,7 +56,7 @@ const (
 )
 
 // cmd returns the command that runs s on keys with args, sent via v.
-func (s *script) cmd(ctx context.Context, v via, keys []string, args []any) *redis.Cmd {
+func (s *script) cmd(ctx context.Context, v via, keys []string, args []any) *redis.IntSliceCmd {
 	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
 	switch v {
 	case viaEvalsha:
@@ -71,7 +71,7 @@ func (s *script) cmd(ctx context.Context, v via, keys []string, args []any) *red
 		a[3+i] = k
 	}
 	a = append(a, args...)
-	c := redis.NewCmd(ctx, a...)
+	c := redis.NewIntSliceCmd(ctx, a...)
 	c.SetFirstKeyPos(3) // for a Cluster client's routing
 	return c
 }
@@ -114,7 +114,7 @@ func (l *Limiter) again(ctx context.Context, r *route, v via, err error, rkey st
 // exec sends l's script for one call to r's server and waits for its
 // reply, sending it again (see again) while the server answers that it
 // did not run it.
-func (l *Limiter) exec(ctx context.Context, r *route, keys []string, args []any) *redis.Cmd {
+func (l *Limiter) exec(ctx context.Context, r *route, keys []string, args []any) *redis.IntSliceCmd {
 	v, ld := l.via(r), notTried
 	for {
 		cmd := l.script.cmd(ctx, v, keys, args)

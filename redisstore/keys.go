@@ -85,3 +85,11 @@ func (l *Limiter) key(key string) string {
 	b.WriteString(l.suffix)
 	return b.String()
 }
+
+// keyEnd is l.key(key) + end, made in one allocation for an ordinary key.
+func (l *Limiter) keyEnd(key, end string) string {
+	if ordinary(key) {
+		return l.prefix + key + l.suffix + end
+	}
+	return l.key(key) + end
+}

@@ -173,13 +173,21 @@ func (m *Multi) Health() core.Health { return m.l.Health() }
 type prepared struct {
 	groups []*group
 	layers [][]*multiLayer // each item's
+
+	one  group     // the one group of a call to a single server
+	ones [1]*group // groups' backing array then
 }
 
 // prepare checks items and groups them.
 func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
+	n := 0
+	for _, it := range items {
+		n += len(it.Limits)
+	}
 	c := &prepared{layers: make([][]*multiLayer, len(items))}
+	all := make([]*multiLayer, n)
+	nargs := 2              // the script's arguments, on a single server
 	var logs map[string]int // a sliding log's key → its item
-	bySlot := map[uint16]*group{}
 	for i, it := range items {
 		if len(it.Limits) == 0 {
 			return nil, fmt.Errorf("redisstore: Multi: item %d (key %q) has no limit", i, it.Key)
@@ -187,8 +195,9 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		if it.Cost < 1 {
 			return nil, fmt.Errorf("%w: item %d (key %q): cost must be >= 1, got %d", core.ErrInvalidCost, i, it.Key, it.Cost)
 		}
-		base := m.l.key(it.Key)
-		ls := make([]*multiLayer, len(it.Limits))
+		ls := all[:len(it.Limits):len(it.Limits)]
+		all = all[len(it.Limits):]
+		nargs += 2
 		for j, l := range it.Limits {
 			ly, err := m.layer(l)
 			if err != nil {
@@ -201,27 +210,38 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 				if logs == nil {
 					logs = map[string]int{}
 				}
-				k := base + ly.end
+				k := m.l.keyEnd(it.Key, ly.end)
 				if prev, ok := logs[k]; ok {
 					return nil, fmt.Errorf("redisstore: Multi: items %d and %d both charge the sliding log at %s; merge them into one item of their costs' sum", prev, i, k)
 				}
 				logs[k] = i
 			}
 			ls[j] = ly
+			nargs += len(ly.args)
 		}
 		c.layers[i] = ls
-		var g *group
-		if m.l.masters == nil {
-			if len(c.groups) == 0 {
-				c.groups = append(c.groups, &group{r: m.l.one})
-			}
-			g = c.groups[0]
-		} else if g = bySlot[keyslot.Of(base)]; g == nil {
+	}
+	if m.l.masters == nil {
+		g := &c.one
+		g.r = m.l.one
+		g.items, g.keys, g.args = make([]int, 0, len(items)), make([]string, 0, n), make([]any, 2, nargs)
+		c.ones[0] = g
+		c.groups = c.ones[:]
+		for i, it := range items {
+			g.add(m.l, i, it.Key, it.Cost, c.layers[i])
+		}
+		return c, nil
+	}
+	bySlot := map[uint16]*group{}
+	for i, it := range items {
+		base := m.l.key(it.Key)
+		g := bySlot[keyslot.Of(base)]
+		if g == nil {
 			g = &group{r: m.l.masters.forKey(ctx, base)}
 			bySlot[keyslot.Of(base)] = g
 			c.groups = append(c.groups, g)
 		}
-		g.add(i, base, it.Cost, ls)
+		g.add(m.l, i, it.Key, it.Cost, c.layers[i])
 	}
 	return c, nil
 }

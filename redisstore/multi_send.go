@@ -21,21 +21,21 @@ type group struct {
 	keys  []string // every layer's key, items' layers in order
 	args  []any    // the script's arguments: the call's two (see head), then the items'
 
-	cmd     *redis.Cmd
+	cmd     *redis.IntSliceCmd
 	res     []int64
 	err     error
 	refused bool // an item refused
 }
 
-// add appends item i, whose base key is base, to g.
-func (g *group) add(i int, base string, cost int, ls []*multiLayer) {
+// add appends item i, on the client key key, to g.
+func (g *group) add(l *Limiter, i int, key string, cost int, ls []*multiLayer) {
 	if g.args == nil {
 		g.args = make([]any, 2, 2+6*len(ls))
 	}
 	g.items = append(g.items, i)
-	g.args = append(g.args, strconv.Itoa(cost), strconv.Itoa(len(ls)))
+	g.args = append(g.args, small(cost), small(len(ls)))
 	for _, ly := range ls {
-		g.keys = append(g.keys, base+ly.end)
+		g.keys = append(g.keys, l.keyEnd(key, ly.end))
 		g.args = append(g.args, ly.args...)
 	}
 }
@@ -160,11 +160,11 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 	if g := gs[0]; len(gs) == 1 && g.r.q != nil {
 		// One server: the call shares round trips with the others under
 		// way, as a Limiter's do; submit tells the breaker.
-		var cmd *redis.Cmd
+		var cmd *redis.IntSliceCmd
 		cmd, g.err = l.submit(ctx, g.r, len(probes) == 1, op, code, g.keys, g.args)
 		done = true
 		if g.err == nil {
-			if g.res, g.err = cmd.Int64Slice(); g.err != nil {
+			if g.res, g.err = cmd.Result(); g.err != nil {
 				g.err = &core.StoreError{Op: op, Err: g.err}
 			}
 		}
@@ -197,7 +197,7 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 		}
 		if err != nil {
 			g.err = &core.StoreError{Op: op, Err: err}
-		} else if g.res, err = g.cmd.Int64Slice(); err != nil {
+		} else if g.res, err = g.cmd.Result(); err != nil {
 			g.err = &core.StoreError{Op: op, Err: err}
 		}
 	}
