@@ -28,21 +28,29 @@ local op, margin = begin(redis, ARGV[1]), ARGV[2]
 
 local out, allowed = {}, true
 local at, k = 3, 1
+-- One KEYS and one ARGV table serve every layer in turn: a layer reads
+-- them only while it runs. wide is how many parameters args holds.
+local keys, args, wide = {}, {op, 0, margin}, 0
 while at <= #ARGV do
-  local cost, n = ARGV[at], tonumber(ARGV[at + 1])
+  local n = tonumber(ARGV[at + 1])
+  args[2] = ARGV[at]
   at = at + 2
-  local replies = {}
+  local replies, d = {}, nil
   for i = 1, n do
     local run, c = algs[ARGV[at]], tonumber(ARGV[at + 1])
     if not run then
       return real.error_reply('floodgate: no algorithm ' .. tostring(ARGV[at]))
     end
-    local args = {op, cost, margin}
     for j = 1, c do
       args[3 + j] = ARGV[at + 1 + j]
     end
+    for j = c + 1, wide do
+      args[3 + j] = nil
+    end
+    wide = c
     at = at + 2 + c
-    local r = run({KEYS[k]}, args, recorder)
+    keys[1] = KEYS[k]
+    local r = run(keys, args, recorder)
     k = k + 1
     if r.err then
       return r
@@ -50,7 +58,12 @@ while at <= #ARGV do
     replies[i] = r
   end
   if op == 'a' then
-    local d = combine(replies, n)
+    if n == 1 then
+      d = replies[1]
+      d[5] = 0
+    else
+      d = combine(replies, n)
+    end
     if d[1] ~= 1 then
       allowed = false
     end
