@@ -1,7 +1,6 @@
 package slogobs_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,27 +19,9 @@ import (
 	"github.com/floodgate/floodgate/slogobs"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // textLogger logs at level and above to a buffer, without the time.
-func textLogger(level slog.Level) (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func textLogger(level slog.Level) (*slog.Logger, *coretest.Buffer) {
+	buf := &coretest.Buffer{}
 	h := slog.NewTextHandler(buf, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -60,7 +41,7 @@ var (
 	down  = &core.StoreError{Op: "allow", Err: errors.New("dial tcp 10.0.0.9:6379: connection refused")}
 )
 
-func newObserver(t *testing.T, level slog.Level, opts ...slogobs.Option) (*slogobs.Observer, *syncBuffer, *coretest.Clock) {
+func newObserver(t *testing.T, level slog.Level, opts ...slogobs.Option) (*slogobs.Observer, *coretest.Buffer, *coretest.Clock) {
 	t.Helper()
 	clock := coretest.NewClock(t0)
 	logger, buf := textLogger(level)

@@ -12,8 +12,9 @@
 // (domain, nested descriptors with key and value, rate_limit with unit and
 // requests_per_unit, unlimited, shadow_mode, replaces, name,
 // detailed_metric), one domain per file (-merge-domains merges a domain
-// split over files), every *.yaml and *.yml file of the directory; floodgate's additions are optional fields of rate_limit
-// (algorithm, burst, and further limits that all apply). A changed file
+// split over files), every *.yaml and *.yml file of the directory;
+// floodgate's additions are optional fields of rate_limit (algorithm,
+// burst, and further limits that all apply). A changed file
 // is reloaded while the service runs; a file that does not load is kept
 // out, reported, and the rest stays in force. -check loads the directory
 // and exits, 0 if every file loads and 1 with every error if not.
@@ -34,4 +35,8 @@
 // -redis-master a Sentinel master's Sentinels); REDIS_PASSWORD is read
 // from the environment only. -failure says what a descriptor gets while
 // the store fails: closed (OVER_LIMIT, the default) or open (OK).
+//
+// It logs to standard output as slog's text lines: what it serves, each
+// configuration load or rejected file, the stop; and, as warnings, the
+// Redis client's own messages (a node it cannot dial).
 package main

@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
 )
@@ -21,6 +24,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// go-redis's own messages (a dial that failed, a pool's trouble) go to
+	// the service's log, not to the standard logger on stderr. Set here,
+	// once: the client's logger is global, and tests call run many times.
+	redis.SetLogger(redisLog{slog.New(slog.NewTextHandler(os.Stdout, nil))})
 	if err := run(ctx, os.Args[1:], os.Stdout, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "floodgate-ratelimit:", err)
 		var exit exitCode
@@ -29,6 +36,13 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// redisLog writes go-redis's messages to log as warnings.
+type redisLog struct{ log *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 // exitCode is an error that asks for a particular exit status: 2 for a

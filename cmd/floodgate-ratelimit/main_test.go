@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // service is the command running in this process, and a client of it.
@@ -25,25 +28,7 @@ type service struct {
 	conn     *grpc.ClientConn
 	httpAddr string
 	stop     func() error // cancels run and returns its error
-	out      *syncBuffer
-}
-
-// syncBuffer is the command's output, written from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out      *coretest.Buffer
 }
 
 // start runs the command with args (and listeners on 127.0.0.1:0).
@@ -53,7 +38,7 @@ func start(t *testing.T, args ...string) *service {
 	type addrs struct{ grpc, http string }
 	up := make(chan addrs, 1)
 	done := make(chan error, 1)
-	out := &syncBuffer{}
+	out := &coretest.Buffer{}
 	args = append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)
 	go func() {
 		done <- run(ctx, args, out, func(g, h string) { up <- addrs{g, h} })
@@ -222,4 +207,21 @@ func get(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestRedisLog: go-redis's own messages become warnings in the service's
+// structured log.
+func TestRedisLog(t *testing.T) {
+	var b strings.Builder
+	l := redisLog{slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))}
+	l.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts: %v", 5, "connection refused")
+	want := `level=WARN msg="redis client" detail="redis: connection pool: failed to dial after 5 attempts: connection refused"` + "\n"
+	if b.String() != want {
+		t.Fatalf("logged %q, want %q", b.String(), want)
+	}
 }

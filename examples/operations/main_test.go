@@ -8,29 +8,11 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/coretest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the servers' goroutines to log to
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRun runs the demo against the real loopback servers and checks what
 // it printed: the addresses, a drawn token, the refusals, the metrics, the
@@ -38,7 +20,7 @@ func (s *syncBuffer) String() string {
 // refusals were logged.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	var logs syncBuffer
+	var logs coretest.Buffer
 	err := run(context.Background(), config{
 		api: "127.0.0.1:0", admin: "127.0.0.1:0", out: &out,
 		log: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -83,7 +65,7 @@ func TestServe(t *testing.T) {
 	defer stop()
 	type addrs struct{ api, admin string }
 	ready := make(chan addrs, 1)
-	var out syncBuffer
+	var out coretest.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, config{
