@@ -137,4 +137,12 @@ func TestOverride(t *testing.T) {
 	if got := ask("web", desc("user=bob")); got != "OK 100/SECOND" {
 		t.Fatalf("no override: %s", got)
 	}
+	// A reload (the same configuration loaded again) keeps an override's
+	// count, as it keeps a configured rule's.
+	if err := svc.SetRules(rls.FromConfig(c)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask("web", over(1, "user=bob")); got != "OVER_LIMIT 1/MINUTE" {
+		t.Fatalf("override after a reload: %s, want its minute still spent", got)
+	}
 }

@@ -65,9 +65,13 @@ type state struct {
 	compiled map[*Rule]*compiled
 	bySig    map[string]*compiled // what the next configuration may keep
 	// late holds the rules Rules made up after SetRules (a descriptor's
-	// own limit): *Rule to *compiled, compiled on first use. They start
-	// afresh with each configuration.
-	late sync.Map
+	// own limit): *Rule to *compiled, compiled on first use, or taken from
+	// carried: the previous configuration's, by signature, so that a
+	// reload keeps their state as it keeps the configured rules'. Only
+	// the previous configuration's are carried, so that they stay as
+	// bounded as Rules keeps them.
+	late    sync.Map
+	carried map[string]*compiled
 }
 
 // compiled is a rule with its limiter and the text of its header fields.
@@ -113,9 +117,12 @@ func (s *Service) later(st *state, r *Rule) (*compiled, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	c, err := s.compile(r)
-	if err != nil {
-		return nil, err
+	c := st.carried[r.signature()]
+	if c == nil {
+		var err error
+		if c, err = s.compile(r); err != nil {
+			return nil, err
+		}
 	}
 	v, _ := st.late.LoadOrStore(r, c)
 	return v.(*compiled), nil
@@ -133,16 +140,24 @@ func New(c Config) (*Service, error) {
 // SetRules makes rules the configuration: all lists every rule it can
 // match. A rule of the same ID and limits as one of the configuration it
 // replaces keeps that rule's limiter, and so its keys' state; the others
-// get new ones. An invalid rule is an error, and the configuration in
+// get new ones. So does a rule Rules makes up after (a descriptor's own
+// limit) as one the replaced configuration made up. An invalid rule is an error, and the configuration in
 // place stays.
 func (s *Service) SetRules(rules Rules, all []*Rule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var old map[string]*compiled
+	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all))}
 	if st := s.state.Load(); st != nil {
 		old = st.bySig
+		st.late.Range(func(k, v any) bool {
+			if next.carried == nil {
+				next.carried = make(map[string]*compiled)
+			}
+			next.carried[k.(*Rule).signature()] = v.(*compiled)
+			return true
+		})
 	}
-	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all))}
 	for _, r := range all {
 		if err := r.check(); err != nil {
 			return err
