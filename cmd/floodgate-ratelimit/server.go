@@ -169,11 +169,20 @@ type redisMulti struct{ m *redisstore.Multi }
 
 func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
 	var buf [8]redisstore.Item
-	items := buf[:0]
+	return r.m.Allow(ctx, items(buf[:0], cs))
+}
+
+func (r redisMulti) RefundAll(ctx context.Context, cs []rls.Charge) error {
+	var buf [8]redisstore.Item
+	return r.m.Refund(ctx, items(buf[:0], cs))
+}
+
+// items appends the charges to buf as a Multi's items.
+func items(buf []redisstore.Item, cs []rls.Charge) []redisstore.Item {
 	for _, c := range cs {
-		items = append(items, redisstore.Item{Key: c.Key, Limits: c.Limits, Cost: c.Cost})
+		buf = append(buf, redisstore.Item{Key: c.Key, Limits: c.Limits, Cost: c.Cost})
 	}
-	return r.m.Allow(ctx, items)
+	return buf
 }
 
 func storeName(s *settings) string {

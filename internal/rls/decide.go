@@ -28,6 +28,7 @@ type item struct {
 	decided bool // d is the limiter's answer
 	charged bool // the limiter admitted, and charged, the request
 	refused bool // enforced and refused (or failed closed)
+	multi   bool // a shadow descriptor decided, or hits given back, by the Multi
 	err     error
 }
 
@@ -104,6 +105,7 @@ const maxCost = 1 << 31
 // request is refused: by a rule not in quota mode, or by every rule in
 // quota mode. A refused request stays charged by none of them.
 func (s *Service) enforce(ctx context.Context, items []item) bool {
+	deny := s.denyAll(ctx, items)
 	rate, quota, quotaRefused := false, 0, 0
 	for i := range items {
 		it := &items[i]
@@ -117,6 +119,9 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 			}
 			continue
 		}
+		if deny {
+			continue
+		}
 		s.allow(ctx, it)
 		if it.rule.Quota {
 			quota++
@@ -128,6 +133,9 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 				rate = true
 			}
 		}
+	}
+	if deny {
+		return true
 	}
 	refused := rate || quota > 0 && quotaRefused == quota
 	for i := range items {
@@ -144,6 +152,22 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 		}
 	}
 	return refused
+}
+
+// denyAll reports whether an enforced descriptor falls under a rule, not
+// in quota mode, that refuses every request (requests_per_unit 0): the
+// request is then refused as it stands, no store is asked and nothing is
+// charged. Only those descriptors are decided (refused), and observed.
+func (s *Service) denyAll(ctx context.Context, items []item) bool {
+	deny := false
+	for i := range items {
+		it := &items[i]
+		if it.limited() && !it.rule.Shadow && !it.rule.Quota && it.rule.DenyAll && !it.back {
+			it.refused, deny = true, true
+			s.observe(ctx, it, false)
+		}
+	}
+	return deny
 }
 
 // limited reports whether it is to be decided: it falls under a rule
@@ -176,9 +200,12 @@ func (s *Service) allow(ctx context.Context, it *item) {
 // shadow decides the shadow descriptors of an admitted request, which
 // enforcing them would have charged; their refusals refuse nothing.
 func (s *Service) shadow(ctx context.Context, items []item) {
+	if s.c.Multi != nil {
+		s.shadowMulti(ctx, items)
+	}
 	for i := range items {
 		it := &items[i]
-		if !it.limited() || !it.rule.Shadow {
+		if !it.limited() || !it.rule.Shadow || it.multi {
 			continue
 		}
 		if it.back {

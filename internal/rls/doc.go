@@ -26,8 +26,12 @@
 // once the enforced descriptors admitted the request (so that it counts
 // what enforcing it would have counted), and its refusals never refuse the
 // request. An unlimited rule is never charged; a rule named in another
-// matching rule's replaces list is skipped for that request; a rule whose
-// quota is 0 refuses every request without a charge. Rules in quota mode
+// matching rule's replaces list is skipped for that request. A rule whose
+// quota is 0 refuses every request: one it names (outside quota mode) is
+// refused as it stands, with no store asked and its other descriptors
+// neither charged nor counted, so a refused client costs nothing. With
+// Config.Multi, a request's shadow descriptors are decided in one more
+// call and the hits it gives back in another. Rules in quota mode
 // (envoyproxy/ratelimit's quota_mode) refuse a request only when all of
 // them refuse it; one that refused an admitted request is not charged.
 //

@@ -12,11 +12,13 @@ import (
 // every charge's limits admit it and every charge is made, or none is.
 // cmd/floodgate-ratelimit makes one of redisstore.Multi.
 //
-// The service gives it the enforced descriptors of a request whose rules
-// are neither in quota mode nor deny all, none of them giving hits back
-// (is_negative_hits); the others, and shadow rules, are decided by Store's
-// limiters as without a Multi. So it must keep each key's state where the
-// limiter Store makes for the same limits does.
+// The service gives it, in one call, the enforced descriptors of a request
+// whose rules are not in quota mode (quota mode goes to Store's limiters,
+// one at a time); in one more each, the hits a request gives back
+// (is_negative_hits) and, once the request is admitted, its shadow
+// descriptors. A request that a rule refusing everything (requests_per_unit
+// 0) names is refused without a call. So a Multi must keep each key's
+// state where the limiter Store makes for the same limits does.
 type Multi interface {
 	// AllowAll returns the decisions in the charges' order, each as the
 	// limiter of the charge's limits would make it on that state (an
@@ -26,6 +28,9 @@ type Multi interface {
 	// other error (a charge it cannot decide) sends the request to Store's
 	// limiters, one at a time.
 	AllowAll(ctx context.Context, charges []Charge) ([]core.Decision, error)
+	// RefundAll gives every charge's cost back to its limits, never beyond
+	// a whole quota. An error is every charge's.
+	RefundAll(ctx context.Context, charges []Charge) error
 }
 
 // Charge is one key of a Multi's call: its limits (a rule's) and its cost.
@@ -35,30 +40,64 @@ type Charge struct {
 	Cost   int
 }
 
+// charge is it as a Multi takes it.
+func (it *item) charge() Charge {
+	return Charge{Key: it.key, Limits: it.rule.Limits, Cost: it.cost}
+}
+
+// batch is the descriptors of one Multi call: their charges, and where
+// they are among the request's items.
+type batch struct {
+	charges []Charge
+	at      []int
+	cbuf    [8]Charge
+	abuf    [8]int
+}
+
+func (b *batch) add(items []item, i int) {
+	if b.charges == nil {
+		b.charges, b.at = b.cbuf[:0], b.abuf[:0]
+	}
+	b.charges = append(b.charges, items[i].charge())
+	b.at = append(b.at, i)
+}
+
 // enforceMulti decides the enforced descriptors with the Multi, as
 // enforce does a limiter at a time, and reports whether the request is
 // refused; ok is false when it cannot (enforce decides the request).
 func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok bool) {
-	var buf [8]Charge
-	charges, at := buf[:0], make([]int, 0, len(items))
+	var charges, backs batch
 	for i := range items {
 		it := &items[i]
 		if !it.limited() || it.rule.Shadow {
 			continue
 		}
-		if it.c == nil || it.rule.Quota || it.back {
+		switch {
+		case it.rule.Quota:
 			return false, false
+		case it.rule.DenyAll:
+		case it.c == nil:
+			return false, false // not compiled: enforce reports why
+		case it.back:
+			backs.add(items, i)
+		default:
+			charges.add(items, i)
 		}
-		charges = append(charges, Charge{Key: it.key, Limits: it.rule.Limits, Cost: it.cost})
-		at = append(at, i)
 	}
-	if len(charges) == 0 {
+	if s.denyAll(ctx, items) {
+		s.refundAll(ctx, items, &backs, false)
+		return true, true
+	}
+	if len(charges.charges) == 0 {
+		s.refundAll(ctx, items, &backs, false)
 		return false, true
 	}
-	ds, err := s.c.Multi.AllowAll(ctx, charges)
+	at := charges.at
+	ds, err := s.c.Multi.AllowAll(ctx, charges.charges)
 	if err != nil && !errors.Is(err, core.ErrStore) && ctx.Err() == nil {
-		return false, false
+		return false, false // before any refund: enforce makes them
 	}
+	s.refundAll(ctx, items, &backs, false)
 	if err != nil {
 		refused = pipeline.Classify(err) != core.OutcomeStoreError || s.c.Failure != core.FailOpen
 		for _, i := range at {
@@ -82,4 +121,64 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 		s.observe(ctx, &items[i], !refused)
 	}
 	return refused, true
+}
+
+// refundAll gives back the hits of backs, descriptors of a request with
+// is_negative_hits, in one Multi call; shadow says whether they are shadow
+// descriptors (whose request is admitted, whatever they say).
+func (s *Service) refundAll(ctx context.Context, items []item, backs *batch, shadow bool) {
+	if len(backs.charges) == 0 {
+		return
+	}
+	err := s.c.Multi.RefundAll(ctx, backs.charges)
+	for _, i := range backs.at {
+		it := &items[i]
+		it.err, it.multi = err, true
+		s.observe(ctx, it, shadow || err == nil)
+	}
+}
+
+// shadowMulti decides the shadow descriptors of an admitted request that
+// it can with the Multi, as shadow does one at a time: those that give
+// hits back in one call, and the others in one more. Each is to be
+// charged if its own limits admit it; so when some refuse, the call
+// charges none and those that admitted are left to shadow, one at a time.
+// A store error is every descriptor's; any other error leaves them all to
+// shadow.
+func (s *Service) shadowMulti(ctx context.Context, items []item) {
+	var charges, backs batch
+	for i := range items {
+		if it := &items[i]; it.limited() && it.rule.Shadow && it.c != nil {
+			if it.back {
+				backs.add(items, i)
+			} else {
+				charges.add(items, i)
+			}
+		}
+	}
+	s.refundAll(ctx, items, &backs, true)
+	if len(charges.charges) == 0 {
+		return
+	}
+	ds, err := s.c.Multi.AllowAll(ctx, charges.charges)
+	if err != nil && !errors.Is(err, core.ErrStore) && ctx.Err() == nil {
+		return
+	}
+	all := err == nil
+	for j := range ds {
+		all = all && ds[j].Allowed
+	}
+	for j, i := range charges.at {
+		it := &items[i]
+		switch {
+		case err != nil:
+			it.err = err
+		case !all && ds[j].Allowed:
+			continue // not charged: shadow decides it alone
+		default:
+			it.d, it.decided, it.charged, it.refused = ds[j], true, ds[j].Allowed, !ds[j].Allowed
+		}
+		it.multi = true
+		s.observe(ctx, it, true)
+	}
 }

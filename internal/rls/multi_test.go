@@ -9,6 +9,8 @@ import (
 	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/coretest"
@@ -22,10 +24,11 @@ type memMulti struct {
 	clock *coretest.Clock
 	err   error // when set, AllowAll fails with it
 
-	mu    sync.Mutex
-	lims  map[string]core.Limiter
-	calls int // AllowAll calls
-	one   int // the Store's limiters' Allow calls
+	mu      sync.Mutex
+	lims    map[string]core.Limiter
+	calls   int // AllowAll calls
+	refunds int // RefundAll calls
+	one     int // the Store's limiters' Allow calls
 }
 
 func (m *memMulti) get(limits []core.Limit) core.Limiter {
@@ -81,6 +84,21 @@ func (m *memMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decisi
 	return ds, nil
 }
 
+func (m *memMulti) RefundAll(ctx context.Context, cs []rls.Charge) error {
+	m.mu.Lock()
+	m.refunds++
+	m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	for _, c := range cs {
+		if err := m.get(c.Limits).Refund(ctx, c.Key, c.Cost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func newMultiRig(t *testing.T, tb table, c rls.Config) (*rig, *memMulti) {
 	m := &memMulti{lims: map[string]core.Limiter{}, clock: coretest.NewClock(time.Unix(1_800_000_000, 0))}
 	c.Store, c.Multi = m.store, m
@@ -91,36 +109,57 @@ func newMultiRig(t *testing.T, tb table, c rls.Config) (*rig, *memMulti) {
 
 // TestMultiOneCall: with a Multi, a request's enforced descriptors are one
 // call of it, all or nothing, and the answers are those of the limiters
-// one at a time; shadow rules, quota mode and hits given back still go to
-// the Store's limiters.
+// one at a time; so are its shadow descriptors, once it is admitted, and
+// the hits it gives back, in one more call each. A shadow call that one
+// descriptor refuses charges none: the others are decided alone. A rule
+// that refuses every request refuses without a call; quota mode still goes
+// to the Store's limiters.
 func TestMultiOneCall(t *testing.T) {
 	a, b := perMinute("a", "a", 2), perMinute("b", "b", 1)
-	sh := perMinute("s", "s", 1)
-	sh.Shadow = true
+	sh, sh5 := perMinute("s", "s", 1), perMinute("s5", "s5", 5)
+	sh.Shadow, sh5.Shadow = true, true
 	q := perMinute("q", "q", 5)
 	q.Quota = true
-	g, m := newMultiRig(t, table{"d|k=a": {a, "ka"}, "d|k=b": {b, "kb"}, "d|k=s": {sh, "ks"}, "d|k=q": {q, "kq"}}, rls.Config{})
+	z := &rls.Rule{ID: "z", DenyAll: true, Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE}
+	g, m := newMultiRig(t, table{"d|k=a": {a, "ka"}, "d|k=b": {b, "kb"}, "d|k=s": {sh, "ks"}, "d|k=s5": {sh5, "ks5"},
+		"d|k=q": {q, "kq"}, "d|k=z": {z, "kz"}}, rls.Config{})
+	back := func(kv string) *rlcommon.RateLimitDescriptor {
+		d := desc(kv)
+		d.HitsAddend, d.IsNegativeHits = wrapperspb.UInt64(1), true
+		return d
+	}
+	ds := func(d ...*rlcommon.RateLimitDescriptor) []*rlcommon.RateLimitDescriptor { return d }
 	steps := []struct {
-		ds         []*rlcommon.RateLimitDescriptor
-		want       string
-		calls, one int
+		ds                  []*rlcommon.RateLimitDescriptor
+		want                string
+		calls, refunds, one int
 	}{
-		{[]*rlcommon.RateLimitDescriptor{desc("k=a"), desc("k=b")}, "OK OK/1 OK/0", 1, 0},
-		{[]*rlcommon.RateLimitDescriptor{desc("k=a"), desc("k=b")}, "OVER_LIMIT OK/1 OVER_LIMIT/0", 1, 0},
-		{[]*rlcommon.RateLimitDescriptor{desc("k=a")}, "OK OK/0", 1, 0},
-		{[]*rlcommon.RateLimitDescriptor{desc("k=zzz")}, "OK OK/0", 0, 0},
-		// A shadow rule: the Multi for the enforced, its limiter after.
-		{[]*rlcommon.RateLimitDescriptor{desc("k=s"), desc("k=zzz")}, "OK OK/0 OK/0", 0, 1},
+		{ds(desc("k=a"), desc("k=b")), "OK OK/1 OK/0", 1, 0, 0},
+		{ds(desc("k=a"), desc("k=b")), "OVER_LIMIT OK/1 OVER_LIMIT/0", 1, 0, 0},
+		{ds(desc("k=a")), "OK OK/0", 1, 0, 0},
+		{ds(desc("k=zzz")), "OK OK/0", 0, 0, 0},
+		// Shadow rules: the Multi for the enforced, then for the shadow.
+		{ds(desc("k=s"), desc("k=zzz")), "OK OK/0 OK/0", 1, 0, 0},
+		{ds(desc("k=a"), desc("k=s5")), "OVER_LIMIT OVER_LIMIT/0 OK/0", 1, 0, 0}, // refused: no shadow
+		{ds(desc("k=s"), desc("k=s5")), "OK OK/0 OK/4", 1, 0, 1},                 // s refuses: s5 alone
+		{ds(desc("k=s5")), "OK OK/3", 1, 0, 0},                                   // charged once
 		// Quota mode: the limiters, one at a time.
-		{[]*rlcommon.RateLimitDescriptor{desc("k=q")}, "OK OK/4", 0, 1},
+		{ds(desc("k=q")), "OK OK/4", 0, 0, 1},
+		// Hits given back: one RefundAll; a has one again.
+		{ds(back("k=a"), desc("k=zzz")), "OK OK/0 OK/0", 0, 1, 0},
+		// A rule refusing all: no call, and a is not charged...
+		{ds(desc("k=z"), desc("k=a")), "OVER_LIMIT OVER_LIMIT/0 OK/0", 0, 0, 0},
+		// ... so its one is still there.
+		{ds(desc("k=a")), "OK OK/0", 1, 0, 0},
 	}
 	for i, s := range steps {
-		calls, one := m.calls, m.one
+		calls, refunds, one := m.calls, m.refunds, m.one
 		if _, got := g.ask(0, s.ds...); got != s.want {
 			t.Fatalf("step %d: %s, want %s", i, got, s.want)
 		}
-		if m.calls-calls != s.calls || m.one-one != s.one {
-			t.Fatalf("step %d: %d Multi calls and %d limiter calls, want %d and %d", i, m.calls-calls, m.one-one, s.calls, s.one)
+		if m.calls-calls != s.calls || m.refunds-refunds != s.refunds || m.one-one != s.one {
+			t.Fatalf("step %d: %d Multi calls, %d refunds and %d limiter calls, want %d, %d and %d",
+				i, m.calls-calls, m.refunds-refunds, m.one-one, s.calls, s.refunds, s.one)
 		}
 	}
 }

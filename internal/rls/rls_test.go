@@ -405,9 +405,15 @@ func TestDenyAllAndQuota(t *testing.T) {
 	q1.Quota, q2.Quota = true, true
 	a := perMinute("a", "a", 10)
 	g := newRig(t, table{"d|deny=1": {deny, "kd"}, "d|q1=1": {q1, "k1"}, "d|q2=1": {q2, "k2"}, "d|a=1": {a, "ka"}}, rls.Config{})
+	// A rule refusing all refuses the request as it stands: a is neither
+	// asked (its status has its limit, and no count) nor charged.
 	resp, got := g.ask(0, desc("deny=1"), desc("a=1"))
-	if got != "OVER_LIMIT OVER_LIMIT/0 OK/10" || resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit() != 0 {
-		t.Fatalf("deny all: %s %v", got, resp.GetStatuses()[0])
+	if got != "OVER_LIMIT OVER_LIMIT/0 OK/0" || resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit() != 0 ||
+		resp.GetStatuses()[1].GetCurrentLimit().GetRequestsPerUnit() != 10 || resp.GetStatuses()[1].GetDurationUntilReset() != nil {
+		t.Fatalf("deny all: %s %v", got, resp.GetStatuses())
+	}
+	if e := g.seen[len(g.seen)-1]; len(g.seen) != 1 || e.Key != "kd" || e.Outcome != core.OutcomeDenied {
+		t.Fatalf("deny all observed %+v, want the deny-all descriptor's refusal alone", g.seen)
 	}
 	// Quota rules refuse the request only when all of them refuse.
 	steps := []string{
