@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/floodgate/floodgate/internal/redistest"
@@ -92,5 +94,59 @@ func TestOneRoundTrip(t *testing.T) {
 	r := s.ask("d", 0, desc("user=ann"))
 	if got := r.GetStatuses()[0].GetLimitRemaining(); got != 50-3-1 {
 		t.Fatalf("user after the requests: %d left, want %d", got, 50-3-1)
+	}
+}
+
+// TestRoundTrips: on Redis, a request's shadow descriptors are one more
+// command (once it is admitted), the hits it gives back one, and a request
+// a deny-all rule names none.
+func TestRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	dir := t.TempDir()
+	write(t, dir, "d.yaml", `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: beta
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: tenant
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: blocked
+    rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: q
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+`)
+	s := start(t, "-config", dir, "-redis", srv.Addr())
+	s.ask("d", 0, desc("user=warm")) // loads the Multi's library
+	s.ask("d", 0, desc("q=warm"))    // and the limiters' (quota mode)
+	back := desc("user=ann")
+	back.HitsAddend, back.IsNegativeHits = wrapperspb.UInt64(1), true
+	for _, row := range []struct {
+		name     string
+		ds       []*rlcommon.RateLimitDescriptor
+		want     string
+		commands int64
+	}{
+		{"enforced and two shadow", []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("beta=x"), desc("tenant=t")}, "OK OK/4 OK/0 OK/9", 2},
+		// beta is spent: the shadow call refuses, tenant goes alone.
+		{"a shadow refusing", []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("beta=x"), desc("tenant=t")}, "OK OK/3 OK/0 OK/8", 3},
+		{"blocked", []*rlcommon.RateLimitDescriptor{desc("blocked=1"), desc("user=ann"), desc("tenant=t")}, "OVER_LIMIT OVER_LIMIT/0 OK/0 OK/0", 0},
+		{"hits given back", []*rlcommon.RateLimitDescriptor{back}, "OK OK/0", 1},
+		{"after", []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("tenant=t")}, "OK OK/3 OK/7", 2},
+	} {
+		before := commands(t, c)
+		r := s.ask("d", 0, row.ds...)
+		got := []string{r.GetOverallCode().String()}
+		for _, st := range r.GetStatuses() {
+			got = append(got, st.GetCode().String()+"/"+strconv.Itoa(int(st.GetLimitRemaining())))
+		}
+		if n := commands(t, c) - before; strings.Join(got, " ") != row.want || n != row.commands {
+			t.Fatalf("%s: %s after %d Redis commands, want %s after %d", row.name, strings.Join(got, " "), n, row.want, row.commands)
+		}
 	}
 }
