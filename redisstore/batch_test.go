@@ -54,6 +54,38 @@ func (h *holder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	}
 }
 
+// sized checks that the pipelines seen held scripts alone, as many
+// as sizes says, in order.
+func (h *holder) sized(t *testing.T, sizes ...int) {
+	t.Helper()
+	var got []int
+	for _, p := range h.seen() {
+		for _, name := range p {
+			if name != "fcall" {
+				t.Fatalf("pipeline %v: want only fcall", p)
+			}
+		}
+		got = append(got, len(p))
+	}
+	if !slices.Equal(got, sizes) {
+		t.Fatalf("pipelines of %v calls, want %v", got, sizes)
+	}
+}
+
+// waitIdle waits (bounded) until none of l's round trips is under way:
+// callers have their answers before the goroutine that sent the last
+// batch gives its round trip back, and a call made before that would
+// queue behind it.
+func waitIdle(t *testing.T, l *redisstore.Limiter) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !redisstore.Idle(l); {
+		if time.Now().After(deadline) {
+			t.Fatal("round trips still under way 5 s after every answer")
+		}
+		runtime.Gosched()
+	}
+}
+
 func (h *holder) seen() [][]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -158,27 +190,9 @@ func TestBatching(t *testing.T) {
 			t.Fatalf("batched calls left %v, want 990...999: each charged once", remaining)
 		}
 	}
-	var sizes []int
-	for _, p := range r.h.seen() {
-		for _, name := range p {
-			if name != "fcall" {
-				t.Fatalf("pipeline %v: want only fcall", p)
-			}
-		}
-		sizes = append(sizes, len(p))
-	}
-	if !slices.Equal(sizes, []int{4, 4, 2}) {
-		t.Fatalf("pipelines of %v calls, want [4 4 2]", sizes)
-	}
-	// Alone again: no pipeline. The callers have their answers before the
-	// goroutine that sent the last batch gives its round trip back: wait
-	// for that (bounded), or this call would queue behind it.
-	for deadline := time.Now().Add(5 * time.Second); !redisstore.Idle(r.lim); {
-		if time.Now().After(deadline) {
-			t.Fatal("round trips still under way 5 s after every answer")
-		}
-		runtime.Gosched()
-	}
+	r.h.sized(t, 4, 4, 2)
+	// Alone again: no pipeline.
+	waitIdle(t, r.lim)
 	if _, err := r.lim.Allow(context.Background(), "after", 1); err != nil {
 		t.Fatal(err)
 	}

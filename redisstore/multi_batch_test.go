@@ -100,24 +100,8 @@ func TestMultiBatching(t *testing.T) {
 	if refused != 1 {
 		t.Fatalf("%d calls with the spent key answered, want 1", refused)
 	}
-	var sizes []int
-	for _, p := range h.seen() {
-		for _, name := range p {
-			if name != "fcall" {
-				t.Fatalf("pipeline %v: want only fcall", p)
-			}
-		}
-		sizes = append(sizes, len(p))
-	}
-	if !slices.Equal(sizes, []int{4, 4, 2}) {
-		t.Fatalf("pipelines of %v calls, want [4 4 2]: one script per call", sizes)
-	}
-	for deadline := time.Now().Add(5 * time.Second); !redisstore.Idle(redisstore.LimiterOf(m)); {
-		if time.Now().After(deadline) {
-			t.Fatal("round trips still under way 5 s after every answer")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	h.sized(t, 4, 4, 2) // one script per call
+	waitIdle(t, redisstore.LimiterOf(m))
 	ds, err := m.Allow(ctx, three)
 	if err != nil || ds[1].Remaining != 998-2*10 {
 		t.Fatalf("b after 10 admitted calls of 2 and this one: %+v, %v; want %d left", ds, err, 998-2*10)
