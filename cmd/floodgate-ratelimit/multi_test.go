@@ -99,7 +99,8 @@ func TestOneRoundTrip(t *testing.T) {
 
 // TestRoundTrips: on Redis, a request's shadow descriptors are one more
 // command (once it is admitted), the hits it gives back one, and a request
-// a deny-all rule names none.
+// a deny-all rule names none; rules in quota mode are in the request's one
+// command.
 func TestRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -122,8 +123,11 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10}
 `)
 	s := start(t, "-config", dir, "-redis", srv.Addr())
-	s.ask("d", 0, desc("user=warm")) // loads the Multi's library
-	s.ask("d", 0, desc("q=warm"))    // and the limiters' (quota mode)
+	// Load the Multi's library, and the limiters' (a shadow descriptor
+	// decided alone when another refuses).
+	for range 2 {
+		s.ask("d", 0, desc("user=warm"), desc("beta=warm"), desc("tenant=warm"))
+	}
 	back := desc("user=ann")
 	back.HitsAddend, back.IsNegativeHits = wrapperspb.UInt64(1), true
 	for _, row := range []struct {
@@ -138,6 +142,7 @@ descriptors:
 		{"blocked", []*rlcommon.RateLimitDescriptor{desc("blocked=1"), desc("user=ann"), desc("tenant=t")}, "OVER_LIMIT OVER_LIMIT/0 OK/0 OK/0", 0},
 		{"hits given back", []*rlcommon.RateLimitDescriptor{back}, "OK OK/0", 1},
 		{"after", []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("tenant=t")}, "OK OK/3 OK/7", 2},
+		{"quota mode", []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("q=1")}, "OK OK/2 OK/9", 1},
 	} {
 		before := commands(t, c)
 		r := s.ask("d", 0, row.ds...)

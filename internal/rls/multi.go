@@ -12,11 +12,11 @@ import (
 // every charge's limits admit it and every charge is made, or none is.
 // cmd/floodgate-ratelimit makes one of redisstore.Multi.
 //
-// The service gives it, in one call, the enforced descriptors of a request
-// whose rules are not in quota mode (quota mode goes to Store's limiters,
-// one at a time); in one more each, the hits a request gives back
-// (is_negative_hits) and, once the request is admitted, its shadow
-// descriptors. A request that a rule refusing everything (requests_per_unit
+// The service gives it, in one call, the enforced descriptors of a
+// request (when rules in quota mode refuse, but not all of them, the
+// others in one more: the request goes on without them); in one more each,
+// the hits a request gives back (is_negative_hits) and, once the request
+// is admitted, its shadow descriptors. A request that a rule refusing everything (requests_per_unit
 // 0) names is refused without a call. So a Multi must keep each key's
 // state where the limiter Store makes for the same limits does.
 type Multi interface {
@@ -73,8 +73,8 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 			continue
 		}
 		switch {
-		case it.rule.Quota:
-			return false, false
+		case it.rule.DenyAll && it.rule.Quota:
+			return false, false // enforce counts it among quota refusals
 		case it.rule.DenyAll:
 		case it.c == nil:
 			return false, false // not compiled: enforce reports why
@@ -98,29 +98,63 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 		return false, false // before any refund: enforce makes them
 	}
 	s.refundAll(ctx, items, &backs, false)
-	if err != nil {
-		refused = pipeline.Classify(err) != core.OutcomeStoreError || s.c.Failure != core.FailOpen
+	refused = s.decide(items, at, ds, err, true)
+	if !refused && err == nil {
+		// Rules in quota mode refused, not all of them, and nothing else
+		// did: the request goes on without them, and the others are
+		// decided again, all or nothing (any refusal now refuses it).
+		var rest batch
 		for _, i := range at {
-			items[i].err, items[i].refused = err, refused
-		}
-	} else {
-		for j, i := range at {
-			it := &items[i]
-			it.d, it.decided, it.refused = ds[j], true, !ds[j].Allowed
-			refused = refused || it.refused
-		}
-		for _, i := range at {
-			it := &items[i]
-			it.charged = !refused
-			if refused && it.d.Allowed {
-				it.d.Remaining += it.cost // as it was before the charge
+			if !items[i].refused {
+				rest.add(items, i)
 			}
+		}
+		if len(rest.at) < len(at) {
+			at = rest.at
+			ds, err = s.c.Multi.AllowAll(ctx, rest.charges)
+			refused = s.decide(items, at, ds, err, false)
 		}
 	}
 	for _, i := range at {
-		s.observe(ctx, &items[i], !refused)
+		items[i].charged = !refused && items[i].decided
+	}
+	for _, i := range charges.at {
+		it := &items[i]
+		if refused && it.decided && it.d.Allowed {
+			it.d.Remaining += it.cost // as it was before the charge
+		}
+		s.observe(ctx, it, !refused)
 	}
 	return refused, true
+}
+
+// decide sets the decisions of items[at...], a Multi call's answers ds or
+// its error err, and reports whether they refuse the request: a refusal
+// does, or, when quota is set, the refusal of every rule in quota mode; a
+// store error when the failure mode says so.
+func (s *Service) decide(items []item, at []int, ds []core.Decision, err error, quota bool) bool {
+	if err != nil {
+		refused := pipeline.Classify(err) != core.OutcomeStoreError || s.c.Failure != core.FailOpen
+		for _, i := range at {
+			items[i].err, items[i].refused = err, refused
+		}
+		return refused
+	}
+	rate, n, refusedN := false, 0, 0
+	for j, i := range at {
+		it := &items[i]
+		it.d, it.decided, it.refused = ds[j], true, !ds[j].Allowed
+		switch {
+		case quota && it.rule.Quota:
+			n++
+			if it.refused {
+				refusedN++
+			}
+		case it.refused:
+			rate = true
+		}
+	}
+	return rate || n > 0 && refusedN == n
 }
 
 // refundAll gives back the hits of backs, descriptors of a request with

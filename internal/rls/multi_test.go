@@ -112,8 +112,7 @@ func newMultiRig(t *testing.T, tb table, c rls.Config) (*rig, *memMulti) {
 // one at a time; so are its shadow descriptors, once it is admitted, and
 // the hits it gives back, in one more call each. A shadow call that one
 // descriptor refuses charges none: the others are decided alone. A rule
-// that refuses every request refuses without a call; quota mode still goes
-// to the Store's limiters.
+// that refuses every request refuses without a call.
 func TestMultiOneCall(t *testing.T) {
 	a, b := perMinute("a", "a", 2), perMinute("b", "b", 1)
 	sh, sh5 := perMinute("s", "s", 1), perMinute("s5", "s5", 5)
@@ -143,8 +142,8 @@ func TestMultiOneCall(t *testing.T) {
 		{ds(desc("k=a"), desc("k=s5")), "OVER_LIMIT OVER_LIMIT/0 OK/0", 1, 0, 0}, // refused: no shadow
 		{ds(desc("k=s"), desc("k=s5")), "OK OK/0 OK/4", 1, 0, 1},                 // s refuses: s5 alone
 		{ds(desc("k=s5")), "OK OK/3", 1, 0, 0},                                   // charged once
-		// Quota mode: the limiters, one at a time.
-		{ds(desc("k=q")), "OK OK/4", 0, 0, 1},
+		// Quota mode: the Multi too (TestMultiQuota).
+		{ds(desc("k=q")), "OK OK/4", 1, 0, 0},
 		// Hits given back: one RefundAll; a has one again.
 		{ds(back("k=a"), desc("k=zzz")), "OK OK/0 OK/0", 0, 1, 0},
 		// A rule refusing all: no call, and a is not charged...
@@ -161,6 +160,33 @@ func TestMultiOneCall(t *testing.T) {
 			t.Fatalf("step %d: %d Multi calls, %d refunds and %d limiter calls, want %d, %d and %d",
 				i, m.calls-calls, m.refunds-refunds, m.one-one, s.calls, s.refunds, s.one)
 		}
+	}
+}
+
+// TestMultiQuota: rules in quota mode refuse a request only when all of
+// them refuse; with a Multi, a request some of them refuse is decided again
+// without them, in a second call, and they are not charged.
+func TestMultiQuota(t *testing.T) {
+	q1, q2 := perMinute("q1", "q1", 1), perMinute("q2", "q2", 2)
+	q1.Quota, q2.Quota = true, true
+	a := perMinute("a", "a", 10)
+	g, m := newMultiRig(t, table{"d|q1=1": {q1, "k1"}, "d|q2=1": {q2, "k2"}, "d|a=1": {a, "ka"}}, rls.Config{})
+	for i, step := range []struct {
+		want  string
+		calls int
+	}{
+		{"OK OK/0 OK/1 OK/9", 1},
+		{"OK OVER_LIMIT/0 OK/0 OK/8", 2}, // q1 is out, q2 still admits: q1 not charged
+		{"OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0 OK/8", 1},
+	} {
+		calls := m.calls
+		if _, got := g.ask(0, desc("q1=1"), desc("q2=1"), desc("a=1")); got != step.want || m.calls-calls != step.calls || m.one != 0 {
+			t.Fatalf("step %d: %s after %d Multi calls and %d limiter calls, want %s after %d and none", i, got, m.calls-calls, m.one, step.want, step.calls)
+		}
+	}
+	// a was charged by the two admitted requests alone.
+	if _, got := g.ask(0, desc("a=1")); got != "OK OK/7" {
+		t.Fatalf("a after: %s, want OK OK/7", got)
 	}
 }
 
