@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,5 +154,72 @@ descriptors:
 		if n := commands(t, c) - before; strings.Join(got, " ") != row.want || n != row.commands {
 			t.Fatalf("%s: %s after %d Redis commands, want %s after %d", row.name, strings.Join(got, " "), n, row.want, row.commands)
 		}
+	}
+}
+
+// TestReplacesEndToEnd: a rule's replaces list, through the gRPC client, in
+// memory and on Redis (envoyproxy/ratelimit's README, Example 7, in hours
+// so that no window ends during the test): alone, the specific limit
+// applies; with the replacing descriptor in the same request, it alone
+// does.
+func TestReplacesEndToEnd(t *testing.T) {
+	const config = `domain: d
+descriptors:
+  - key: key_1
+    value: value_1
+    descriptors:
+      - key: user
+        rate_limit: {name: specific_limit, unit: hour, requests_per_unit: 2}
+  - key: key_2
+    value: value_2
+    descriptors:
+      - key: user
+        rate_limit:
+          replaces: [{name: specific_limit}]
+          unit: hour
+          requests_per_unit: 4
+`
+	srv := redistest.Start(t)
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "d.yaml", config)
+			args := []string{"-config", dir}
+			if store == "redis" {
+				args = append(args, "-redis", srv.Addr())
+			}
+			s := start(t, args...)
+			codes := func(ds ...*rlcommon.RateLimitDescriptor) string {
+				r := s.ask("d", 0, ds...)
+				out := []string{r.GetOverallCode().String()}
+				for _, st := range r.GetStatuses() {
+					out = append(out, fmt.Sprintf("%s/%d/%d", st.GetCode(), st.GetCurrentLimit().GetRequestsPerUnit(), st.GetLimitRemaining()))
+				}
+				return strings.Join(out, " ")
+			}
+			user := store + "-bob"
+			alone := desc("key_1=value_1", "user="+user)
+			for i, want := range []string{"OK OK/2/1", "OK OK/2/0", "OVER_LIMIT OVER_LIMIT/2/0"} {
+				if got := codes(alone); got != want {
+					t.Fatalf("specific alone, %d: %s, want %s", i, got, want)
+				}
+			}
+			// Together: the specific limit (spent) is replaced, so it neither
+			// refuses nor is charged; the replacing one allows 4.
+			user = store + "-ann"
+			both := []*rlcommon.RateLimitDescriptor{desc("key_1=value_1", "user="+user), desc("key_2=value_2", "user="+user)}
+			for i := range 4 {
+				if got, want := codes(both...), fmt.Sprintf("OK OK/0/0 OK/4/%d", 3-i); got != want {
+					t.Fatalf("together, %d: %s, want %s", i, got, want)
+				}
+			}
+			if got, want := codes(both...), "OVER_LIMIT OK/0/0 OVER_LIMIT/4/0"; got != want {
+				t.Fatalf("together, the fifth: %s, want %s", got, want)
+			}
+			// The specific limit was never charged while replaced.
+			if got := codes(desc("key_1=value_1", "user="+user)); got != "OK OK/2/1" {
+				t.Fatalf("specific after the replaced requests: %s, want OK OK/2/1", got)
+			}
+		})
 	}
 }
