@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,4 +238,42 @@ func (l *Limiter) pipeline(r *route, batch []*pending) {
 	if b != nil {
 		settle(b, v, vErr, false)
 	}
+}
+
+// queued reports whether every group's server batches its calls.
+func queued(gs []*group) bool {
+	for _, g := range gs {
+		if g.r.q == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// claim takes one round trip on the server of each group of gs (each
+// server once), if each has one free, and returns their routes, which the
+// caller hands off (Limiter.handOff) when its round trip ends; else it
+// takes none (giving back those it took) and returns false.
+func (l *Limiter) claim(gs []*group) ([]*route, bool) {
+	rs := make([]*route, 0, len(gs))
+	for _, g := range gs {
+		if slices.Contains(rs, g.r) {
+			continue
+		}
+		q := g.r.q
+		q.mu.Lock()
+		free := q.inFlight < q.limit
+		if free {
+			q.inFlight++
+		}
+		q.mu.Unlock()
+		if !free {
+			for _, r := range rs {
+				l.handOff(r)
+			}
+			return nil, false
+		}
+		rs = append(rs, g.r)
+	}
+	return rs, true
 }

@@ -39,10 +39,11 @@ import (
 // those keys short of the refunded units and be refused.
 //
 // The circuit breaker, the timeout, the failure reporting, Health and
-// batching (WithBatching) are a Limiter's: concurrent calls whose items
-// are all on one server share its round trips, each call one script of a
-// pipeline; a call on several Cluster masters goes in round trips of its
-// own. A script is never sent twice for one call. There is no deny cache
+// batching (WithBatching) are a Limiter's: concurrent calls share each
+// server's round trips, each call one script of a pipeline (a call on
+// several Cluster masters holds one round trip of each while it goes at
+// once, and shares theirs with the other calls once one is taken). A
+// script is never sent twice for one call. There is no deny cache
 // (a refusal is one item's, the answer every item's), and the options
 // WithLocalQuota and WithFallback are refused. A Multi is safe for
 // concurrent use.

@@ -16,17 +16,12 @@ import (
 )
 
 // BenchmarkMulti: calls of three fixed-window keys, each under its own
-// limit, over 4,096 values, on a redis-server of its own; sequential (one
-// round trip each) and from 64 goroutines (sharing round trips). Beside
-// time and allocations it reports the commands Redis ran per call.
+// limit, over 4,096 values, on a redis-server of its own and on a
+// three-master Cluster (where a call's keys are on two or three masters,
+// mostly); sequential (one round trip each) and from 64 goroutines
+// (sharing round trips). On the single server it also reports the
+// commands Redis ran per call.
 func BenchmarkMulti(b *testing.B) {
-	srv := redistest.Start(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	b.Cleanup(func() { c.Close() })
-	m, err := redisstore.NewMulti(c)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var limits [3][]core.Limit
 	for i := range limits {
 		limits[i] = []core.Limit{core.PerSecond(1_000_000_000 - i).WithAlgorithm(core.FixedWindow)}
@@ -37,11 +32,35 @@ func BenchmarkMulti(b *testing.B) {
 			calls[i] = append(calls[i], redisstore.Item{Key: fmt.Sprintf("k%d_v%d", j, i), Limits: limits[j], Cost: 1})
 		}
 	}
+	b.Run("single", func(b *testing.B) {
+		srv := redistest.Start(b)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		b.Cleanup(func() { c.Close() })
+		benchMulti(b, c, calls, func(b *testing.B) int64 { return commands(b, c) })
+	})
+	b.Run("cluster", func(b *testing.B) {
+		cl := redistest.StartCluster(b)
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+		b.Cleanup(func() { c.Close() })
+		benchMulti(b, c, calls, nil)
+	})
+}
+
+// benchMulti runs BenchmarkMulti's rows on c; cmds, if not nil, counts
+// the commands the server ran.
+func benchMulti(b *testing.B, c redis.UniversalClient, calls [][]redisstore.Item, cmds func(*testing.B) int64) {
+	m, err := redisstore.NewMulti(c)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	for _, par := range []int{1, 64} {
 		b.Run(fmt.Sprintf("par%d", par), func(b *testing.B) {
 			var next atomic.Int64
-			before := commands(b, c)
+			var before int64
+			if cmds != nil {
+				before = cmds(b)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.SetParallelism(max(1, par/2))
@@ -63,7 +82,9 @@ func BenchmarkMulti(b *testing.B) {
 				})
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(commands(b, c)-before)/float64(b.N), "redis-cmds/op")
+			if cmds != nil {
+				b.ReportMetric(float64(cmds(b)-before)/float64(b.N), "redis-cmds/op")
+			}
 		})
 	}
 }

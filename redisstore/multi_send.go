@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,9 +124,10 @@ func (m *Multi) refund(ctx context.Context, c *prepared, only func(*group) bool)
 	return err
 }
 
-// roundTrip sends each group's script, all in one round trip (a pipeline
-// when there are several; on a Cluster, one per master, concurrently; a
-// lone group with the calls to its server under way, see submit) and
+// roundTrip sends each group's script, all in one round trip (each with
+// the calls to its server under way, see Limiter.submit, the servers
+// concurrently; or, with batching off or a server's breaker probing, in
+// one pipeline, on a Cluster one per master, concurrently) and
 // sets each group's reply or error. A group whose server's breaker is open
 // fails the call at once: nothing is sent unless every server may be
 // called (a server's probe, when its breaker is half-open, is the call's).
@@ -160,15 +162,26 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 	if g := gs[0]; len(gs) == 1 && g.r.q != nil {
 		// One server: the call shares round trips with the others under
 		// way, as a Limiter's do; submit tells the breaker.
-		var cmd *redis.IntSliceCmd
-		cmd, g.err = l.submit(ctx, g.r, len(probes) == 1, op, code, g.keys, g.args)
+		m.submit(ctx, op, code, g, len(probes) == 1)
 		done = true
-		if g.err == nil {
-			if g.res, g.err = cmd.Result(); g.err != nil {
-				g.err = &core.StoreError{Op: op, Err: g.err}
-			}
-		}
 		return
+	}
+	if len(probes) == 0 && queued(gs) {
+		// Several masters, none probing. While each has a round trip
+		// free, the groups go at once, in one pipeline that holds one of
+		// each master's round trips (so that calls to it queue behind it
+		// once they are all taken); else each group shares its master's
+		// round trips, the groups concurrently.
+		rs, ok := l.claim(gs)
+		if !ok {
+			m.submitAll(ctx, op, code, gs)
+			return
+		}
+		defer func() {
+			for _, r := range rs {
+				l.handOff(r)
+			}
+		}()
 	}
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
@@ -207,6 +220,32 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 			settle(r.b, s.v, s.err, slices.Contains(probes, r))
 		}
 	}
+}
+
+// submitAll submits every group (see submit), concurrently.
+func (m *Multi) submitAll(ctx context.Context, op string, code byte, gs []*group) {
+	var wg sync.WaitGroup
+	for _, g := range gs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.submit(ctx, op, code, g, false)
+		}()
+	}
+	m.submit(ctx, op, code, gs[0], false)
+	wg.Wait()
+}
+
+// submit sends g's script with the calls under way to its server (see
+// Limiter.submit), and sets its reply or error.
+func (m *Multi) submit(ctx context.Context, op string, code byte, g *group, probe bool) {
+	cmd, err := m.l.submit(ctx, g.r, probe, op, code, g.keys, g.args)
+	if err == nil {
+		if g.res, err = cmd.Result(); err != nil {
+			err = &core.StoreError{Op: op, Err: err}
+		}
+	}
+	g.err = err
 }
 
 // pipeline sends the groups' scripts in one pipeline, again (in a pipeline
