@@ -41,7 +41,8 @@
 // nothing in one script and one round trip (on a Cluster, one script per
 // hash slot, sent together, and a refund when a slot refuses): what a
 // service deciding several rate limits per request needs. An item's state
-// is the Limiter's or Stack's of the same limits and options.
+// is the Limiter's or Stack's of the same limits and options, and calls
+// share round trips as a Limiter's do.
 //
 // # Keys
 //
