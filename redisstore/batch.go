@@ -25,6 +25,7 @@ type queue struct {
 
 	mu       sync.Mutex
 	inFlight int
+	lone     int // a Multi's lone calls on several servers under way (see idle)
 	waiting  []*pending
 }
 
@@ -250,30 +251,30 @@ func queued(gs []*group) bool {
 	return true
 }
 
-// claim takes one round trip on the server of each group of gs (each
-// server once), if each has one free, and returns their routes, which the
-// caller hands off (Limiter.handOff) when its round trip ends; else it
-// takes none (giving back those it took) and returns false.
-func (l *Limiter) claim(gs []*group) ([]*route, bool) {
-	rs := make([]*route, 0, len(gs))
-	for _, g := range gs {
-		if slices.Contains(rs, g.r) {
+// idle reports whether no call to the server of any group of gs is under
+// way or waiting, and if so, adds add to each one's count of lone
+// multi-server calls under way (which take none of its round trips, but
+// make it busy); a negative add only counts them down (and reports true).
+func idle(gs []*group, add int) bool {
+	if add > 0 {
+		for _, g := range gs {
+			q := g.r.q
+			q.mu.Lock()
+			busy := q.inFlight > 0 || q.lone > 0 || len(q.waiting) > 0
+			q.mu.Unlock()
+			if busy {
+				return false
+			}
+		}
+	}
+	for i, g := range gs {
+		if slices.ContainsFunc(gs[:i], func(h *group) bool { return h.r == g.r }) {
 			continue
 		}
 		q := g.r.q
 		q.mu.Lock()
-		free := q.inFlight < q.limit
-		if free {
-			q.inFlight++
-		}
+		q.lone += add
 		q.mu.Unlock()
-		if !free {
-			for _, r := range rs {
-				l.handOff(r)
-			}
-			return nil, false
-		}
-		rs = append(rs, g.r)
 	}
-	return rs, true
+	return true
 }

@@ -41,9 +41,10 @@ import (
 // The circuit breaker, the timeout, the failure reporting, Health and
 // batching (WithBatching) are a Limiter's: concurrent calls share each
 // server's round trips, each call one script of a pipeline (a call on
-// several Cluster masters holds one round trip of each while it goes at
-// once, and shares theirs with the other calls once one is taken). A
-// script is never sent twice for one call. There is no deny cache
+// several Cluster masters goes at once, in a pipeline of its own, while
+// none of them has other calls under way, and otherwise shares each one's
+// round trips; it never waits on a master it does not name). A script is
+// never sent twice for one call. There is no deny cache
 // (a refusal is one item's, the answer every item's), and the options
 // WithLocalQuota and WithFallback are refused. A Multi is safe for
 // concurrent use.

@@ -167,21 +167,16 @@ func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group
 		return
 	}
 	if len(probes) == 0 && queued(gs) {
-		// Several masters, none probing. While each has a round trip
-		// free, the groups go at once, in one pipeline that holds one of
-		// each master's round trips (so that calls to it queue behind it
-		// once they are all taken); else each group shares its master's
-		// round trips, the groups concurrently.
-		rs, ok := l.claim(gs)
-		if !ok {
+		// Several masters, none probing. A lone call goes at once, in one
+		// pipeline; while any of its masters has other calls under way,
+		// each group shares its master's round trips (Limiter.submit), the
+		// masters concurrently. Either way a call waits on no master it
+		// does not name: the pipeline holds none of their round trips.
+		if !idle(gs, 1) {
 			m.submitAll(ctx, op, code, gs)
 			return
 		}
-		defer func() {
-			for _, r := range rs {
-				l.handOff(r)
-			}
-		}()
+		defer idle(gs, -1)
 	}
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
