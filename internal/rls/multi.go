@@ -16,9 +16,10 @@ import (
 // request (when rules in quota mode refuse, but not all of them, the
 // others in one more: the request goes on without them); in one more each,
 // the hits a request gives back (is_negative_hits) and, once the request
-// is admitted, its shadow descriptors. A request that a rule refusing everything (requests_per_unit
-// 0) names is refused without a call. So a Multi must keep each key's
-// state where the limiter Store makes for the same limits does.
+// is admitted, its shadow descriptors. A request that a rule refusing
+// everything (requests_per_unit 0) names is refused without a call. So a
+// Multi must keep each key's state where the limiter Store makes for the
+// same limits does.
 type Multi interface {
 	// AllowAll returns the decisions in the charges' order, each as the
 	// limiter of the charge's limits would make it on that state (an
