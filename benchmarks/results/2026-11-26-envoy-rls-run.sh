@@ -35,3 +35,10 @@ go test -c -o /tmp/envoyrls-bench.test .
 } 2>&1 | tee "$OUT-raw.txt"
 rm -f /tmp/envoyrls-bench.test
 python3 results/2026-11-26-envoy-rls-summary.py "$OUT-raw.txt" | tee "$OUT-summary.txt"
+# benchstat, the services side by side: the rows renamed impl=floodgate
+# and impl=envoyproxy, and pivoted on impl (unpaired; the summary's ratios
+# pair each round's rows).
+if command -v benchstat >/dev/null; then
+  sed -E 's#^BenchmarkEnvoyRLS/(floodgate|envoyproxy)/#BenchmarkEnvoyRLS/impl=\1/#' "$OUT-raw.txt" |
+    benchstat -col /impl - > "$OUT-benchstat.txt"
+fi
