@@ -3,7 +3,7 @@
 # even rounds NEW first, so that a drift of this shared machine over the
 # run falls on both alike; then benchstat. Binaries: go test -c in
 # benchmarks/ at each commit. Used for 2026-11-26-batched-redis-*
-# (ddfefaf against the end of the batching work, 10 rounds).
+# (ddfefaf against main at 2214adb, the end of the session, 10 rounds).
 # usage: bash results/2026-11-26-abba-redis-run.sh BASE.test NEW.test OUTPREFIX [ROUNDS]
 set -euo pipefail
 base=$1; new=$2; out=$3; n=${4:-10}
