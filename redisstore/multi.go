@@ -54,6 +54,14 @@ type Multi struct {
 	layers sync.Map // core.Limit, unnamed → *multiLayer
 }
 
+// ErrPartial is matched (errors.Is) by the store error of a Multi call
+// whose keys are on several Cluster masters, one of which at least failed
+// or is shut off by its breaker, while the others may answer. Nothing
+// stays charged, as for any error; a caller that fails open may decide
+// the items again one Limiter at a time, so that the keys on the masters
+// that answer are still counted.
+var ErrPartial = errors.New("redisstore: Multi: the call's keys are on several servers, and not every one answered")
+
 // Item is one key of a Multi's call, the limits it must pass (all of
 // them, as a Stack's) and what it costs.
 type Item struct {
@@ -145,7 +153,8 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 // its limits can ever admit, or under an algorithm a Multi does not take,
 // is an error for the whole call (core.ErrInvalidCost for a cost), made
 // before any round trip; so is a sliding log's key named twice. A store
-// failure is a *core.StoreError, as for a Limiter, and no decision.
+// failure is a *core.StoreError, as for a Limiter, and no decision; on
+// several Cluster masters it also matches ErrPartial.
 func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error) {
 	c, err := m.prepare(ctx, items)
 	if err != nil || len(items) == 0 {

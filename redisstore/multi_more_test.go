@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,5 +201,54 @@ func TestMultiRefuses(t *testing.T) {
 	storeErr(t, m.Refund(context.Background(), items))
 	if h := m.Health(); h.StoreDecisions != 1 || h.Failures != 2 {
 		t.Fatalf("Health = %+v, want 1 decision and 2 failures", h)
+	}
+}
+
+// TestMultiPartial: on a Cluster with a master down, a call whose keys are
+// on it and on live masters fails with a store error that matches
+// ErrPartial, before and after the dead master's breaker opens, and
+// charges nothing; a call on the dead master alone fails without it; a
+// call on the live masters alone is decided.
+func TestMultiPartial(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	m, err := redisstore.NewMulti(c, redisstore.WithPrefix("partial:"), redisstore.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := cl.Nodes()
+	on := func(i int) string { // a key the i-th master holds
+		for n := 0; ; n++ {
+			if k := fmt.Sprintf("k%d", n); cl.NodeFor(k) == nodes[i] {
+				return k
+			}
+		}
+	}
+	limits := []core.Limit{{Events: 5, Period: time.Hour, Algorithm: core.FixedWindow}}
+	items := func(keys ...string) []redisstore.Item {
+		var its []redisstore.Item
+		for _, k := range keys {
+			its = append(its, redisstore.Item{Key: k, Limits: limits, Cost: 1})
+		}
+		return its
+	}
+	ctx := context.Background()
+	k0, k1, k2 := on(0), on(1), on(2)
+	if _, err := m.Allow(ctx, items(k0, k1, k2)); err != nil { // each master loads the library
+		t.Fatal(err)
+	}
+	nodes[2].Kill()
+	for i := range 10 {
+		if _, err := m.Allow(ctx, items(k0, k2)); !errors.Is(err, core.ErrStore) || !errors.Is(err, redisstore.ErrPartial) {
+			t.Fatalf("call %d on a live master and the dead one: %v, want a store error matching ErrPartial", i, err)
+		}
+	}
+	if _, err := m.Allow(ctx, items(k2)); !errors.Is(err, core.ErrStore) || errors.Is(err, redisstore.ErrPartial) {
+		t.Fatalf("a call on the dead master alone: %v, want a store error, not ErrPartial", err)
+	}
+	ds, err := m.Allow(ctx, items(k0, k1))
+	if err != nil || !ds[0].Allowed || ds[0].Remaining != 3 || ds[1].Remaining != 3 {
+		t.Fatalf("the live masters after the failed calls: %+v, %v; want 3 left each (the failed calls charged nothing)", ds, err)
 	}
 }

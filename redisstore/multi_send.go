@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -84,11 +85,35 @@ func (m *Multi) allow(ctx context.Context, c *prepared, items []Item) ([]core.De
 		_ = m.refund(context.WithoutCancel(ctx), c, func(g *group) bool { return g.err == nil && !g.refused })
 	}
 	if err != nil {
+		if servers(c.groups) > 1 {
+			err = partial(err)
+		}
 		m.l.failed(ctx, err)
 		return nil, err
 	}
 	m.l.count.store.Add(1)
 	return ds, nil
+}
+
+// servers counts the distinct servers of gs.
+func servers(gs []*group) int {
+	n := 0
+	for i, g := range gs {
+		if !slices.ContainsFunc(gs[:i], func(h *group) bool { return h.r == g.r }) {
+			n++
+		}
+	}
+	return n
+}
+
+// partial marks err, a store error of a call on several servers, with
+// ErrPartial.
+func partial(err error) error {
+	var se *core.StoreError
+	if errors.As(err, &se) {
+		return &core.StoreError{Op: se.Op, Err: fmt.Errorf("%w (%w)", se.Err, ErrPartial)}
+	}
+	return err
 }
 
 // cmp keeps the first error.

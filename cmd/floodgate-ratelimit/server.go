@@ -169,7 +169,11 @@ type redisMulti struct{ m *redisstore.Multi }
 
 func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
 	var buf [8]redisstore.Item
-	return r.m.Allow(ctx, items(buf[:0], cs))
+	ds, err := r.m.Allow(ctx, items(buf[:0], cs))
+	if errors.Is(err, redisstore.ErrPartial) {
+		err = fmt.Errorf("%w (%w)", err, rls.ErrPartial)
+	}
+	return ds, err
 }
 
 func (r redisMulti) RefundAll(ctx context.Context, cs []rls.Charge) error {

@@ -48,5 +48,9 @@
 //
 // A store error follows the failure mode: core.FailOpen answers the
 // descriptor OK, core.FailClosed (the default, as in the middleware)
-// OVER_LIMIT. Either way the observer hears of it.
+// OVER_LIMIT. Either way the observer hears of it. When a Multi's call
+// fails on keys of several servers, some of which may answer (a Redis
+// Cluster with a master down, ErrPartial), a request failing open is
+// decided again one limiter at a time, so that the descriptors whose
+// servers answer are still counted.
 package rls

@@ -27,12 +27,19 @@ type Multi interface {
 	// would have made). A store failure is an error matched by
 	// errors.Is(err, core.ErrStore), which the failure mode answers; any
 	// other error (a charge it cannot decide) sends the request to Store's
-	// limiters, one at a time.
+	// limiters, one at a time. So does a store failure that also matches
+	// ErrPartial when the failure mode is open: the keys whose servers
+	// answer are then still counted.
 	AllowAll(ctx context.Context, charges []Charge) ([]core.Decision, error)
 	// RefundAll gives every charge's cost back to its limits, never beyond
 	// a whole quota. An error is every charge's.
 	RefundAll(ctx context.Context, charges []Charge) error
 }
+
+// ErrPartial marks a Multi's store failure on keys of several servers,
+// some of which may still answer (redisstore.ErrPartial, on a Cluster):
+// under core.FailOpen the request is decided again one limiter at a time.
+var ErrPartial = errors.New("rls: the Multi's keys are on several servers, and not every one answered")
 
 // Charge is one key of a Multi's call: its limits (a rule's) and its cost.
 type Charge struct {
@@ -95,7 +102,7 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 	}
 	at := charges.at
 	ds, err := s.c.Multi.AllowAll(ctx, charges.charges)
-	if err != nil && !errors.Is(err, core.ErrStore) && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && (!errors.Is(err, core.ErrStore) || s.c.Failure == core.FailOpen && errors.Is(err, ErrPartial)) {
 		return false, false // before any refund: enforce makes them
 	}
 	s.refundAll(ctx, items, &backs, false)

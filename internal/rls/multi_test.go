@@ -191,9 +191,11 @@ func TestMultiQuota(t *testing.T) {
 }
 
 // TestMultiErrors: a store error follows the failure mode; any other error
-// of the Multi sends the request to the limiters.
+// of the Multi sends the request to the limiters, and so does a store
+// error on several servers (rls.ErrPartial) when failing open.
 func TestMultiErrors(t *testing.T) {
 	a := perMinute("a", "a", 1)
+	partial := fmt.Errorf("%w (%w)", &core.StoreError{Op: "allow", Err: errors.New("a master is down")}, rls.ErrPartial)
 	for _, c := range []struct {
 		err  error
 		mode core.FailureMode
@@ -203,6 +205,10 @@ func TestMultiErrors(t *testing.T) {
 		{&core.StoreError{Op: "allow", Err: errors.New("connection refused")}, core.FailClosed, "OVER_LIMIT OVER_LIMIT/0", 0},
 		{&core.StoreError{Op: "allow", Err: errors.New("connection refused")}, core.FailOpen, "OK OK/0", 0},
 		{errors.New("cannot decide that"), core.FailClosed, "OK OK/0", 1},
+		// Keys on several servers, some of which may answer: failing open,
+		// the limiters decide, so that those keys are still counted.
+		{partial, core.FailOpen, "OK OK/0", 1},
+		{partial, core.FailClosed, "OVER_LIMIT OVER_LIMIT/0", 0},
 	} {
 		g, m := newMultiRig(t, table{"d|a=1": {a, "ka"}}, rls.Config{Failure: c.mode})
 		m.err = c.err
