@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,4 +286,46 @@ func (p *rlsProc) exitedEarly(tb testing.TB) {
 		tb.Fatalf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.logTail())
 	default:
 	}
+}
+
+// selfCPU returns the CPU time (user and system) this process, the load
+// generator, has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ticks are the machine's CPU time so far, all of it and the idle part
+// (idle and iowait), in USER_HZ, from /proc/stat; zero where that cannot
+// be read.
+type ticks struct{ total, idle int64 }
+
+func machineTicks() ticks {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return ticks{}
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return ticks{}
+	}
+	var t ticks
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return ticks{}
+		}
+		if i == 8 || i == 9 { // guest time, already counted in user
+			continue
+		}
+		t.total += n
+		if i == 3 || i == 4 {
+			t.idle += n
+		}
+	}
+	return t
 }

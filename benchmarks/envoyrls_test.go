@@ -224,9 +224,11 @@ func quantile(sorted []time.Duration, q float64) float64 {
 // d1 and d3 name one and three descriptors per request, c1, c16 and c64
 // are the concurrent callers on one gRPC connection. It reports
 // decisions/s (answered requests a second), the median and 99th
-// percentile call in µs, the CPU time of the service and of redis-server
-// per request, and the commands Redis ran per request. Skipped without redis-server, or when a service cannot be
-// built because a module cannot be fetched.
+// percentile call in µs, the CPU time per request of the service, of
+// redis-server and of this process, the load generator
+// (client-cpu-µs/op), the machine's idle share during the loop (idle-%),
+// and the commands Redis ran per request. Skipped without redis-server,
+// or when a service cannot be built because a module cannot be fetched.
 func BenchmarkEnvoyRLS(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	for _, c := range []int{16, 64} {
@@ -274,6 +276,7 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	before, keys0 := readStats(b, rb.redis), dbSize(b, rb.redis)
 	rcpu0 := redisCPU(b, rb.redis)
 	cpu0, cpuOK := p.cpuTime()
+	self0, idle0 := selfCPU(), machineTicks()
 	b.ResetTimer()
 	if c == 1 {
 		lat := make([]time.Duration, 0, b.N)
@@ -297,6 +300,7 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 		}
 	}
 	b.StopTimer()
+	self1, idle1 := selfCPU(), machineTicks()
 	cpu1, _ := p.cpuTime()
 	rcpu1 := redisCPU(b, rb.redis)
 	p.exitedEarly(b)
@@ -310,6 +314,10 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 	}
 	b.ReportMetric(float64(rcpu1-rcpu0)/float64(time.Microsecond)/float64(b.N), "redis-cpu-µs/op")
+	b.ReportMetric(float64(self1-self0)/float64(time.Microsecond)/float64(b.N), "client-cpu-µs/op")
+	if idle0.total > 0 && idle1.total > idle0.total {
+		b.ReportMetric(100*float64(idle1.idle-idle0.idle)/float64(idle1.total-idle0.total), "idle-%")
+	}
 }
 
 // redisCPU returns the CPU time redis-server has used (INFO cpu: its

@@ -7,7 +7,14 @@ rounds of decisions/s, p50 and p99 (µs), CPU µs per request of the service
 and Redis commands per request; floodgate/envoyproxy as the median of the
 per-round ratios [their range] (the two services' rows of one round ran
 back to back). Then the noise, each row's spread over the rounds,
-(max - min) / median; and the CPU per request with its range.
+(max - min) / median; the CPU per request with its range, the load
+generator's (client-cpu-µs/op, this process's) and the machine's idle share
+during the loop (idle-%) where the run reports them; and, for the c64 rows,
+the 2× budget: the service and Redis CPU per request floodgate could spend
+and still answer twice envoyproxy's requests a second on the same machine,
+(client + service + redis of envoyproxy) / 2 - client of floodgate, per
+round, against what floodgate spent and its health row's service CPU (the
+cost of answering a gRPC call at all).
 
     python3 results/2026-11-26-envoy-rls-summary.py raw.txt
 """
@@ -105,8 +112,9 @@ def main(path):
 
     print()
     print("CPU per request, µs: median [range] over the rounds; total = service + redis-server")
-    print("| row | floodgate service | envoyproxy service | floodgate redis | envoyproxy redis | total f / e |")
-    print("|---|---|---|---|---|---|")
+    print("| row | floodgate service | envoyproxy service | floodgate redis | envoyproxy redis | total f / e"
+          " | client f | client e | idle % f | idle % e |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for key in order:
         r = rows[key]
         cells = ["/".join(key)]
@@ -119,6 +127,33 @@ def main(path):
             v = [m["cpu-µs/op"] + m["redis-cpu-µs/op"] for m in r[i] if "cpu-µs/op" in m and "redis-cpu-µs/op" in m]
             tot.append(f"{statistics.median(v):.0f}" if v else "–")
         cells.append(" / ".join(tot))
+        for unit in ("client-cpu-µs/op", "idle-%"):
+            for i in IMPLS:
+                v = [m[unit] for m in r[i] if unit in m]
+                cells.append(f"{statistics.median(v):.0f}" if v else "–")
+        print("| " + " | ".join(cells) + " |")
+
+    print()
+    print("2x budget at c64, µs per request: what floodgate's service and Redis may spend to answer")
+    print("twice envoyproxy's requests a second, (client + service + redis of envoyproxy) / 2 - client")
+    print("of floodgate, median [range] over the rounds; what they spent; the health row's service CPU")
+    print("| row | budget | floodgate service + redis | floodgate health service |")
+    print("|---|---|---|---|")
+    health = rows.get(("health", "c64"), {}).get("floodgate", [])
+    hv = [m["cpu-µs/op"] for m in health if "cpu-µs/op" in m]
+    for key in order:
+        if key[1] != "c64" or key[0] == "health":
+            continue
+        r = rows[key]
+        need = ("client-cpu-µs/op", "cpu-µs/op", "redis-cpu-µs/op")
+        b = [(e["client-cpu-µs/op"] + e["cpu-µs/op"] + e["redis-cpu-µs/op"]) / 2 - f["client-cpu-µs/op"]
+             for f, e in zip(r["floodgate"], r["envoyproxy"]) if all(u in f and u in e for u in need)]
+        if not b:
+            continue
+        spent = [f["cpu-µs/op"] + f["redis-cpu-µs/op"] for f in r["floodgate"]]
+        cells = ["/".join(key), f"{statistics.median(b):.0f} [{min(b):.0f}–{max(b):.0f}]",
+                 f"{statistics.median(spent):.0f} [{min(spent):.0f}–{max(spent):.0f}]",
+                 f"{statistics.median(hv):.0f} [{min(hv):.0f}–{max(hv):.0f}]" if hv else "–"]
         print("| " + " | ".join(cells) + " |")
 
 
