@@ -2,8 +2,6 @@ package rules
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/floodgate/floodgate/internal/yamlpos"
 )
@@ -21,19 +19,7 @@ type Error struct {
 // Error formats e as "file:line: field: why", the form compilers use, so
 // that editors can jump to it.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return yamlpos.Message(e.File, e.Line, e.Field, e.Err)
 }
 
 // Unwrap returns the cause, so that errors.Is sees core's errors.

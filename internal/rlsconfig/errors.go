@@ -1,15 +1,12 @@
 package rlsconfig
 
-import (
-	"strconv"
-	"strings"
-)
+import "github.com/floodgate/floodgate/internal/yamlpos"
 
 // Error is what is wrong with a configuration file: the file, the line
 // (1-based; 0 when the error concerns the whole file), the field, as a
 // path from the top ("descriptors[1].rate_limit.unit"), and why. It reads
 // as rules.Error does; it is not that type because this package sits below
-// rules, and rules.Error is public.
+// rules, and rules.Error is public; both format through yamlpos.Message.
 type Error struct {
 	File  string
 	Line  int
@@ -20,19 +17,7 @@ type Error struct {
 // Error formats e as "file:line: field: why", the form compilers use, so
 // that editors can jump to it.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return yamlpos.Message(e.File, e.Line, e.Field, e.Err)
 }
 
 // Unwrap returns the cause, so that errors.Is sees core's errors.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -89,4 +90,24 @@ func Line(data []byte, err error, decode func([]byte) error) (int, string) {
 		}
 	}
 	return k, msg
+}
+
+// Message formats an error of a YAML file as rules.Error and
+// rlsconfig.Error read: "file:line: field: why", the form compilers use,
+// so that editors can jump to it; the line is left out when it is 0, the
+// field when it is empty.
+func Message(file string, line int, field string, err error) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(line))
+	}
+	b.WriteString(": ")
+	if field != "" {
+		b.WriteString(field)
+		b.WriteString(": ")
+	}
+	b.WriteString(err.Error())
+	return b.String()
 }

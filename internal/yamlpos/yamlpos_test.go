@@ -51,3 +51,21 @@ func ExampleLine() {
 	fmt.Println(line, msg)
 	// Output: 5 yaml: did not find expected '-' indicator
 }
+
+func TestMessage(t *testing.T) {
+	why := errors.New("must be positive")
+	for _, tc := range []struct {
+		line  int
+		field string
+		want  string
+	}{
+		{3, "rules[0].limit", "a.yaml:3: rules[0].limit: must be positive"},
+		{0, "rules[0].limit", "a.yaml: rules[0].limit: must be positive"},
+		{7, "", "a.yaml:7: must be positive"},
+		{0, "", "a.yaml: must be positive"},
+	} {
+		if got := yamlpos.Message("a.yaml", tc.line, tc.field, why); got != tc.want {
+			t.Errorf("Message(line %d, field %q) = %q, want %q", tc.line, tc.field, got, tc.want)
+		}
+	}
+}
