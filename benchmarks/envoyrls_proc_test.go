@@ -329,3 +329,22 @@ func machineTicks() ticks {
 	}
 	return t
 }
+
+// rss returns the process's resident memory now in MiB, from /proc; ok
+// is false where that cannot be read.
+func (p *rlsProc) rss() (float64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v) // "12345 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				return kb / 1024, err == nil
+			}
+		}
+	}
+	return 0, false
+}

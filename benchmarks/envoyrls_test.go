@@ -227,7 +227,8 @@ func quantile(sorted []time.Duration, q float64) float64 {
 // percentile call in µs, the CPU time per request of the service, of
 // redis-server and of this process, the load generator
 // (client-cpu-µs/op), the machine's idle share during the loop (idle-%),
-// and the commands Redis ran per request. Skipped without redis-server,
+// the service's resident memory after the loop (rss-MiB), and the
+// commands Redis ran per request. Skipped without redis-server,
 // or when a service cannot be built because a module cannot be fetched.
 func BenchmarkEnvoyRLS(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
@@ -315,6 +316,9 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	}
 	b.ReportMetric(float64(rcpu1-rcpu0)/float64(time.Microsecond)/float64(b.N), "redis-cpu-µs/op")
 	b.ReportMetric(float64(self1-self0)/float64(time.Microsecond)/float64(b.N), "client-cpu-µs/op")
+	if mib, ok := p.rss(); ok {
+		b.ReportMetric(mib, "rss-MiB")
+	}
 	if idle0.total > 0 && idle1.total > idle0.total {
 		b.ReportMetric(100*float64(idle1.idle-idle0.idle)/float64(idle1.total-idle0.total), "idle-%")
 	}

@@ -34,7 +34,10 @@
 // -redis takes one address, or several (a Cluster's nodes, or with
 // -redis-master a Sentinel master's Sentinels); REDIS_PASSWORD is read
 // from the environment only. -failure says what a descriptor gets while
-// the store fails: closed (OVER_LIMIT, the default) or open (OK).
+// the store fails: closed (OVER_LIMIT, the default) or open (OK). On
+// Redis, unless GOGC is set, the garbage collector's target is 400, not
+// Go's 100 (see gc.go): the heap holds no key's state there, and the
+// collector would otherwise run often under load.
 //
 // It logs to standard output as slog's text lines: what it serves, each
 // configuration load or rejected file, the stop; and, as warnings, the

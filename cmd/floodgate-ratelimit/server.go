@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 		return err
 	}
 	defer closeStore()
+	tuneGC(s, os.Getenv, log)
 	reg := prometheus.NewRegistry()
 	obs, err := promobs.New(reg)
 	if err != nil {
