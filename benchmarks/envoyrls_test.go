@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,21 +327,12 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 // main thread and the others, user and system).
 func redisCPU(tb testing.TB, c *redis.Client) time.Duration {
 	tb.Helper()
-	info, err := c.Info(context.Background(), "cpu").Result()
+	reply, err := c.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(info, "\n") {
-		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			sum += f
-		}
-	}
+	info := redistest.ParseInfo(reply)
+	sum := info.Float(tb, "used_cpu_sys") + info.Float(tb, "used_cpu_user")
 	return time.Duration(sum * float64(time.Second))
 }
 

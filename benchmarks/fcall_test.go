@@ -3,8 +3,6 @@ package benchmarks
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -21,27 +19,13 @@ type cmdStat struct{ calls, usec int64 }
 // commandStats reads INFO commandstats, by command name ("fcall", "get").
 func commandStats(tb testing.TB, c *redis.Client) map[string]cmdStat {
 	tb.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
+	reply, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	m := map[string]cmdStat{}
-	for _, line := range strings.Split(info, "\n") {
-		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var s cmdStat
-		for _, f := range strings.Split(val, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "calls":
-				s.calls, _ = strconv.ParseInt(v, 10, 64)
-			case "usec":
-				s.usec, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-		m[strings.TrimPrefix(name, "cmdstat_")] = s
+	for name, s := range redistest.ParseInfo(reply).Commands(tb) {
+		m[name] = cmdStat{calls: s.Calls, usec: s.Usec}
 	}
 	return m
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -354,48 +352,23 @@ type serverStats struct {
 }
 
 // infoReads is how many commands readStats sends.
-const infoReads = 2
+const infoReads = 1
 
 func readStats(tb testing.TB, c *redis.Client) serverStats {
 	tb.Helper()
-	var st serverStats
-	for _, section := range []string{"stats", "commandstats"} {
-		info, err := c.Info(context.Background(), section).Result()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok {
-				continue
-			}
-			switch name {
-			case "total_commands_processed":
-				st.cmds = atoi(tb, val)
-			case "expired_keys":
-				st.expired = atoi(tb, val)
-			case "cmdstat_ping", "cmdstat_eval", "cmdstat_evalsha", "cmdstat_fcall":
-				for _, f := range strings.Split(val, ",") {
-					if v, ok := strings.CutPrefix(f, "usec="); ok {
-						st.usec += atoi(tb, v)
-					}
-				}
-			}
-		}
-	}
-	if st.cmds == 0 {
-		tb.Fatal("no total_commands_processed in INFO stats")
-	}
-	return st
-}
-
-func atoi(tb testing.TB, s string) int64 {
-	tb.Helper()
-	n, err := strconv.ParseInt(s, 10, 64)
+	reply, err := c.Info(context.Background(), "stats", "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return n
+	info := redistest.ParseInfo(reply)
+	st := serverStats{cmds: info.Int(tb, "total_commands_processed"), expired: info.Int(tb, "expired_keys")}
+	for name, cs := range info.Commands(tb) {
+		switch name {
+		case "ping", "eval", "evalsha", "fcall":
+			st.usec += cs.Usec
+		}
+	}
+	return st
 }
 
 func dbSize(tb testing.TB, c *redis.Client) int64 {

@@ -332,22 +332,14 @@ func runFleet(t *testing.T, srv *redistest.Server, c *redis.Client, run fleetRun
 // command (cmdstat_<name>) from one INFO.
 func commandCounts(t *testing.T, c *redis.Client) map[string]int64 {
 	t.Helper()
-	info, err := c.Info(context.Background(), "stats", "commandstats").Result()
+	reply, err := c.Info(context.Background(), "stats", "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]int64{}
-	for line := range strings.Lines(info) {
-		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		if strings.HasPrefix(name, "cmdstat_") {
-			val, _, _ = strings.Cut(strings.TrimPrefix(val, "calls="), ",")
-		}
-		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
-			m[name] = n
-		}
+	info := redistest.ParseInfo(reply)
+	m := map[string]int64{"total_commands_processed": info.Int(t, "total_commands_processed")}
+	for name, s := range info.Commands(t) {
+		m["cmdstat_"+name] = s.Calls
 	}
 	return m
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,28 +33,13 @@ func cmdstats(t *testing.T, addr string) map[string]stat {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	info, err := c.Info(context.Background(), "commandstats").Result()
+	reply, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]stat{}
-	for line := range strings.Lines(info) {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var s stat
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.calls = n
-			case "failed_calls":
-				s.failed = n
-			}
-		}
-		m[strings.TrimPrefix(name, "cmdstat_")] = s
+	for name, s := range redistest.ParseInfo(reply).Commands(t) {
+		m[name] = stat{calls: s.Calls, failed: s.Failed}
 	}
 	return m
 }

@@ -3,8 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -97,13 +95,5 @@ func commands(tb testing.TB, c *redis.Client) int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var n int64
-	for _, line := range strings.Split(s, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			n, _ = strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	tb.Fatal("INFO stats has no total_commands_processed")
-	return 0
+	return redistest.ParseInfo(s).Int(tb, "total_commands_processed")
 }

@@ -46,23 +46,15 @@ var inScript = map[string]bool{"time": true, "get": true, "set": true, "pttl": t
 // aside.
 func commands(t *testing.T, c *redis.Client) int64 {
 	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
+	reply, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		name = strings.TrimPrefix(name, "cmdstat_")
-		if !ok || name == "info" || inScript[name] {
-			continue
+	for name, s := range redistest.ParseInfo(reply).Commands(t) {
+		if name != "info" && !inScript[name] {
+			n += s.Calls
 		}
-		calls, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(calls, 10, 64)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		n += v
 	}
 	return n
 }
