@@ -145,8 +145,8 @@ func checkHeader(k, v string) error {
 	if name == "" {
 		return fmt.Errorf("rlsxds: a header with an empty name (value %q); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", v)
 	}
-	if strings.HasPrefix(name, "grpc-") {
-		return fmt.Errorf("rlsxds: header %q: names starting with grpc- are gRPC's own; fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", k)
+	if strings.HasPrefix(name, "grpc-") || name == "content-type" || name == "user-agent" || name == "te" {
+		return fmt.Errorf("rlsxds: header %q: gRPC sets it itself (as every name starting with grpc-); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", k)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {

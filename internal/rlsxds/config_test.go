@@ -114,7 +114,8 @@ func TestConfigCheck(t *testing.T) {
 			"rlsxds: the backoff's factor is -1; set XDS_CLIENT_BACKOFF_RANDOM_FACTOR to a number above 0"},
 		{"message size", func(c *Config) { c.MaxRecvMsgSize = -1 }, "rlsxds: the largest message is -1 bytes; set XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES to 0 (gRPC's default) or more"},
 		{"header name", func(c *Config) { c.Headers = map[string]string{"x token": "a"} }, `rlsxds: header "x token": a name holds letters, digits, '-', '_' and '.' only; fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
-		{"reserved header", func(c *Config) { c.Headers = map[string]string{"grpc-timeout": "1S"} }, `rlsxds: header "grpc-timeout": names starting with grpc- are gRPC's own; fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
+		{"reserved header", func(c *Config) { c.Headers = map[string]string{"grpc-timeout": "1S"} }, `rlsxds: header "grpc-timeout": gRPC sets it itself (as every name starting with grpc-); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
+		{"user agent", func(c *Config) { c.Headers = map[string]string{"User-Agent": "me"} }, `rlsxds: header "User-Agent": gRPC sets it itself (as every name starting with grpc-); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
 		{"empty header name", func(c *Config) { c.Headers = map[string]string{"": "a"} }, `rlsxds: a header with an empty name (value "a"); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
 		{"header value", func(c *Config) { c.Headers = map[string]string{"x": "a\nb"} }, `rlsxds: header "x": the value holds byte 0xa, and gRPC sends printable ASCII only (or a name ending in -bin); fix CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS`},
 		{"binary header", func(c *Config) { c.Headers = map[string]string{"X-Key-Bin": "a\nb"} }, ""},
@@ -257,12 +258,15 @@ func TestWatchTLS(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
 		cert, key, ca, san string
-		want               string // an error's text, or "" for the configuration
+		ok                 bool
+		want               string // in the client's error, if it sees why
 	}{
-		{"mutual TLS", p.clientCert, p.clientKey, p.caFile, "xds.test", ""},
-		{"without the SAN", p.clientCert, p.clientKey, p.caFile, "", "127.0.0.1"},
-		{"without the CA", p.clientCert, p.clientKey, "", "xds.test", "certificate signed by unknown authority"},
-		{"without a client certificate", "", "", p.caFile, "xds.test", "certificate required"},
+		{"mutual TLS", p.clientCert, p.clientKey, p.caFile, "xds.test", true, ""},
+		{"without the SAN", p.clientCert, p.clientKey, p.caFile, "", false, "cannot validate certificate for 127.0.0.1"},
+		{"without the CA", p.clientCert, p.clientKey, "", "xds.test", false, "certificate signed by unknown authority"},
+		// The server refuses the handshake, which the client may see
+		// as the connection closing.
+		{"without a client certificate", "", "", p.caFile, "xds.test", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fastConfig(s, "n")
@@ -270,12 +274,19 @@ func TestWatchTLS(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, ups := watch(t, cfg, nil)
-			_, u := ups.waitFor(t, 0, "an update", func(update) bool { return true })
-			switch {
-			case tc.want == "" && (u.errs != nil || u.c.Domain("foo") == nil):
-				t.Fatalf("errors %v", u.errs)
-			case tc.want != "" && (len(u.errs) != 1 || !strings.Contains(u.errs[0].Error(), tc.want) || len(u.c.Domains()) != 0):
-				t.Fatalf("errors %v, want one holding %q", u.errs, tc.want)
+			if tc.ok {
+				_, u := ups.waitFor(t, 0, "an update", func(update) bool { return true })
+				if u.errs != nil || u.c.Domain("foo") == nil {
+					t.Fatalf("errors %v", u.errs)
+				}
+				return
+			}
+			// Three failed attempts in a row, and no configuration.
+			ups.waitFor(t, 2, "three updates", func(update) bool { return true })
+			for _, u := range ups.all()[:3] {
+				if len(u.errs) != 1 || !strings.Contains(u.errs[0].Error(), tc.want) || len(u.c.Domains()) != 0 {
+					t.Fatalf("errors %v, want one holding %q", u.errs, tc.want)
+				}
 			}
 		})
 	}

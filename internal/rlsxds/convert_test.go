@@ -359,3 +359,18 @@ descriptors:
 		t.Errorf("FromData(nil) = %v", err)
 	}
 }
+
+// TestConvertDepth takes descriptors as deep as YAML files may nest them,
+// and refuses deeper ones, however deep, at the same place.
+func TestConvertDepth(t *testing.T) {
+	d, err := Domain("r", &rlsconfv3.RateLimitConfig{Domain: "d", Descriptors: nested(32)})
+	if err != nil || len(d.Rules()) != 1 {
+		t.Fatalf("32 deep: %v", err)
+	}
+	want := `r: descriptors[0]` + strings.Repeat(".descriptors[0]", 31) + `.descriptors: descriptors nested more than 32 deep`
+	for _, n := range []int{33, 10000} {
+		if _, err := Domain("r", &rlsconfv3.RateLimitConfig{Domain: "d", Descriptors: nested(n)}); err == nil || err.Error() != want {
+			t.Errorf("%d deep: %v", n, err)
+		}
+	}
+}

@@ -56,10 +56,10 @@
 //   - CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL paces gRPC's dialling;
 //     envoyproxy/ratelimit passes it to a retry interceptor that is left
 //     with no retries, so there it changes nothing.
-//   - A node metadata pair without '=', a header gRPC cannot send, and
-//     only one of the client certificate's two files are errors;
-//     envoyproxy/ratelimit drops the first, fails every call on the second
-//     and ignores the third.
+//   - A node metadata pair without '=', a header gRPC refuses or drops,
+//     and only one of the client certificate's two files are errors at
+//     start; envoyproxy/ratelimit drops the pair, fails every call or
+//     drops the header, and ignores the file.
 //   - A refused response sent again unchanged is refused after a wait,
 //     where envoyproxy/ratelimit refuses it at once, again and again.
 package rlsxds

@@ -20,6 +20,10 @@ import (
 	"github.com/floodgate/floodgate/internal/rlsconfig"
 )
 
+// connectTimeout bounds one attempt to connect, TLS handshake included:
+// gRPC's default.
+const connectTimeout = 20 * time.Second
+
 // Watcher keeps the configuration a management server pushes in force.
 // It is safe for concurrent use.
 type Watcher struct {
@@ -97,12 +101,16 @@ func start(ctx context.Context, cfg Config, onUpdate func(*rlsconfig.Config, []e
 	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
-			BaseDelay:  cfg.ConnectRetryInterval,
-			Multiplier: 1,
-			Jitter:     0.5,
-			MaxDelay:   cfg.ConnectRetryInterval,
-		}}),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  cfg.ConnectRetryInterval,
+				Multiplier: 1,
+				Jitter:     0.5,
+				MaxDelay:   cfg.ConnectRetryInterval,
+			},
+			// Left 0, it would bound each attempt by the interval.
+			MinConnectTimeout: connectTimeout,
+		}),
 	}
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvMsgSize)))
