@@ -83,6 +83,8 @@ type xdsServer struct {
 	cache cachev3.SnapshotCache
 	addr  string
 	opts  []grpc.ServerOption
+	// wrap, if not nil, wraps the listener.
+	wrap func(net.Listener) net.Listener
 
 	reqs  *recorder[*discoveryv3.DiscoveryRequest]
 	resps *recorder[*discoveryv3.DiscoveryResponse]
@@ -126,6 +128,9 @@ func (s *xdsServer) serve() {
 		s.t.Fatal(err)
 	}
 	s.addr = lis.Addr().String()
+	if s.wrap != nil {
+		lis = s.wrap(lis)
+	}
 	cb := serverv3.CallbackFuncs{
 		StreamOpenFunc: func(ctx context.Context, _ int64, _ string) error {
 			md, _ := metadata.FromIncomingContext(ctx)

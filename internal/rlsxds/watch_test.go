@@ -318,3 +318,31 @@ func startServerAt(t *testing.T, addr string) *xdsServer {
 	s.serve()
 	return s
 }
+
+// slowListener accepts each connection after a delay, so that the server's
+// first bytes come late.
+type slowListener struct {
+	net.Listener
+	delay time.Duration
+}
+
+func (l slowListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		time.Sleep(l.delay) // a slow server, for real I/O
+	}
+	return c, err
+}
+
+// TestWatchSlowServer connects to a server that answers a connection
+// later than ConnectRetryInterval: the attempt waits for it, and does not
+// give up after the interval.
+func TestWatchSlowServer(t *testing.T) {
+	s := newServer(t, "127.0.0.1:0")
+	s.wrap = func(l net.Listener) net.Listener { return slowListener{l, 50 * time.Millisecond} }
+	s.serve()
+	s.set("n", "1", rateLimit("foo", "foo", "k1", "v1", 3, rlsconfv3.RateLimitUnit_MINUTE))
+	cfg := fastConfig(s, "n") // dials every 5 ms
+	_, ups := watch(t, cfg, nil)
+	ups.waitFor(t, 0, "version 1", func(u update) bool { return u.errs == nil && u.c.Domain("foo") != nil })
+}
