@@ -45,9 +45,10 @@
 //
 // Watch's callback has rlsconfig.Watch's signature, so one function can
 // serve both sources: log the errors, give the configuration to the
-// service. Config.Check can refuse a configuration the service cannot
-// take (the service's SetRules error, say), so that the server learns of
-// it.
+// service. With nil errors the configuration is new; with errors it is
+// the one already in force. Config.Check can refuse a configuration the
+// service cannot take (the service's SetRules error, say), so that the
+// server learns of it.
 //
 // Where this package differs from envoyproxy/ratelimit's client:
 //
