@@ -2,25 +2,21 @@ package rlsprom
 
 import (
 	"errors"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floodgate/floodgate/internal/rlsstats"
 )
+
+var _ rlsstats.Sink = (*Metrics)(nil)
 
 // MaxSeries bounds the distinct (domain, key1, key2) label sets a Metrics
 // keeps for rules' counters.
 const MaxSeries = 10000
 
-// Counts are one rule's counter increments for one descriptor of a call,
-// as envoyproxy/ratelimit counts them.
-type Counts struct {
-	TotalHits, OverLimit, NearLimit, WithinLimit, ShadowMode uint64
-}
-
-// Metrics holds the counters; it is safe for concurrent use.
+// Metrics holds the counters: an rlsstats.Sink, safe for concurrent use.
 type Metrics struct {
 	total, over, near, within, shadow *prometheus.CounterVec
 	requests                          *prometheus.CounterVec
@@ -70,7 +66,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 // Add counts c for the rule whose stats key is key: the domain and the
 // rule's key path, dot-separated ("domain.key1_value1.key2").
-func (m *Metrics) Add(key string, c Counts) {
+func (m *Metrics) Add(key string, c rlsstats.Counts) {
 	s := m.of(key)
 	add(s.total, c.TotalHits)
 	add(s.over, c.OverLimit)
@@ -98,7 +94,7 @@ func (m *Metrics) of(key string) *series {
 	if s := m.series[key]; s != nil {
 		return s
 	}
-	l := Labels(key)
+	l := rlsstats.Labels(key)
 	if !m.labels[l] {
 		if len(m.labels) >= MaxSeries {
 			l = [3]string{l[0], "overflow", ""}
@@ -113,24 +109,6 @@ func (m *Metrics) of(key string) *series {
 		m.series[key] = s
 	}
 	return s
-}
-
-// ipv4 finds IPv4 addresses, whose dots upstream turns into underscores
-// before a key is split, so that an address stays one label.
-var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
-
-// Labels splits a rule's stats key as upstream's Prometheus mapping does:
-// the domain, key1 and key2 (":" and "|" read as "_", and an IPv4
-// address's dots as "_").
-func Labels(key string) [3]string {
-	key = strings.NewReplacer(":", "_", "|", "_").Replace(key)
-	if strings.Count(key, ".") >= 3 {
-		key = ipv4.ReplaceAllStringFunc(key, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
-	}
-	var l [3]string
-	parts := strings.SplitN(key, ".", 4)
-	copy(l[:], parts)
-	return l
 }
 
 // Request counts a call of method ("ShouldRateLimit") that took d.

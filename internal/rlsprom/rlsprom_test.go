@@ -10,26 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/floodgate/floodgate/internal/rlsprom"
+	"github.com/floodgate/floodgate/internal/rlsstats"
 )
-
-func TestLabels(t *testing.T) {
-	for _, c := range []struct {
-		key  string
-		want [3]string
-	}{
-		{"domain1.key1_val1", [3]string{"domain1", "key1_val1", ""}},
-		{"domain1.key1_val1.key2_val2", [3]string{"domain1", "key1_val1", "key2_val2"}},
-		{"domain1.key3_val3.key4_val4.key5_val5", [3]string{"domain1", "key3_val3", "key4_val4"}},
-		{"mongo_cps.database_users", [3]string{"mongo_cps", "database_users", ""}},
-		{"edge.remote_address_10.0.0.1", [3]string{"edge", "remote_address_10_0_0_1", ""}},
-		{"edge.remote_address_10.0.0.1.path_/a", [3]string{"edge", "remote_address_10_0_0_1", "path_/a"}},
-		{"edge.key_a:b|c", [3]string{"edge", "key_a_b_c", ""}},
-	} {
-		if got := rlsprom.Labels(c.key); got != c.want {
-			t.Errorf("Labels(%q) = %q, want %q", c.key, got, c.want)
-		}
-	}
-}
 
 // TestUpstreamNames exposes the counters under upstream's names and
 // labels: the series of upstream's own sink test, which sums the counts of
@@ -40,11 +22,11 @@ func TestUpstreamNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Add("domain1.key1_val1", rlsprom.Counts{OverLimit: 1})
-	m.Add("domain1.key1_val1.key2_val2", rlsprom.Counts{OverLimit: 2})
-	m.Add("domain1.key3_val3.key4_val4", rlsprom.Counts{OverLimit: 1})
-	m.Add("domain1.key3_val3.key4_val4.key5_val5", rlsprom.Counts{OverLimit: 2})
-	m.Add("mongo_cps.database_users", rlsprom.Counts{TotalHits: 5, WithinLimit: 4, NearLimit: 1, ShadowMode: 1})
+	m.Add("domain1.key1_val1", rlsstats.Counts{OverLimit: 1})
+	m.Add("domain1.key1_val1.key2_val2", rlsstats.Counts{OverLimit: 2})
+	m.Add("domain1.key3_val3.key4_val4", rlsstats.Counts{OverLimit: 1})
+	m.Add("domain1.key3_val3.key4_val4.key5_val5", rlsstats.Counts{OverLimit: 2})
+	m.Add("mongo_cps.database_users", rlsstats.Counts{TotalHits: 5, WithinLimit: 4, NearLimit: 1, ShadowMode: 1})
 	m.Request("ShouldRateLimit", 2*time.Millisecond)
 	m.Error("redis_error")
 	m.ConfigLoad(true)
@@ -118,9 +100,9 @@ func TestBounded(t *testing.T) {
 	}
 	const extra = 500
 	for i := range rlsprom.MaxSeries + extra {
-		m.Add(fmt.Sprintf("edge.path_/%d", i), rlsprom.Counts{TotalHits: 1})
+		m.Add(fmt.Sprintf("edge.path_/%d", i), rlsstats.Counts{TotalHits: 1})
 	}
-	m.Add("edge.path_/0", rlsprom.Counts{TotalHits: 1}) // an early key keeps its series
+	m.Add("edge.path_/0", rlsstats.Counts{TotalHits: 1}) // an early key keeps its series
 	if n := testutil.CollectAndCount(reg, "ratelimit_service_rate_limit_total_hits"); n != rlsprom.MaxSeries+1 {
 		t.Errorf("%d series, want %d and the overflow one", n, rlsprom.MaxSeries)
 	}
