@@ -24,4 +24,3 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
-
