@@ -19,8 +19,8 @@ var healthNames = []string{"", rlsv3.RateLimitService_ServiceDesc.ServiceName, "
 // The components of health, as upstream's: the service is healthy when
 // every tracked one is.
 const (
-	configComponent    = "config"     // a configuration is loaded
-	redisComponent     = "redis"      // the main Redis answers
+	configComponent    = "config"           // a configuration is loaded
+	redisComponent     = "redis"            // the main Redis answers
 	perSecondComponent = "redis_per_second" // the per-second Redis answers
 )
 

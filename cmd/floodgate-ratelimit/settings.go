@@ -245,10 +245,10 @@ type xdsSettings struct {
 // tracingSettings are TRACING_*, with upstream's defaults, for the
 // tracing the lead adds.
 type tracingSettings struct {
-	Enabled                                bool
-	ServiceName, Namespace, InstanceID     string
-	Protocol                               string // "http" or "grpc"
-	SamplingRate                           float64
+	Enabled                            bool
+	ServiceName, Namespace, InstanceID string
+	Protocol                           string // "http" or "grpc"
+	SamplingRate                       float64
 }
 
 // upstream reads upstream's variables into s, under the flags and
