@@ -87,10 +87,10 @@ func (ca *testCA) issue(t *testing.T, dir, name string, use x509.ExtKeyUsage, na
 	return certFile, keyFile
 }
 
-// pair loads a certificate and key issue wrote.
-func pair(t *testing.T, certFile, keyFile string) tls.Certificate {
+// keyPair issues a client certificate for names and loads it.
+func (ca *testCA) keyPair(t *testing.T, dir, name string, names ...string) tls.Certificate {
 	t.Helper()
-	kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+	kp, err := tls.LoadX509KeyPair(ca.issue(t, dir, name, x509.ExtKeyUsageClientAuth, names...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -326,7 +326,9 @@ func watchRedis(ctx context.Context, s *settings, b *redisBackend, component str
 		}
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		return b.c.Ping(pctx).Err()
+		cmd := redis.NewStatusCmd(pctx, "ping")
+		_ = b.c.Process(pctx, pingOnce{cmd})
+		return cmd.Err()
 	}
 	begin, wait := time.Now(), s.startup.initial
 	for {
@@ -370,6 +372,13 @@ func watchRedis(ctx context.Context, s *settings, b *redisBackend, component str
 		}
 	}
 }
+
+// pingOnce is a PING go-redis sends once: a health check reports what
+// one try finds, and the client's retries would only delay it.
+type pingOnce struct{ *redis.StatusCmd }
+
+// NoRetry tells go-redis not to send the command again after a failure.
+func (pingOnce) NoRetry() bool { return true }
 
 // sleep waits d or until ctx ends, and reports whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
