@@ -62,8 +62,11 @@ var upstreamNames = []string{
 	"TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE",
 }
 
-// secret names the variables whose values must not be printed.
-func secret(name string) bool { return strings.HasSuffix(name, "_AUTH") }
+// secret names the variables whose values must not be printed:
+// credentials, and headers, which may carry a token.
+func secret(name string) bool {
+	return strings.HasSuffix(name, "_AUTH") || strings.HasSuffix(name, "_HEADERS")
+}
 
 // opt is a setting that may be unset: set says whether the environment
 // gave it, which matters where unset keeps floodgate's behaviour and set
@@ -97,7 +100,11 @@ func (e *env) refuse(name, reason string, args ...any) {
 	v := e.str(name)
 	shown := name
 	if v.set && !secret(name) {
-		shown = name + "=" + v.v
+		parts := strings.Split(v.v, ",")
+		for i, p := range parts {
+			parts[i] = redactURL(p) // a redis:// URL's credentials
+		}
+		shown = name + "=" + strings.Join(parts, ",")
 	}
 	e.errs = append(e.errs, fmt.Errorf("%s: %s", shown, fmt.Sprintf(reason, args...)))
 }
