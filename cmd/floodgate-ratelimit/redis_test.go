@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -279,6 +280,15 @@ func TestRedisSettings(t *testing.T) {
 		srv := redistest.Start(t, redistest.WithPassword("s3cret"))
 		check(t, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis://:s3cret@" + srv.Addr()}, srv, "s3cret", "floodgate:")
 	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t, redistest.WithMasters(1))
+		check(t, map[string]string{"REDIS_TYPE": "CLUSTER", "REDIS_URL": strings.Join(cl.Addrs(), ",")}, cl.Nodes()[0], "", "floodgate:")
+	})
+	t.Run("unix socket", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "redis.sock")
+		srv := redistest.Start(t, redistest.WithConfig("unixsocket "+sock, "unixsocketperm 700"))
+		check(t, map[string]string{"REDIS_SOCKET_TYPE": "unix", "REDIS_URL": sock}, srv, "", "floodgate:")
+	})
 	t.Run("sentinel", func(t *testing.T) {
 		g := redistest.StartSentinel(t)
 		check(t, map[string]string{"REDIS_TYPE": "SENTINEL", "REDIS_URL": g.MasterName() + "," + strings.Join(g.SentinelAddrs(), ",")}, g.Master(), "", "floodgate:")
@@ -369,5 +379,28 @@ func TestRedisStartupGivesUp(t *testing.T) {
 	}), out, nil)
 	if err == nil || !strings.Contains(err.Error(), "did not answer within REDIS_STARTUP_MAX_ELAPSED_TIME (50ms)") {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// TestRedisClientOptions: the pool size, the timeout, credentials, the
+// database and TLS reach the go-redis client.
+func TestRedisClientOptions(t *testing.T) {
+	var out strings.Builder
+	s, err := parse(nil, &out, envOf(map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis://127.0.0.1:6390/3", "REDIS_AUTH": "alice:wonder",
+		"REDIS_POOL_SIZE": "17", "REDIS_TIMEOUT": "750ms", "REDIS_TLS": "true",
+	}))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, out.String())
+	}
+	c := s.redis.client()
+	defer c.Close()
+	o := c.(*redis.Client).Options()
+	if o.Addr != "127.0.0.1:6390" || o.Network != "tcp" || o.DB != 3 || o.Username != "alice" || o.Password != "wonder" ||
+		o.PoolSize != 17 || o.DialTimeout != 750*time.Millisecond || o.TLSConfig == nil || !o.ContextTimeoutEnabled {
+		t.Fatalf("options: %+v", o)
+	}
+	if got := len(s.redis.options(s.store)); got != 1 {
+		t.Fatalf("%d redisstore options, want 1 (the timeout)", got)
 	}
 }
