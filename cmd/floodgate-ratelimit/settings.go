@@ -260,7 +260,7 @@ type tracingSettings struct {
 
 // upstream reads upstream's variables into s, under the flags and
 // floodgate's own variables that parse has already put there (set says
-// which flags the command line gave). It returns the refusals.
+// which flags the command line gave); e keeps the refusals.
 func (s *settings) upstream(e *env, set map[string]bool) {
 	s.listeners(e, set)
 	s.logging(e)
@@ -374,8 +374,7 @@ var logLevels = map[string]slog.Level{
 // configSource reads where the configuration comes from: CONFIG_TYPE,
 // the RUNTIME_* directory, xDS and the start without one.
 func (s *settings) configSource(e *env, set map[string]bool) {
-	switch t := e.oneOf("CONFIG_TYPE", "FILE", "GRPC_XDS_SOTW"); t.v {
-	case "grpc_xds_sotw":
+	if e.oneOf("CONFIG_TYPE", "FILE", "GRPC_XDS_SOTW").v == "grpc_xds_sotw" {
 		e.refuse("CONFIG_TYPE", "configuration from an xDS control plane is not yet supported; use CONFIG_TYPE=FILE (a directory of YAML files, RUNTIME_ROOT or -config)")
 	}
 	s.forceStart = e.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG").v
@@ -579,7 +578,7 @@ func (r redisEnv) anySet(prefix string) (string, bool) {
 // else REDIS_URL; how to reach it (auth, TLS, pool, timeouts) from
 // upstream's variables whichever gave the address.
 func (s *settings) redisSettings(e *env, set map[string]bool) {
-	main := readRedis(e, "REDIS_")
+	primary := readRedis(e, "REDIS_")
 	ps := readRedis(e, "REDIS_PERSECOND_")
 	perSecond := e.boolean("REDIS_PERSECOND")
 	tlsFiles := struct{ cert, key, ca opt[string] }{e.str("REDIS_TLS_CLIENT_CERT"), e.str("REDIS_TLS_CLIENT_KEY"), e.str("REDIS_TLS_CACERT")}
@@ -617,7 +616,7 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 	}
 
 	var tlsConf *tls.Config
-	if main.tls.v || perSecond.v && ps.tls.v {
+	if primary.tls.v || perSecond.v && ps.tls.v {
 		if tlsFiles.cert.set != tlsFiles.key.set {
 			e.refuse("REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY go together: set both (the client's certificate and key) or neither")
 		} else if c, err := redisTLS(tlsFiles.cert.v, tlsFiles.key.v, tlsFiles.ca.v, skipVerify.v); err != nil {
@@ -634,7 +633,7 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 		if !set["redis"] {
 			by = "REDIS_ADDR"
 		}
-		if main.url.set {
+		if primary.url.set {
 			s.note("%s overrides REDIS_URL", by)
 		}
 		if s.redisAddrs != "" {
@@ -649,12 +648,12 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 			}
 			s.redis = t
 		}
-	case main.url.set:
-		s.redis = main.target(e, "REDIS_")
+	case primary.url.set:
+		s.redis = primary.target(e, "REDIS_")
 	case perSecond.v:
 		e.refuse("REDIS_PERSECOND", "per-second limits go to a second Redis, and the others to the main one, which REDIS_URL names: set REDIS_URL")
 	default:
-		if name, ok := main.anySet("REDIS_"); ok {
+		if name, ok := primary.anySet("REDIS_"); ok {
 			e.refuse(name, "configures Redis, but REDIS_URL is not set, and floodgate then keeps limits in memory (upstream would use its default, the Unix socket /var/run/nutcracker/ratelimit.sock): set REDIS_URL, or remove %s", name)
 		}
 		for _, v := range []struct {
@@ -673,7 +672,7 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 	if s.redis == nil {
 		return
 	}
-	s.redis.apply(e, main, "REDIS_", tlsConf, s.redisPass)
+	s.redis.apply(e, primary, "REDIS_", tlsConf, s.redisPass)
 	if perSecond.v {
 		if !ps.url.set {
 			e.refuse("REDIS_PERSECOND", "needs REDIS_PERSECOND_URL, the Redis that holds the per-second limits")

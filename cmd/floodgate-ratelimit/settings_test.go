@@ -507,3 +507,39 @@ func TestSettingsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeExampleEnv: the environment of upstream's
+// docker-compose-example.yml starts the service with its Redis and
+// configuration directory, except its statsd sink, whose three
+// variables are refused by name.
+func TestComposeExampleEnv(t *testing.T) {
+	compose := map[string]string{
+		"USE_STATSD": "true", "STATSD_HOST": "statsd", "STATSD_PORT": "9125", "LOG_LEVEL": "debug",
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis:6379", "RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit",
+		"RUNTIME_WATCH_ROOT": "false", "CONFIG_TYPE": "FILE", "CONFIG_GRPC_XDS_NODE_ID": "test-node-id",
+		"CONFIG_GRPC_XDS_SERVER_URL": "ratelimit-xds-config-server:18000",
+	}
+	var out strings.Builder
+	_, err := parse(nil, &out, envOf(compose))
+	var exit exitCode
+	if !errors.As(err, &exit) || exit != 2 {
+		t.Fatalf("parse: %v", err)
+	}
+	var named []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		name, _, _ := strings.Cut(strings.TrimPrefix(l, "floodgate-ratelimit: "), "=")
+		named = append(named, name)
+	}
+	if want := []string{"STATSD_HOST", "STATSD_PORT", "USE_STATSD"}; !slices.Equal(named, want) {
+		t.Fatalf("refused %q, want %q:\n%s", named, want, out.String())
+	}
+
+	compose["USE_STATSD"] = "false"
+	s, err := parse(nil, &out, envOf(compose))
+	if err != nil {
+		t.Fatalf("with USE_STATSD=false: %v\n%s", err, out.String())
+	}
+	if s.config != "/data/ratelimit/config" || s.redis.String() != "redis single at redis:6379" || s.logLevel != slog.LevelDebug || s.runtime.WatchRoot != (opt[bool]{false, true}) {
+		t.Fatalf("settings: %+v", s)
+	}
+}
