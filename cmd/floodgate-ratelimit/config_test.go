@@ -42,7 +42,7 @@ func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "a.yaml", strings.ReplaceAll(perMinute, "%N%", "5"))
 	var out strings.Builder
-	if err := run(context.Background(), []string{"-check", "-config", dir}, &out, nil); err != nil {
+	if err := run(context.Background(), []string{"-check", "-config", dir}, noEnv, &out, nil); err != nil {
 		t.Fatalf("a good directory: %v\n%s", err, &out)
 	}
 	if !strings.Contains(out.String(), "1 domains, 1 rules: OK") {
@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 	write(t, dir, "b.yaml", "domain: e\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n")
 	write(t, dir, "c.yaml", "domain: f\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: leaky-bucket\n")
 	out.Reset()
-	err := run(context.Background(), []string{"-check", "-config", dir}, &out, nil)
+	err := run(context.Background(), []string{"-check", "-config", dir}, noEnv, &out, nil)
 	var exit exitCode
 	if !errors.As(err, &exit) || exit != 1 {
 		t.Fatalf("a bad directory: %v\n%s", err, &out)
@@ -66,16 +66,16 @@ func TestCheck(t *testing.T) {
 	write(t, split, "a.yaml", strings.ReplaceAll(perMinute, "%N%", "5"))
 	write(t, split, "b.yaml", "domain: d\ndescriptors:\n  - key: path\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n")
 	out.Reset()
-	if err := run(context.Background(), []string{"-check", "-config", split}, &out, nil); !errors.As(err, &exit) || exit != 1 || !strings.Contains(out.String(), "a.yaml") {
+	if err := run(context.Background(), []string{"-check", "-config", split}, noEnv, &out, nil); !errors.As(err, &exit) || exit != 1 || !strings.Contains(out.String(), "a.yaml") {
 		t.Fatalf("a split domain: %v\n%s", err, &out)
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"-check", "-merge-domains", "-config", split}, &out, nil); err != nil || !strings.Contains(out.String(), "1 domains, 2 rules: OK") {
+	if err := run(context.Background(), []string{"-check", "-merge-domains", "-config", split}, noEnv, &out, nil); err != nil || !strings.Contains(out.String(), "1 domains, 2 rules: OK") {
 		t.Fatalf("a split domain, merged: %v\n%s", err, &out)
 	}
 	for _, args := range [][]string{{"-check"}, {"-failure", "sometimes"}, {"-headers", "loud"}, {"extra"}, {"-grace", "0s"}} {
 		out.Reset()
-		if err := run(context.Background(), args, &out, nil); !errors.As(err, &exit) || exit != 2 {
+		if err := run(context.Background(), args, noEnv, &out, nil); !errors.As(err, &exit) || exit != 2 {
 			t.Fatalf("%v: %v\n%s", args, err, &out)
 		}
 	}

@@ -31,6 +31,11 @@
 // exits.
 //
 // Every flag has an environment variable; run with -h for the list.
+// envoyproxy/ratelimit's own variables (HOST, PORT, GRPC_PORT, REDIS_URL,
+// RUNTIME_ROOT, ...: all 114 of them) are each honoured with its meaning
+// or refused at start by name, with what to use instead (settings.go;
+// docs/envoy.md's Settings table). A flag wins over floodgate's
+// variables, which win over upstream's.
 // -redis takes one address, or several (a Cluster's nodes, or with
 // -redis-master a Sentinel master's Sentinels); REDIS_PASSWORD is read
 // from the environment only. -failure says what a descriptor gets while

@@ -20,16 +20,16 @@ const redisGCPercent = 400
 // choice stands; so does $GOMEMLIMIT, which the runtime applies either
 // way), or on the in-memory store, whose heap holds every key's state and
 // would grow with the target.
-func gcPercent(s *settings, env func(string) string) (int, bool) {
-	if env("GOGC") != "" || s.redisAddrs == "" {
+func gcPercent(s *settings, look lookupEnv) (int, bool) {
+	if gogc, _ := look("GOGC"); gogc != "" || s.redis == nil {
 		return 0, false
 	}
 	return redisGCPercent, true
 }
 
 // tuneGC sets the collector's target gcPercent returns, if any, and logs it.
-func tuneGC(s *settings, env func(string) string, log *slog.Logger) {
-	if pct, ok := gcPercent(s, env); ok {
+func tuneGC(s *settings, look lookupEnv, log *slog.Logger) {
+	if pct, ok := gcPercent(s, look); ok {
 		debug.SetGCPercent(pct)
 		log.Info("garbage collector target set for the Redis store; $GOGC overrides it", "gc_percent", pct)
 	}

@@ -16,13 +16,12 @@ func TestGCPercent(t *testing.T) {
 		{"in-memory store", "", "", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := func(k string) string {
-				if k == "GOGC" {
-					return tc.gogc
-				}
-				return ""
+			env := envOf(map[string]string{"GOGC": tc.gogc})
+			s := &settings{}
+			if tc.redis != "" {
+				s.redis = &redisTarget{kind: "single", network: "tcp", addrs: []string{tc.redis}}
 			}
-			got, set := gcPercent(&settings{redisAddrs: tc.redis}, env)
+			got, set := gcPercent(s, env)
 			if got != tc.want || set != tc.set {
 				t.Errorf("gcPercent = %d, %v; want %d, %v", got, set, tc.want, tc.set)
 			}

@@ -41,7 +41,7 @@ func start(t *testing.T, args ...string) *service {
 	out := &coretest.Buffer{}
 	args = append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)
 	go func() {
-		done <- run(ctx, args, out, func(g, h string) { up <- addrs{g, h} })
+		done <- run(ctx, args, noEnv, out, func(a addresses) { up <- addrs{a.grpc, a.http} })
 	}()
 	var a addrs
 	select {
@@ -167,7 +167,7 @@ func TestSampleEndToEnd(t *testing.T) {
 			t.Fatalf("/metrics lacks %s:\n%s", want, metrics)
 		}
 	}
-	if got := get(t, "http://"+s.httpAddr+"/healthcheck"); got != "OK\n" {
+	if got := get(t, "http://"+s.httpAddr+"/healthcheck"); got != "OK" {
 		t.Fatalf("/healthcheck: %q", got)
 	}
 	// Reflection lists the service.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,107 +16,192 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rls"
 	"github.com/floodgate/floodgate/promobs"
-	"github.com/floodgate/floodgate/redisstore"
 )
+
+// addresses are where the servers listen, once they do: "" for one
+// that does not run; the gRPC server's is "unix:PATH" on a Unix socket.
+type addresses struct{ grpc, http, debug, prometheus string }
 
 // listening is told the addresses the servers listen on, once they do
 // (tests pass one; main passes nil).
-type listening func(grpcAddr, httpAddr string)
+type listening func(addresses)
+
+// The HTTP servers' timeouts. The service's requests (/json, a health
+// check, a scrape) are small and answered at once; the limits only close
+// connections that hold a server's resources: a client that sends its
+// request slowly or never reads the answer, or sits idle.
+const (
+	httpReadHeaderTimeout = 5 * time.Second
+	httpReadTimeout       = 10 * time.Second
+	httpWriteTimeout      = 10 * time.Second
+	httpIdleTimeout       = 2 * time.Minute
+	// debugWriteTimeout leaves room for a CPU profile or a trace, which
+	// run for the seconds the request asks (30 by default).
+	debugWriteTimeout = 5 * time.Minute
+)
+
+// newHTTPServer is an HTTP server of h with the timeouts above; write is
+// its write timeout.
+func newHTTPServer(h http.Handler, write time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout, WriteTimeout: write, IdleTimeout: httpIdleTimeout}
+}
 
 // run runs the command until ctx ends (SIGTERM), then stops gracefully:
 // the health service says NOT_SERVING at once, calls in flight get up to
-// the -grace period, and the servers close.
-func run(ctx context.Context, args []string, out io.Writer, ready listening) error {
-	s, err := parse(args, out, os.Getenv)
+// the -grace period, and the servers close. look is the environment.
+func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, ready listening) error {
+	s, err := parse(args, out, look)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is written: what was asked for
+	}
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(out, nil))
+	log := newLogger(out, s.logLevel, s.logJSON)
 	if s.check {
 		return check(s.config, s.merge, out)
 	}
-	store, multi, closeStore, err := newStore(s)
+	for _, n := range s.notes {
+		log.Info("setting overridden", "detail", n)
+	}
+	store, multi, backends, closeStore, err := newStore(s)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	tuneGC(s, os.Getenv, log)
+	tuneGC(s, look, log)
 	reg := prometheus.NewRegistry()
-	obs, err := promobs.New(reg)
-	if err != nil {
-		return err
+	var obs core.Observer
+	if s.metrics {
+		if obs, err = promobs.New(reg); err != nil {
+			return err
+		}
 	}
 	svc, err := rls.New(rls.Config{Store: store, Multi: multi, Failure: s.failure, Observer: obs, Headers: s.headers, Shadow: s.shadow})
 	if err != nil {
 		return err
 	}
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	loaded := func() {
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		hs.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	var components []string
+	if !s.healthyWithConfig.set || s.healthyWithConfig.v {
+		components = append(components, configComponent)
 	}
-	if err := configure(ctx, s.config, s.merge, svc, log, loaded); err != nil {
-		return err
+	backendComponents := []string{redisComponent, perSecondComponent}
+	components = append(components, backendComponents[:len(backends)]...)
+	h := newHealth(components...)
+
+	bg, cancel := context.WithCancel(ctx) // the background work's: ends with run
+	defer cancel()
+	fatal := make(chan error, len(backends))
+	for i, b := range backends {
+		go watchRedis(bg, s, b, backendComponents[i], h, log, fatal)
+	}
+	loaded := func() { h.set(configComponent, true) }
+	if err := configure(bg, s.config, s.merge, svc, log, loaded); err != nil {
+		if !s.forceStart {
+			return err
+		}
+		log.Error("no configuration yet; starting without one (FORCE_START_WITHOUT_INITIAL_CONFIG), and trying again", "error", err)
+		go retryConfigure(bg, s, svc, log, loaded)
 	}
 
-	gs := grpc.NewServer()
+	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: s.maxAge, MaxConnectionAgeGrace: s.maxAgeGrace})}
+	if s.grpcTLS != nil {
+		stop, err := s.grpcTLS.watch(log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.grpcTLS.config())))
+	}
+	gs := grpc.NewServer(gopts...)
 	rlsv3.RegisterRateLimitServiceServer(gs, svc)
-	healthpb.RegisterHealthServer(gs, hs)
+	healthpb.RegisterHealthServer(gs, h.hs)
 	reflection.Register(gs)
-	gl, err := net.Listen("tcp", s.grpcAddr)
+	gl, grpcAddr, err := listen(s.grpcAddr)
 	if err != nil {
 		return err
 	}
-	served := make(chan error, 2)
+	served := make(chan error, 4)
 	go func() { served <- gs.Serve(gl) }()
 
-	var hsrv *http.Server
-	httpAddr := ""
-	if s.httpAddr != "" {
-		hl, err := net.Listen("tcp", s.httpAddr)
+	var https []*http.Server
+	serve := func(addr, what string, hd http.Handler, write time.Duration) (string, error) {
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			gs.Stop()
-			return err
+			return "", fmt.Errorf("%s: %w", what, err)
 		}
-		httpAddr = hl.Addr().String()
-		mux := http.NewServeMux()
-		mux.HandleFunc("/json", svc.JSON)
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthcheck", func(w http.ResponseWriter, r *http.Request) {
-			resp, err := hs.Check(r.Context(), &healthpb.HealthCheckRequest{})
-			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-				http.Error(w, "NOT_SERVING", http.StatusInternalServerError)
-				return
-			}
-			_, _ = io.WriteString(w, "OK\n")
-		})
-		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { served <- hsrv.Serve(hl) }()
+		srv := newHTTPServer(hd, write)
+		https = append(https, srv)
+		go func() { served <- srv.Serve(l) }()
+		return l.Addr().String(), nil
 	}
-	log.Info("serving", "grpc", gl.Addr().String(), "http", httpAddr, "store", storeName(s), "config", or(s.config, "(sample)"))
+	var a addresses
+	a.grpc = grpcAddr
+	err = func() error {
+		if s.httpAddr != "" {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/json", svc.JSON)
+			mux.Handle("/healthcheck", h)
+			if s.metrics {
+				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			}
+			if a.http, err = serve(s.httpAddr, "the HTTP listener (-http, HOST/PORT)", mux, httpWriteTimeout); err != nil {
+				return err
+			}
+		}
+		if s.debugAddr != "" {
+			if a.debug, err = serve(s.debugAddr, "the debug listener (DEBUG_HOST/DEBUG_PORT)", debugMux(s), debugWriteTimeout); err != nil {
+				return err
+			}
+		}
+		if s.metrics && s.promAddr != "" {
+			mux := http.NewServeMux()
+			mux.Handle(s.promPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			if a.prometheus, err = serve(s.promAddr, "the Prometheus listener (PROMETHEUS_ADDR)", mux, httpWriteTimeout); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		gs.Stop()
+		for _, srv := range https {
+			_ = srv.Close()
+		}
+		return err
+	}
+	log.Info("serving", "grpc", a.grpc, "http", a.http, "debug", a.debug, "prometheus", a.prometheus, "store", storeName(s), "config", or(s.config, "(sample)"))
 	if ready != nil {
-		ready(gl.Addr().String(), httpAddr)
+		ready(a)
 	}
 
 	select {
 	case <-ctx.Done():
+	case err := <-fatal:
+		h.shutdown()
+		gs.Stop()
+		for _, srv := range https {
+			_ = srv.Close()
+		}
+		return err
 	case err := <-served:
 		gs.Stop()
+		for _, srv := range https {
+			_ = srv.Close()
+		}
 		return err
 	}
 	log.Info("stopping", "grace", s.grace)
-	hs.Shutdown() // every service NOT_SERVING: Envoy's health checks move away
+	h.shutdown() // every service NOT_SERVING: Envoy's health checks move away
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
@@ -128,75 +214,107 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	case <-timer.C:
 		gs.Stop()
 	}
-	if hsrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), s.grace)
-		defer cancel()
-		if err := hsrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
+	sctx, cancelStop := context.WithTimeout(context.Background(), s.grace)
+	defer cancelStop()
+	var errs []error
+	for _, srv := range https {
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// newStore returns the store the settings ask for, the Multi that decides
-// a request's descriptors in one round trip on it (nil in memory), and
-// what closes them.
-func newStore(s *settings) (rls.Store, rls.Multi, func(), error) {
-	if s.redisAddrs == "" {
-		return rls.Memory(), nil, func() {}, nil
-	}
-	c := redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs:                 strings.Split(s.redisAddrs, ","),
-		MasterName:            s.redisMaster,
-		Password:              s.redisPass,
-		ContextTimeoutEnabled: true,
-	})
-	store := func(limits []core.Limit) (core.Limiter, error) {
-		if len(limits) == 1 {
-			return redisstore.New(c, limits[0])
+// listen listens on addr, "unix:PATH" for a Unix socket, and returns the
+// address as a gRPC client dials it. A socket file left by a process
+// that is gone (no one answers on it) is removed first, so that a
+// restart after a crash can listen again.
+func listen(addr string) (net.Listener, string, error) {
+	path, unix := strings.CutPrefix(addr, "unix:")
+	if !unix {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("the gRPC listener (-grpc, GRPC_HOST/GRPC_PORT): %w", err)
 		}
-		return redisstore.NewStack(c, limits)
+		return l, l.Addr().String(), nil
 	}
-	m, err := redisstore.NewMulti(c) // the limiters' options: the same keys
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			_ = c.Close()
+		} else {
+			_ = os.Remove(path)
+		}
+	}
+	l, err := net.Listen("unix", path)
 	if err != nil {
-		_ = c.Close()
-		return nil, nil, nil, err
+		return nil, "", fmt.Errorf("the gRPC listener (GRPC_UDS): %w", err)
 	}
-	return store, redisMulti{m}, func() { _ = c.Close() }, nil
+	return l, "unix:" + path, nil
 }
 
-// redisMulti is a redisstore.Multi as the service takes it.
-type redisMulti struct{ m *redisstore.Multi }
-
-func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
-	var buf [8]redisstore.Item
-	ds, err := r.m.Allow(ctx, items(buf[:0], cs))
-	if errors.Is(err, redisstore.ErrPartial) {
-		err = fmt.Errorf("%w (%w)", err, rls.ErrPartial)
+// retryConfigure loads the configuration until it loads or ctx ends,
+// after 1 s, then twice as long each time up to 30 s.
+func retryConfigure(ctx context.Context, s *settings, svc *rls.Service, log *slog.Logger, loaded func()) {
+	for wait := time.Second; sleep(ctx, wait); wait = min(2*wait, 30*time.Second) {
+		err := configure(ctx, s.config, s.merge, svc, log, loaded)
+		if err == nil {
+			return
+		}
+		log.Error("no configuration yet; trying again", "in", min(2*wait, 30*time.Second), "error", err)
 	}
-	return ds, err
 }
 
-func (r redisMulti) RefundAll(ctx context.Context, cs []rls.Charge) error {
-	var buf [8]redisstore.Item
-	return r.m.Refund(ctx, items(buf[:0], cs))
+// newLogger is the service's log on out: slog's text lines, or with json
+// upstream's JSON lines (@timestamp, @message, level as logrus names it).
+func newLogger(out io.Writer, level slog.Level, json bool) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if !json {
+		return slog.New(slog.NewTextHandler(out, o))
+	}
+	o.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) > 0 {
+			return a
+		}
+		switch a.Key {
+		case slog.TimeKey:
+			return slog.String("@timestamp", a.Value.Time().Format(time.RFC3339Nano))
+		case slog.MessageKey:
+			a.Key = "@message"
+		case slog.LevelKey:
+			lv := a.Value.Any().(slog.Level)
+			switch {
+			case lv < slog.LevelDebug:
+				a.Value = slog.StringValue("trace")
+			case lv < slog.LevelInfo:
+				a.Value = slog.StringValue("debug")
+			case lv < slog.LevelWarn:
+				a.Value = slog.StringValue("info")
+			case lv < slog.LevelError:
+				a.Value = slog.StringValue("warning")
+			default:
+				a.Value = slog.StringValue("error")
+			}
+		}
+		return a
+	}
+	return slog.New(slog.NewJSONHandler(out, o))
 }
 
-// items appends the charges to buf as a Multi's items.
-func items(buf []redisstore.Item, cs []rls.Charge) []redisstore.Item {
-	for _, c := range cs {
-		buf = append(buf, redisstore.Item{Key: c.Key, Limits: c.Limits, Cost: c.Cost})
-	}
-	return buf
+// loggerOf is the log the environment's LOG_LEVEL and LOG_FORMAT ask for
+// (their errors are run's to report).
+func loggerOf(look lookupEnv, out io.Writer) *slog.Logger {
+	s := &settings{}
+	s.logging(newEnv(look))
+	return newLogger(out, s.logLevel, s.logJSON)
 }
 
 func storeName(s *settings) string {
 	switch {
-	case s.redisAddrs == "":
+	case s.redis == nil:
 		return "memory"
-	case s.redisMaster != "":
-		return fmt.Sprintf("redis sentinel %s at %s", s.redisMaster, s.redisAddrs)
+	case s.perSecond != nil:
+		return fmt.Sprintf("%s; per second: %s", s.redis, s.perSecond)
 	default:
-		return "redis " + s.redisAddrs
+		return s.redis.String()
 	}
 }
