@@ -31,6 +31,7 @@ type item struct {
 	charged bool // the limiter admitted, and charged, the request
 	refused bool // refused (or failed closed)
 	drained bool // over its limit, it spent what was left (upstream's charging)
+	held    bool // admitted but not charged, as another was over its limit (ChargeStopWhenOver)
 	multi   bool // a shadow descriptor decided, or hits given back, by the Multi
 	err     error
 }
@@ -67,11 +68,25 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	} else {
 		refused = s.upstream(ctx, items)
 	}
-	resp := s.answer(req, items, refused)
 	if s.c.Stats != nil {
 		s.count(ctx, req.GetDomain(), descs, items)
 	}
-	return resp, nil
+	if s.c.FailCall {
+		if err := storeFailure(items); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "rls: the store failed: %v", err)
+		}
+	}
+	return s.answer(req, items, refused), nil
+}
+
+// storeFailure returns a descriptor's store error, if any.
+func storeFailure(items []item) error {
+	for i := range items {
+		if err := items[i].err; err != nil && pipeline.Classify(err) == core.OutcomeStoreError {
+			return err
+		}
+	}
+	return nil
 }
 
 // match finds each descriptor's rule, drops the rules another matching

@@ -47,6 +47,11 @@ type Config struct {
 	// Failure is what a descriptor gets when its store fails: OVER_LIMIT
 	// under core.FailClosed (the zero value), OK under core.FailOpen.
 	Failure core.FailureMode
+	// FailCall (upstream's behaviour) fails the call, with gRPC
+	// UNAVAILABLE, when a descriptor's store fails, for Envoy's
+	// failure_mode_deny to decide; the request is decided as under
+	// core.FailClosed first (all or nothing, it is charged by none).
+	FailCall bool
 	// Observer hears of every descriptor decided; nil: none.
 	Observer core.Observer
 	// Headers is the style of the rate-limit header fields the response
@@ -263,6 +268,9 @@ func New(c Config) (*Service, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = core.SystemClock
+	}
+	if c.FailCall {
+		c.Failure = core.FailClosed
 	}
 	s := &Service{c: c}
 	s.drop = s.dropOverride

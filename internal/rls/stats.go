@@ -38,7 +38,9 @@ type Stats interface {
 //   - ShadowMode: for a rule in shadow mode, the hits OverLimit counts.
 //
 // The count before is the limit minus what the descriptor's limiter had
-// left for it. A descriptor that no limiter decided (a store failure; a
+// left for it; under ChargeStopWhenOver, a descriptor left uncharged
+// because another was over its limit counts as upstream's does: its count
+// is taken for the count after the hits. A descriptor that no limiter decided (a store failure; a
 // shadow rule of a request refused all or nothing, or any descriptor of a
 // request a rule refusing everything refused) counts in TotalHits alone.
 type Counts struct {
@@ -78,6 +80,12 @@ func (s *Service) counts(it *item) Counts {
 	}
 	before := limit - min(uint64(max(left, 0)), limit)
 	after := before + hits
+	if it.held {
+		// Upstream asks for no charge (INCRBY 0), and takes the count it
+		// gets back for the count after the hits.
+		after = before
+		before -= min(hits, before)
+	}
 	near := uint64(math.Floor(float64(float32(limit) * s.c.NearLimitRatio)))
 	if after > limit {
 		if before >= limit {

@@ -49,6 +49,12 @@ func (s *Service) upstream(ctx context.Context, items []item) bool {
 			s.drain(ctx, it)
 		}
 	}
+	if stop {
+		for i := range items {
+			it := &items[i]
+			it.held = it.decided && !it.refused && !it.probe
+		}
+	}
 	s.giveBackCharges(ctx, items, func(it *item) bool { return it.probe || stop })
 	refused := s.verdict(items)
 	for i := range items {
@@ -151,20 +157,28 @@ func (s *Service) drain(ctx context.Context, it *item) {
 // giveBackCharges gives back what the descriptors that took a charge and
 // that give says were charged: with the Multi, in one call.
 func (s *Service) giveBackCharges(ctx context.Context, items []item, give func(*item) bool) {
+	n := 0
+	for i := range items {
+		if it := &items[i]; it.charged && give(it) {
+			if s.c.Multi == nil {
+				s.undo(ctx, it)
+			}
+			n++
+		}
+	}
+	if n > 0 && s.c.Multi != nil {
+		s.refundCharges(ctx, items, give)
+	}
+}
+
+// refundCharges is giveBackCharges' call of the Multi (a function of its
+// own, so that its batch is not made for requests that need none).
+func (s *Service) refundCharges(ctx context.Context, items []item, give func(*item) bool) {
 	var backs batch
 	for i := range items {
-		it := &items[i]
-		if !it.charged || !give(it) {
-			continue
-		}
-		if s.c.Multi != nil {
+		if it := &items[i]; it.charged && give(it) {
 			backs.add(items, i)
-			continue
 		}
-		s.undo(ctx, it)
-	}
-	if len(backs.charges) == 0 {
-		return
 	}
 	err := s.c.Multi.RefundAll(ctx, backs.charges)
 	for _, i := range backs.at {
