@@ -555,3 +555,17 @@ descriptors:
 		}
 	}
 }
+
+// TestQuotaHitsGivenBack: a descriptor giving hits back is no decision:
+// it does not count among the quota-mode descriptors that admit.
+func TestQuotaHitsGivenBack(t *testing.T) {
+	q1, q2 := perMinute("q1", "q1", 1), perMinute("q2", "q2", 5)
+	q1.Quota, q2.Quota = true, true
+	g := newRig(t, table{"d|q1=1": {q1, "k1"}, "d|q2=1": {q2, "k2"}}, rls.Config{})
+	g.ask(0, desc("q1=1"))
+	back := desc("q2=1")
+	back.IsNegativeHits = true
+	if _, got := g.ask(0, desc("q1=1"), back); got != "OVER_LIMIT OVER_LIMIT/0 OK/0" {
+		t.Fatalf("%s, want the request refused by q1, the only quota-mode decision", got)
+	}
+}

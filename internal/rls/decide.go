@@ -178,8 +178,8 @@ func (s *Service) verdict(items []item) bool {
 	for i := range items {
 		it := &items[i]
 		r := it.rule
-		if r != nil && r.Unlimited {
-			continue
+		if r != nil && r.Unlimited || it.back {
+			continue // no decision (hits given back are floodgate's own)
 		}
 		q := s.c.Quota || r != nil && r.Quota
 		if q {

@@ -17,9 +17,12 @@ import (
 // others in one more: the request goes on without them); in one more each,
 // the hits a request gives back (is_negative_hits) and, once the request
 // is admitted, its shadow descriptors. A request that a rule refusing
-// everything (requests_per_unit 0) names is refused without a call. So a
-// Multi must keep each key's state where the limiter Store makes for the
-// same limits does.
+// everything (requests_per_unit 0) names is refused without a call; the
+// checks (hits_addend 0) are charged 1 and given back in one more call.
+// Under upstream's charging (ChargeAlways, ChargeStopWhenOver) it gets
+// every descriptor a rule limits, shadow ones included, in one call; when
+// one refuses, Store's limiters finish the request. So a Multi must keep
+// each key's state where the limiter Store makes for the same limits does.
 type Multi interface {
 	// AllowAll returns the decisions in the charges' order, each as the
 	// limiter of the charge's limits would make it on that state (an

@@ -152,6 +152,9 @@ func (s *Service) drain(ctx context.Context, it *item) {
 		}
 	}
 	it.d.Allowed, it.d.Remaining, it.drained = false, 0, true
+	if it.d.RetryAfter <= 0 {
+		it.d.RetryAfter = it.d.ResetAfter // nothing is left until then
+	}
 }
 
 // giveBackCharges gives back what the descriptors that took a charge and
