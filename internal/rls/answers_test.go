@@ -234,7 +234,13 @@ func TestFailureRetryAfter(t *testing.T) {
 			t.Fatalf("%v, %v: %q, want %q", c.mode, c.style, headerText(resp), c.want)
 		}
 	}
-	// FailCall fails the call instead, and charges nothing.
+	// The same when the Multi's store fails.
+	mg, m := newMultiRig(t, table{"d|a=1": {a, "ka"}}, rls.Config{})
+	m.err = &core.StoreError{Op: "allow", Err: errors.New("connection refused")}
+	if resp, got := mg.ask(0, desc("a=1")); got != "OVER_LIMIT OVER_LIMIT/0" || headerText(resp) != "Retry-After: 1" {
+		t.Fatalf("the Multi failing: %s with %q", got, headerText(resp))
+	}
+	// FailCall fails the call instead.
 	g := newRig(t, table{"d|a=1": {a, "ka"}}, rls.Config{Store: down, Failure: core.FailOpen, FailCall: true})
 	_, err := g.svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*rlcommon.RateLimitDescriptor{desc("a=1")}})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "connection refused") {
