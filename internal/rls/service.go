@@ -50,7 +50,7 @@ type Config struct {
 	// FailCall (upstream's behaviour) fails the call, with gRPC
 	// UNAVAILABLE, when a descriptor's store fails, for Envoy's
 	// failure_mode_deny to decide; the request is decided as under
-	// core.FailClosed first (all or nothing, it is charged by none).
+	// core.FailClosed first.
 	FailCall bool
 	// Observer hears of every descriptor decided; nil: none.
 	Observer core.Observer
@@ -152,7 +152,9 @@ func (c Charging) String() string {
 //
 //	Limit:     its requests_per_unit ("10")
 //	Remaining: its limit_remaining
-//	Reset:     whole seconds until its unit's window ends
+//	Reset:     its duration_until_reset in seconds: until its unit's
+//	           window ends, for a fixed window (until its quota is whole,
+//	           for floodgate's other algorithms)
 type HeaderNames struct {
 	Limit, Remaining, Reset string
 }
