@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rlsconfig"
@@ -33,6 +36,9 @@ func FromConfig(c *rlsconfig.Config) (Rules, []*Rule) {
 				Quota:           r.QuotaMode,
 				Shadow:          r.ShadowMode,
 				Replaces:        r.Replaces,
+				Metadata:        metadata(r.Metadata),
+				StatsKey:        r.FullKey,
+				conf:            r,
 			}
 			rr.Limits = named(r)
 			m.rules[r] = rr
@@ -62,6 +68,49 @@ func named(r *rlsconfig.Rule) []core.Limit {
 	return ls
 }
 
+// metadata is a rule's metadata as the response carries it: the YAML's
+// values as protobuf's Struct holds them, as envoyproxy/ratelimit converts
+// them (a key that is not a string is its text); nil when there is none.
+func metadata(m map[string]any) *structpb.Struct {
+	if len(m) == 0 {
+		return nil
+	}
+	return structOf(m)
+}
+
+func structOf(m map[string]any) *structpb.Struct {
+	s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(m))}
+	for k, v := range m {
+		s.Fields[k] = valueOf(v)
+	}
+	return s
+}
+
+// valueOf converts one YAML value. Scalars protobuf's Value cannot hold
+// (a timestamp, say) become their text, so that no configuration is lost.
+func valueOf(v any) *structpb.Value {
+	switch x := v.(type) {
+	case map[string]any:
+		return structpb.NewStructValue(structOf(x))
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = e
+		}
+		return structpb.NewStructValue(structOf(m))
+	case []any:
+		l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
+		for i, e := range x {
+			l.Values[i] = valueOf(e)
+		}
+		return structpb.NewListValue(l)
+	}
+	if pv, err := structpb.NewValue(v); err == nil {
+		return pv
+	}
+	return structpb.NewStringValue(fmt.Sprint(v))
+}
+
 // configRules is a loaded configuration's matching.
 type configRules struct {
 	c     *rlsconfig.Config
@@ -69,6 +118,10 @@ type configRules struct {
 
 	mu        sync.Mutex
 	overrides map[rlcommonLimit]*Rule // see override
+	// dropped, when set, hears of each descriptor whose override is
+	// ignored because the configuration has maxOverrides already (the
+	// Service counts and logs them).
+	dropped atomic.Pointer[func(domain string, rpu uint32, unit rlsconfig.Unit)]
 }
 
 // rlcommonLimit is a descriptor's limit override.
@@ -78,7 +131,9 @@ type rlcommonLimit struct {
 }
 
 // maxOverrides bounds the distinct limit overrides a configuration keeps
-// a rule for; a descriptor with another is matched as if it had none.
+// a rule for, since each keeps a limiter and its keys' state; a descriptor
+// with another is matched as if it had none, and the Service counts it
+// (Service.DroppedOverrides) and logs it.
 const maxOverrides = 256
 
 // override returns the rule of a descriptor's own limit (Envoy's
@@ -96,15 +151,27 @@ func (m *configRules) override(domain string, d *rlcommon.RateLimitDescriptor) *
 	if period == 0 {
 		return nil
 	}
+	r, full := m.overrideRule(o, period)
+	if full {
+		if f := m.dropped.Load(); f != nil {
+			(*f)(domain, o.rpu, o.unit)
+		}
+	}
+	return r
+}
+
+// overrideRule returns o's rule, made on first use; full reports that
+// there is none because the configuration has maxOverrides already.
+func (m *configRules) overrideRule(o rlcommonLimit, period time.Duration) (r *Rule, full bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r := m.overrides[o]; r != nil {
-		return r
+		return r, false
 	}
 	if len(m.overrides) >= maxOverrides {
-		return nil
+		return nil, true
 	}
-	r := &Rule{ID: fmt.Sprintf("override\x00%d/%s", o.rpu, o.unit), RequestsPerUnit: o.rpu, Unit: rlsv3.RateLimitResponse_RateLimit_Unit(o.unit)}
+	r = &Rule{ID: fmt.Sprintf("override\x00%d/%s", o.rpu, o.unit), RequestsPerUnit: o.rpu, Unit: rlsv3.RateLimitResponse_RateLimit_Unit(o.unit), override: true}
 	if o.rpu == 0 {
 		r.DenyAll = true
 	} else {
@@ -115,7 +182,7 @@ func (m *configRules) override(domain string, d *rlcommon.RateLimitDescriptor) *
 		m.overrides = make(map[rlcommonLimit]*Rule)
 	}
 	m.overrides[o] = r
-	return r
+	return r, false
 }
 
 // maxEntries is how many entries a descriptor has at most without its

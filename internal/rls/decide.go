@@ -18,22 +18,27 @@ const Transport = "envoy-rls"
 
 // item is one descriptor of a request on its way to an answer.
 type item struct {
-	rule *Rule
-	c    *compiled // nil: no limit (no rule, unlimited, or replaced)
-	key  string
-	cost int  // 0: answered without a charge
-	back bool // is_negative_hits: give cost back
+	rule  *Rule
+	c     *compiled // nil: no limit (no rule, unlimited, or replaced)
+	key   string
+	cost  int  // what its limiter is asked for: its hits, 1 for a probe
+	back  bool // is_negative_hits: give cost back
+	probe bool // hits_addend 0: a check, decided at a cost of 1 and never left charged
 
 	d       core.Decision
+	left    int  // what d's limiter had left for it before this request (when decided)
 	decided bool // d is the limiter's answer
 	charged bool // the limiter admitted, and charged, the request
-	refused bool // enforced and refused (or failed closed)
+	refused bool // refused (or failed closed)
+	drained bool // over its limit, it spent what was left (upstream's charging)
+	held    bool // admitted but not charged, as another was over its limit (ChargeStopWhenOver)
 	multi   bool // a shadow descriptor decided, or hits given back, by the Multi
 	err     error
 }
 
-// ShouldRateLimit decides a request's descriptors all or nothing (see the
-// package documentation) and answers with each one's status.
+// ShouldRateLimit decides a request's descriptors as Config.Charging says
+// (all or nothing by default, see the package documentation) and answers
+// with each one's status.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if req.GetDomain() == "" {
 		return nil, status.Error(codes.InvalidArgument, "rls: the request names no domain")
@@ -47,17 +52,41 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "rls: no configuration loaded yet")
 	}
 	items := s.match(st, req.GetDomain(), descs, req.GetHitsAddend())
-	refused, ok := false, false
-	if s.c.Multi != nil {
-		refused, ok = s.enforceMulti(ctx, items)
+	var refused bool
+	if s.c.Charging == ChargeAllOrNothing {
+		ok := false
+		if s.c.Multi != nil {
+			refused, ok = s.enforceMulti(ctx, items)
+		}
+		if !ok {
+			refused = s.enforce(ctx, items)
+		}
+		if !refused {
+			s.shadow(ctx, items)
+		}
+		s.unprobe(ctx, items)
+	} else {
+		refused = s.upstream(ctx, items)
 	}
-	if !ok {
-		refused = s.enforce(ctx, items)
+	if s.c.Stats != nil {
+		s.count(ctx, req.GetDomain(), descs, items)
 	}
-	if !refused {
-		s.shadow(ctx, items)
+	if s.c.FailCall {
+		if err := storeFailure(items); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "rls: the store failed: %v", err)
+		}
 	}
-	return s.answer(items, refused), nil
+	return s.answer(req, items, refused), nil
+}
+
+// storeFailure returns a descriptor's store error, if any.
+func storeFailure(items []item) error {
+	for i := range items {
+		if err := items[i].err; err != nil && pipeline.Classify(err) == core.OutcomeStoreError {
+			return err
+		}
+	}
+	return nil
 }
 
 // match finds each descriptor's rule, drops the rules another matching
@@ -82,12 +111,14 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 			items[i].c, items[i].err = s.later(st, r)
 		}
 		switch h := d.GetHitsAddend(); {
+		case h != nil && h.GetValue() == 0:
+			items[i].probe = true
 		case h != nil:
 			items[i].cost = int(min(h.GetValue(), uint64(maxCost)))
 		case hits > 0:
 			items[i].cost = int(min(uint64(hits), uint64(maxCost)))
 		}
-		items[i].back = d.GetIsNegativeHits()
+		items[i].back = d.GetIsNegativeHits() && !items[i].probe
 	}
 	for i := range items {
 		if r := items[i].rule; r != nil && r.Name != "" && replaced[r.Name] {
@@ -102,56 +133,97 @@ func (s *Service) match(st *state, domain string, descs []*rlcommon.RateLimitDes
 const maxCost = 1 << 31
 
 // enforce decides the enforced descriptors and reports whether the
-// request is refused: by a rule not in quota mode, or by every rule in
-// quota mode. A refused request stays charged by none of them.
+// request is refused (see verdict). A refused request stays charged by
+// none of them.
 func (s *Service) enforce(ctx context.Context, items []item) bool {
 	deny := s.denyAll(ctx, items)
-	rate, quota, quotaRefused := false, 0, 0
 	for i := range items {
 		it := &items[i]
 		if !it.limited() || it.rule.Shadow {
 			continue
 		}
 		if it.back {
-			if it.c != nil {
-				it.err = it.c.lim.Refund(ctx, it.key, it.cost)
-				s.observe(ctx, it, it.err == nil)
-			}
+			s.giveBack(ctx, it, false)
 			continue
 		}
 		if deny {
 			continue
 		}
 		s.allow(ctx, it)
-		if it.rule.Quota {
-			quota++
-		}
-		if it.refused {
-			if it.rule.Quota {
-				quotaRefused++
-			} else {
-				rate = true
-			}
-		}
 	}
 	if deny {
 		return true
 	}
-	refused := rate || quota > 0 && quotaRefused == quota
+	refused := s.verdict(items)
 	for i := range items {
 		it := &items[i]
 		if refused && it.charged {
-			if err := pipeline.Undo(ctx, it.c.lim, it.key, it.cost, it.d.Lease); err != nil {
-				it.err = err
-			}
-			it.charged = false
-			it.d.Remaining += it.cost // as it was before the charge
+			s.undo(ctx, it)
 		}
 		if it.limited() && !it.rule.Shadow && !it.back {
 			s.observe(ctx, it, !refused)
 		}
 	}
 	return refused
+}
+
+// verdict reports whether the descriptors' statuses refuse the request,
+// as envoyproxy/ratelimit decides: one over the limit (not in shadow
+// mode) refuses it, unless its rule is in quota mode; those in quota
+// mode refuse it when all of them are over the limit. Under global quota
+// mode a descriptor without a rule (or replaced) is one in quota mode
+// that is within the limit, as upstream counts it.
+func (s *Service) verdict(items []item) bool {
+	rate, quota, quotaRefused := false, 0, 0
+	for i := range items {
+		it := &items[i]
+		r := it.rule
+		if r != nil && r.Unlimited || it.back {
+			continue // no decision (hits given back are floodgate's own)
+		}
+		q := s.c.Quota || r != nil && r.Quota
+		if q {
+			quota++
+		}
+		if r != nil && !r.Shadow && it.refused {
+			if q {
+				quotaRefused++
+			} else {
+				rate = true
+			}
+		}
+	}
+	return rate || quota > 0 && quotaRefused == quota
+}
+
+// quota reports whether r is in quota mode, its own or global.
+func (s *Service) quota(r *Rule) bool { return s.c.Quota || r.Quota }
+
+// undo gives back what it was charged, and reports what it had left
+// before, as if never charged.
+func (s *Service) undo(ctx context.Context, it *item) {
+	if err := pipeline.Undo(ctx, it.c.lim, it.key, it.cost, it.d.Lease); err != nil {
+		it.err = err
+	}
+	it.charged = false
+	it.d.Remaining = it.left
+}
+
+// giveBack refunds it's hits (is_negative_hits) and tells the observer:
+// the request goes on when it is a shadow descriptor, or the refund is
+// made.
+func (s *Service) giveBack(ctx context.Context, it *item, shadow bool) {
+	if it.c == nil {
+		return
+	}
+	it.err = it.c.lim.Refund(ctx, it.key, it.cost)
+	s.observe(ctx, it, shadow || it.err == nil)
+}
+
+// unprobe gives back what the checks (hits_addend 0) were charged when
+// decided.
+func (s *Service) unprobe(ctx context.Context, items []item) {
+	s.giveBackCharges(ctx, items, func(it *item) bool { return it.probe })
 }
 
 // denyAll reports whether an enforced descriptor falls under a rule, not
@@ -162,7 +234,7 @@ func (s *Service) denyAll(ctx context.Context, items []item) bool {
 	deny := false
 	for i := range items {
 		it := &items[i]
-		if it.limited() && !it.rule.Shadow && !it.rule.Quota && it.rule.DenyAll && !it.back {
+		if it.limited() && !it.rule.Shadow && !s.quota(it.rule) && it.rule.DenyAll && !it.back {
 			it.refused, deny = true, true
 			s.observe(ctx, it, false)
 		}
@@ -179,21 +251,31 @@ func (it *item) limited() bool {
 // allow decides it: a deny-all rule refuses without a charge; a store
 // error follows the failure mode; a cost no limit admits is refused.
 func (s *Service) allow(ctx context.Context, it *item) {
-	if it.c == nil { // DenyAll
+	if it.c == nil { // DenyAll, or a rule that did not compile
 		it.refused = true
 		return
 	}
-	it.d, it.err = it.c.lim.Allow(ctx, it.key, it.cost)
+	d, err := it.c.lim.Allow(ctx, it.key, it.cost)
+	it.err = err
 	switch {
-	case it.err == nil:
-		it.decided = true
-		it.charged = it.d.Allowed
-		it.refused = !it.d.Allowed
-	case errors.Is(it.err, core.ErrInvalidCost):
+	case err == nil:
+		it.decide(d)
+		it.charged = d.Allowed
+	case errors.Is(err, core.ErrInvalidCost):
 		it.refused = true // never admissible: no wait helps
-	case pipeline.Classify(it.err) == core.OutcomeStoreError && s.c.Failure == core.FailOpen:
+	case pipeline.Classify(err) == core.OutcomeStoreError && s.c.Failure == core.FailOpen:
 	default:
 		it.refused = true
+	}
+}
+
+// decide records d, its limiter's answer (an admission's d reports the
+// charge made, or that would have been made).
+func (it *item) decide(d core.Decision) {
+	it.d, it.decided, it.refused = d, true, !d.Allowed
+	it.left = d.Remaining
+	if d.Allowed {
+		it.left += it.cost
 	}
 }
 
@@ -209,12 +291,10 @@ func (s *Service) shadow(ctx context.Context, items []item) {
 			continue
 		}
 		if it.back {
-			if it.c != nil {
-				it.err = it.c.lim.Refund(ctx, it.key, it.cost)
-			}
-		} else {
-			s.allow(ctx, it)
+			s.giveBack(ctx, it, true)
+			continue
 		}
+		s.allow(ctx, it)
 		s.observe(ctx, it, true)
 	}
 }
@@ -226,10 +306,14 @@ func (s *Service) observe(ctx context.Context, it *item, admitted bool) {
 	if o == nil {
 		return
 	}
+	cost := it.cost
+	if it.probe {
+		cost = 0
+	}
 	e := core.Event{
 		Transport: Transport,
 		Key:       it.key,
-		Cost:      it.cost,
+		Cost:      cost,
 		Failure:   s.c.Failure,
 		Decision:  it.d,
 		Err:       it.err,

@@ -17,9 +17,12 @@ import (
 // others in one more: the request goes on without them); in one more each,
 // the hits a request gives back (is_negative_hits) and, once the request
 // is admitted, its shadow descriptors. A request that a rule refusing
-// everything (requests_per_unit 0) names is refused without a call. So a
-// Multi must keep each key's state where the limiter Store makes for the
-// same limits does.
+// everything (requests_per_unit 0) names is refused without a call; the
+// checks (hits_addend 0) are charged 1 and given back in one more call.
+// Under upstream's charging (ChargeAlways, ChargeStopWhenOver) it gets
+// every descriptor a rule limits, shadow ones included, in one call; when
+// one refuses, Store's limiters finish the request. So a Multi must keep
+// each key's state where the limiter Store makes for the same limits does.
 type Multi interface {
 	// AllowAll returns the decisions in the charges' order, each as the
 	// limiter of the charge's limits would make it on that state (an
@@ -81,7 +84,7 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 			continue
 		}
 		switch {
-		case it.rule.DenyAll && it.rule.Quota:
+		case it.rule.DenyAll && s.quota(it.rule):
 			return false, false // enforce counts it among quota refusals
 		case it.rule.DenyAll:
 		case it.c == nil:
@@ -128,8 +131,8 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 	}
 	for _, i := range charges.at {
 		it := &items[i]
-		if refused && it.decided && it.d.Allowed {
-			it.d.Remaining += it.cost // as it was before the charge
+		if refused && it.decided {
+			it.d.Remaining = it.left // as it was before the charge
 		}
 		s.observe(ctx, it, !refused)
 	}
@@ -137,10 +140,11 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 }
 
 // decide sets the decisions of items[at...], a Multi call's answers ds or
-// its error err, and reports whether they refuse the request: a refusal
-// does, or, when quota is set, the refusal of every rule in quota mode; a
-// store error when the failure mode says so.
-func (s *Service) decide(items []item, at []int, ds []core.Decision, err error, quota bool) bool {
+// its error err, and reports whether they refuse the request: when first
+// is set, as verdict says (rules in quota mode refuse it only all
+// together); else any refusal does. A store error refuses it when the
+// failure mode says so.
+func (s *Service) decide(items []item, at []int, ds []core.Decision, err error, first bool) bool {
 	if err != nil {
 		refused := pipeline.Classify(err) != core.OutcomeStoreError || s.c.Failure != core.FailOpen
 		for _, i := range at {
@@ -148,21 +152,15 @@ func (s *Service) decide(items []item, at []int, ds []core.Decision, err error, 
 		}
 		return refused
 	}
-	rate, n, refusedN := false, 0, 0
+	refused := false
 	for j, i := range at {
-		it := &items[i]
-		it.d, it.decided, it.refused = ds[j], true, !ds[j].Allowed
-		switch {
-		case quota && it.rule.Quota:
-			n++
-			if it.refused {
-				refusedN++
-			}
-		case it.refused:
-			rate = true
-		}
+		items[i].decide(ds[j])
+		refused = refused || !ds[j].Allowed
 	}
-	return rate || n > 0 && refusedN == n
+	if first {
+		return s.verdict(items)
+	}
+	return refused
 }
 
 // refundAll gives back the hits of backs, descriptors of a request with
@@ -218,7 +216,8 @@ func (s *Service) shadowMulti(ctx context.Context, items []item) {
 		case !all && ds[j].Allowed:
 			continue // not charged: shadow decides it alone
 		default:
-			it.d, it.decided, it.charged, it.refused = ds[j], true, ds[j].Allowed, !ds[j].Allowed
+			it.decide(ds[j])
+			it.charged = ds[j].Allowed
 		}
 		it.multi = true
 		s.observe(ctx, it, true)

@@ -6,8 +6,10 @@ import (
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/rlsconfig"
 )
 
 // Rule is what applies to the descriptors that fall under one rate limit
@@ -40,6 +42,20 @@ type Rule struct {
 	// Replaces names the rules this one replaces: a request with a
 	// descriptor under this rule is not checked against them.
 	Replaces []string
+	// Metadata is the rule's metadata, which the response's
+	// dynamic_metadata carries when Config.DynamicMetadata is set and a
+	// request's descriptor under the rule is not over the limit; nil:
+	// none. It is shared by every request and never modified.
+	Metadata *structpb.Struct
+	// StatsKey names the rule to Config.Stats: envoyproxy/ratelimit's
+	// key of the rule's statistics (the domain and the key path,
+	// "domain.key_value.key2"). A rule of a configuration forms it from
+	// each request's values where detailed_metric or value_to_metric say
+	// so; this is the key used otherwise.
+	StatsKey string
+
+	conf     *rlsconfig.Rule // the configuration's rule, which forms the stats key; nil for others
+	override bool            // made up for a descriptor's own limit
 }
 
 // Rules finds what applies to one descriptor of a request in domain: its
@@ -48,6 +64,38 @@ type Rule struct {
 // concurrent use.
 type Rules interface {
 	Match(domain string, d *rlcommon.RateLimitDescriptor) (r *Rule, key string)
+}
+
+// statsKey is the key of r's statistics for a descriptor d of a request
+// in domain, as envoyproxy/ratelimit forms it: a limit override's names
+// the descriptor's entries ("domain.key_value.key2"); a configured rule's
+// is rlsconfig's Rule.StatsKey.
+func (r *Rule) statsKey(domain string, d *rlcommon.RateLimitDescriptor) string {
+	switch {
+	case r.override:
+		var b strings.Builder
+		b.WriteString(domain)
+		b.WriteByte('.')
+		for i, e := range d.GetEntries() {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(e.GetKey())
+			if v := e.GetValue(); v != "" {
+				b.WriteByte('_')
+				b.WriteString(v)
+			}
+		}
+		return b.String()
+	case r.conf != nil:
+		var buf [maxEntries]rlsconfig.Entry
+		entries := buf[:0]
+		for _, e := range d.GetEntries() {
+			entries = append(entries, rlsconfig.Entry{Key: e.GetKey(), Value: e.GetValue()})
+		}
+		return r.conf.StatsKey(entries)
+	}
+	return r.StatsKey
 }
 
 // check reports what is wrong with r, which the service would otherwise
