@@ -69,7 +69,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		refused = s.upstream(ctx, items)
 	}
 	if s.c.Stats != nil {
-		s.count(ctx, req.GetDomain(), descs, items)
+		s.count(req.GetDomain(), descs, items)
 	}
 	if s.c.FailCall {
 		if err := storeFailure(items); err != nil {

@@ -1,17 +1,18 @@
 package rls
 
 import (
-	"context"
 	"math"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+
+	"github.com/floodgate/floodgate/internal/rlsstats"
 )
 
 // Stats hears envoyproxy/ratelimit's per-rule statistics (Config.Stats):
 // for each descriptor of a request that a rule limits (not unlimited, not
 // replaced, not giving hits back), once the request is answered, the
 // increments of the rule's counters, under the rule's key. It is called
-// on the request path, concurrently, and must not keep ctx.
+// on the request path, concurrently. Every rlsstats.Sink is one.
 type Stats interface {
 	// Count adds c to the counters of the rule named key: the domain
 	// and the key path as envoyproxy/ratelimit forms it
@@ -19,7 +20,7 @@ type Stats interface {
 	// detailed_metric or value_to_metric ask for them; a limit
 	// override's names the descriptor's entries). The metrics are
 	// upstream's ratelimit.service.rate_limit.<key>.<counter>.
-	Count(ctx context.Context, key string, c Counts)
+	Add(key string, c Counts)
 }
 
 // Counts are the increments of one rule's counters for one descriptor,
@@ -43,18 +44,16 @@ type Stats interface {
 // is taken for the count after the hits. A descriptor that no limiter decided (a store failure; a
 // shadow rule of a request refused all or nothing, or any descriptor of a
 // request a rule refusing everything refused) counts in TotalHits alone.
-type Counts struct {
-	TotalHits, OverLimit, NearLimit, WithinLimit, ShadowMode uint64
-}
+type Counts = rlsstats.Counts
 
 // count tells Config.Stats each limited descriptor's increments.
-func (s *Service) count(ctx context.Context, domain string, descs []*rlcommon.RateLimitDescriptor, items []item) {
+func (s *Service) count(domain string, descs []*rlcommon.RateLimitDescriptor, items []item) {
 	for i := range items {
 		it := &items[i]
 		if it.rule == nil || it.rule.Unlimited || it.back {
 			continue
 		}
-		s.c.Stats.Count(ctx, it.rule.statsKey(domain, descs[i]), s.counts(it))
+		s.c.Stats.Add(it.rule.statsKey(domain, descs[i]), s.counts(it))
 	}
 }
 

@@ -154,7 +154,7 @@ type statsRecorder struct {
 	c     map[string]rls.Counts
 }
 
-func (r *statsRecorder) Count(_ context.Context, key string, c rls.Counts) {
+func (r *statsRecorder) Add(key string, c rls.Counts) {
 	if r.muted.Load() {
 		return
 	}
