@@ -64,7 +64,9 @@ type settings struct {
 	redisMaster string // a Sentinel master name
 	redisPass   string
 	failure     core.FailureMode
+	failCall    bool // -failure call: the call fails, as upstream's does
 	headers     core.HeaderStyle
+	headersSet  bool // by -headers or FLOODGATE_RLS_HEADERS, over LIMIT_RESPONSE_HEADERS_ENABLED
 	shadow      bool
 	shadowSet   bool // by -shadow or FLOODGATE_RLS_SHADOW, over SHADOW_MODE
 	merge       bool
@@ -83,6 +85,12 @@ type settings struct {
 	// (USE_PROMETHEUS) when promAddr is set.
 	metrics            bool
 	promAddr, promPath string
+	// statsd is where upstream's counters also go over TCP (USE_STATSD);
+	// its addr is "" for nowhere.
+	statsd struct {
+		addr     string
+		interval time.Duration
+	}
 
 	logLevel slog.Level
 	logJSON  bool
@@ -128,7 +136,7 @@ func parse(args []string, out io.Writer, look lookupEnv) (*settings, error) {
 	fs.StringVar(&s.redisAddrs, "redis", get("REDIS_ADDR"), "Redis `host:port`, comma-separated for a Cluster's or Sentinels' addresses; empty: the in-memory store; $REDIS_ADDR, or upstream's $REDIS_URL with $REDIS_TYPE")
 	fs.StringVar(&s.redisMaster, "redis-master", get("REDIS_MASTER"), "the Sentinel master `name` (with -redis naming the Sentinels); $REDIS_MASTER")
 	s.redisPass = get("REDIS_PASSWORD")
-	failure := fs.String("failure", or(get("FLOODGATE_RLS_FAILURE"), "closed"), "when the store fails: `closed` (OVER_LIMIT) or open (OK); $FLOODGATE_RLS_FAILURE")
+	failure := fs.String("failure", or(get("FLOODGATE_RLS_FAILURE"), "closed"), "when the store fails: `closed` (OVER_LIMIT), open (OK) or call (the call fails with UNAVAILABLE, as envoyproxy/ratelimit's does, and Envoy's failure_mode_deny decides); $FLOODGATE_RLS_FAILURE")
 	headers := fs.String("headers", or(get("FLOODGATE_RLS_HEADERS"), "both"), "rate-limit response headers: `both`, ietf, legacy or none; $FLOODGATE_RLS_HEADERS")
 	fs.BoolVar(&s.shadow, "shadow", get("FLOODGATE_RLS_SHADOW") == "true", "global shadow mode: decide and count, answer OK; $FLOODGATE_RLS_SHADOW=true, or upstream's $SHADOW_MODE")
 	fs.BoolVar(&s.merge, "merge-domains", false, "merge a domain configured by several files (their top-level descriptors must differ); upstream's $MERGE_DOMAIN_CONFIG=true")
@@ -160,14 +168,17 @@ func parse(args []string, out io.Writer, look lookupEnv) (*settings, error) {
 		s.failure = core.FailClosed
 	case "open":
 		s.failure = core.FailOpen
+	case "call":
+		s.failCall = true
 	default:
-		bad = append(bad, fmt.Sprintf("-failure %q: use closed or open", *failure))
+		bad = append(bad, fmt.Sprintf("-failure %q: use closed, open or call", *failure))
 	}
 	h, ok := headerStyles[strings.ToLower(*headers)]
 	if !ok {
 		bad = append(bad, fmt.Sprintf("-headers %q: use both, ietf, legacy or none", *headers))
 	}
 	s.headers = h
+	s.headersSet = set["headers"] || s.fromEnv["FLOODGATE_RLS_HEADERS"]
 	if s.check && s.config == "" {
 		bad = append(bad, "-check needs -config DIR")
 	}

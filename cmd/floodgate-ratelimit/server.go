@@ -24,6 +24,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rls"
+	"github.com/floodgate/floodgate/internal/rlstrace"
 	"github.com/floodgate/floodgate/promobs"
 )
 
@@ -86,9 +87,44 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 			return err
 		}
 	}
-	svc, err := rls.New(rls.Config{Store: store, Multi: multi, Failure: s.failure, Observer: obs, Headers: s.headers, Shadow: s.shadow})
+	bg, cancel := context.WithCancel(ctx) // the background work's: ends with run
+	defer cancel()
+	stats, err := newStats(bg, s, reg, log)
 	if err != nil {
 		return err
+	}
+	cfg := rls.Config{Store: store, Multi: multi, Failure: s.failure, FailCall: s.failCall, Observer: obs, Headers: s.headers, Shadow: s.shadow, Log: log}
+	s.behaviour.apply(&cfg, s.headersSet)
+	if stats != nil {
+		cfg.Stats = stats
+		cfg.Observer = core.JoinObservers(obs, storeErrors(stats))
+	}
+	svc, err := rls.New(cfg)
+	if err != nil {
+		return err
+	}
+	// front is the service as callers reach it: counted, then traced.
+	var front rlsv3.RateLimitServiceServer = svc
+	if stats != nil {
+		if err := droppedOverrides(reg, svc); err != nil {
+			return err
+		}
+		front = counted{srv: front, sink: stats}
+	}
+	jsonHandler := rls.JSON(front)
+	if s.tracing.Enabled {
+		t := s.tracing
+		tr, err := rlstrace.New(bg, rlstrace.Config{Protocol: t.Protocol, ServiceName: t.ServiceName, ServiceNamespace: t.Namespace, ServiceInstanceID: t.InstanceID, SamplingRate: t.SamplingRate})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tr.Shutdown(sctx)
+		}()
+		front = tr.Service(front)
+		jsonHandler = tr.HTTP(rls.JSON(front))
 	}
 	var components []string
 	if !s.healthyWithConfig.set || s.healthyWithConfig.v {
@@ -98,8 +134,6 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 	components = append(components, backendComponents[:len(backends)]...)
 	h := newHealth(components...)
 
-	bg, cancel := context.WithCancel(ctx) // the background work's: ends with run
-	defer cancel()
 	fatal := make(chan error, len(backends))
 	for i, b := range backends {
 		go watchRedis(bg, s, b, backendComponents[i], h, log, fatal)
@@ -123,7 +157,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.grpcTLS.config())))
 	}
 	gs := grpc.NewServer(gopts...)
-	rlsv3.RegisterRateLimitServiceServer(gs, svc)
+	rlsv3.RegisterRateLimitServiceServer(gs, front)
 	healthpb.RegisterHealthServer(gs, h.hs)
 	reflection.Register(gs)
 	gl, grpcAddr, err := listen(s.grpcAddr)
@@ -149,7 +183,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 	err = func() error {
 		if s.httpAddr != "" {
 			mux := http.NewServeMux()
-			mux.HandleFunc("/json", svc.JSON)
+			mux.Handle("/json", jsonHandler)
 			mux.Handle("/healthcheck", h)
 			if s.metrics {
 				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

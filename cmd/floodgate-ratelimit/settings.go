@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/rls"
 )
 
 // lookupEnv looks a variable up as os.LookupEnv does: its value, and
@@ -202,9 +205,9 @@ func (e *env) oneOf(name string, choices ...string) opt[string] {
 	return opt[string]{}
 }
 
-// behaviour is what upstream's settings ask of the service's answers:
-// the lead wires each to the rls.Config field that gives it. Unset
-// fields keep floodgate's behaviour.
+// behaviour is what upstream's settings ask of the service's answers,
+// each given by an rls.Config field (see apply). Unset fields keep
+// floodgate's behaviour.
 type behaviour struct {
 	// QuotaMode is QUOTA_MODE: every rule in quota mode.
 	QuotaMode opt[bool]
@@ -249,8 +252,9 @@ type xdsSettings struct {
 	MaxMsgSize                                     int // 0: gRPC's default
 }
 
-// tracingSettings are TRACING_*, with upstream's defaults, for the
-// tracing the lead adds.
+// tracingSettings are TRACING_*, with upstream's defaults: OpenTelemetry
+// spans of every call, exported over OTLP to the collector the standard
+// OTEL_EXPORTER_OTLP_* variables name (see internal/rlstrace).
 type tracingSettings struct {
 	Enabled                            bool
 	ServiceName, Namespace, InstanceID string
@@ -419,8 +423,12 @@ func durationOr(d opt[time.Duration], def time.Duration) time.Duration {
 	return def
 }
 
-// stats reads the metrics' settings: floodgate exports Prometheus metrics
-// only, so what asks for statsd is refused.
+// stats reads the metrics' settings: Prometheus (floodgate's own
+// metrics and upstream's counters under its default mapping's names)
+// unless DISABLE_STATS, and statsd as upstream sends it, over TCP, when
+// USE_STATSD is true or the statsd address is set without it (upstream's
+// USE_STATSD defaults to true; floodgate's stays off while nothing about
+// statsd is set). DogStatsD is refused.
 func (s *settings) stats(e *env) {
 	disabled := e.boolean("DISABLE_STATS").v
 	s.metrics = !disabled
@@ -428,34 +436,27 @@ func (s *settings) stats(e *env) {
 	mogrifiers := e.str("USE_DOG_STATSD_MOGRIFIERS")
 	host, port := e.str("STATSD_HOST"), e.port("STATSD_PORT")
 	tags := e.pairs("EXTRA_TAGS")
-	e.duration("STATS_FLUSH_INTERVAL", time.Millisecond)
+	interval := e.duration("STATS_FLUSH_INTERVAL", time.Millisecond)
 	prom := e.boolean("USE_PROMETHEUS")
 	addr, path := e.str("PROMETHEUS_ADDR"), e.str("PROMETHEUS_PATH")
 	mapper, ms := e.str("PROMETHEUS_MAPPER_YAML"), e.boolean("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS")
 	if disabled {
 		return // upstream's null sink: nothing else about stats applies
 	}
-	const instead = "floodgate exports Prometheus metrics, not statsd: scrape /metrics on the HTTP port, or set USE_PROMETHEUS=true (PROMETHEUS_ADDR, PROMETHEUS_PATH)"
-	if statsd.v {
-		e.refuse("USE_STATSD", "%s, and set USE_STATSD=false", instead)
-	}
+	const instead = "floodgate exports Prometheus metrics (scrape /metrics on the HTTP port, or set USE_PROMETHEUS=true) and statsd (USE_STATSD=true), not DogStatsD"
 	if dog.v {
-		e.refuse("USE_DOG_STATSD", "%s, and remove USE_DOG_STATSD", instead)
+		e.refuse("USE_DOG_STATSD", "%s; remove USE_DOG_STATSD", instead)
 		if mogrifiers.set {
 			e.refuse("USE_DOG_STATSD_MOGRIFIERS", "%s", instead)
 		}
 	}
-	// Upstream sends statsd unless USE_STATSD=false, so its host and port
-	// set without that ask for statsd.
-	if statsd.v || !statsd.set && !dog.v && !prom.v {
-		for _, v := range []struct {
-			name string
-			set  bool
-		}{{"STATSD_HOST", host.set}, {"STATSD_PORT", port.set}} {
-			if v.set {
-				e.refuse(v.name, "%s, and set USE_STATSD=false", instead)
-			}
+	if statsd.v || !statsd.set && !dog.v && !prom.v && (host.set || port.set) {
+		p := 8125
+		if port.set {
+			p = port.v
 		}
+		s.statsd.addr = net.JoinHostPort(or(host.v, "localhost"), strconv.Itoa(p))
+		s.statsd.interval = durationOr(interval, 10*time.Second)
 	}
 	if tags.set {
 		e.refuse("EXTRA_TAGS", "floodgate's metrics carry no extra tags; add them as labels where Prometheus scrapes the service (a relabeling rule), and remove EXTRA_TAGS")
@@ -468,10 +469,39 @@ func (s *settings) stats(e *env) {
 		e.refuse("PROMETHEUS_PATH", "a path starts with /, such as /metrics")
 	}
 	if mapper.set {
-		e.refuse("PROMETHEUS_MAPPER_YAML", "floodgate's metric names are its own (floodgate_*) and take no statsd mapping; rename them where Prometheus scrapes the service (metric_relabel_configs), and remove PROMETHEUS_MAPPER_YAML")
+		e.refuse("PROMETHEUS_MAPPER_YAML", "floodgate exports upstream's counters under its default mapping's names (ratelimit_service_*) and reads no other mapping; rename them where Prometheus scrapes the service (metric_relabel_configs), and remove PROMETHEUS_MAPPER_YAML")
 	}
 	if ms.v {
 		e.refuse("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "floodgate's latency histogram is in seconds, Prometheus's base unit; remove it or set false")
+	}
+}
+
+// apply sets the rls.Config fields that give b's settings. headersSet
+// says -headers (or FLOODGATE_RLS_HEADERS) chose floodgate's fields,
+// which LIMIT_RESPONSE_HEADERS_ENABLED then leaves as they are.
+func (b *behaviour) apply(c *rls.Config, headersSet bool) {
+	c.Quota = b.QuotaMode.v
+	c.DynamicMetadata = b.DynamicMetadata.v
+	if b.NearLimitRatio.set {
+		c.NearLimitRatio = float32(b.NearLimitRatio.v)
+	}
+	if b.LimitHeaders.set {
+		// Upstream's fields alone when enabled, none when not: its
+		// answers, unless floodgate's were asked for by name too.
+		if !headersSet {
+			c.Headers = core.HeadersNone
+		}
+		if b.LimitHeaders.v {
+			c.UpstreamHeaders = &rls.HeaderNames{Limit: b.LimitHeader, Remaining: b.RemainingHeader, Reset: b.ResetHeader}
+		}
+	}
+	switch {
+	case !b.StopIncrementWhenOverLimit.set:
+		c.Charging = rls.ChargeAllOrNothing
+	case b.StopIncrementWhenOverLimit.v:
+		c.Charging = rls.ChargeStopWhenOver
+	default:
+		c.Charging = rls.ChargeAlways
 	}
 }
 
@@ -846,9 +876,6 @@ func (s *settings) tracingEnv(e *env) {
 	t.SamplingRate = 1
 	if f := e.float("TRACING_SAMPLING_RATE", 0, 1); f.set {
 		t.SamplingRate = f.v
-	}
-	if t.Enabled {
-		e.refuse("TRACING_ENABLED", "tracing is not yet supported; remove it or set false")
 	}
 }
 

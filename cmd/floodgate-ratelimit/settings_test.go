@@ -119,18 +119,21 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "XDS_CLIENT_BACKOFF_JITTER", value: "false", honoured: func(s *settings) bool { return !s.xds.BackoffJitter }},
 		{name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", value: "8388608", honoured: func(s *settings) bool { return s.xds.MaxMsgSize == 8<<20 }},
 		{name: "USE_DOG_STATSD", value: "false", honoured: func(s *settings) bool { return s.metrics }},
-		{name: "USE_DOG_STATSD", value: "true", refused: "floodgate exports Prometheus metrics, not statsd"},
-		{name: "USE_DOG_STATSD_MOGRIFIERS", value: "A", with: map[string]string{"USE_DOG_STATSD": "true"}, refused: "not statsd"},
+		{name: "USE_DOG_STATSD", value: "true", refused: "not DogStatsD"},
+		{name: "USE_DOG_STATSD_MOGRIFIERS", value: "A", with: map[string]string{"USE_DOG_STATSD": "true"}, refused: "not DogStatsD"},
 		{name: "USE_DOG_STATSD_MOGRIFIERS", value: "A", honoured: func(s *settings) bool { return s.metrics }},
-		{name: "USE_STATSD", value: "false", honoured: func(s *settings) bool { return s.metrics }},
-		{name: "USE_STATSD", value: "true", refused: "set USE_STATSD=false"},
-		{name: "STATSD_HOST", value: "statsd", refused: "set USE_STATSD=false"},
-		{name: "STATSD_HOST", value: "statsd", with: map[string]string{"USE_STATSD": "false"}, honoured: func(s *settings) bool { return s.metrics }},
-		{name: "STATSD_PORT", value: "9125", refused: "set USE_STATSD=false"},
-		{name: "STATSD_PORT", value: "9125", with: map[string]string{"DISABLE_STATS": "true"}, honoured: func(s *settings) bool { return !s.metrics }},
+		{name: "USE_STATSD", value: "false", honoured: func(s *settings) bool { return s.metrics && s.statsd.addr == "" }},
+		{name: "USE_STATSD", value: "true", honoured: func(s *settings) bool { return s.statsd.addr == "localhost:8125" && s.statsd.interval == 10*time.Second }},
+		{name: "STATSD_HOST", value: "statsd", honoured: func(s *settings) bool { return s.statsd.addr == "statsd:8125" }},
+		{name: "STATSD_HOST", value: "statsd", with: map[string]string{"USE_STATSD": "false"}, honoured: func(s *settings) bool { return s.metrics && s.statsd.addr == "" }},
+		{name: "STATSD_HOST", value: "statsd", with: map[string]string{"USE_PROMETHEUS": "true"}, honoured: func(s *settings) bool { return s.statsd.addr == "" }},
+		{name: "STATSD_PORT", value: "9125", honoured: func(s *settings) bool { return s.statsd.addr == "localhost:9125" }},
+		{name: "STATSD_PORT", value: "9125", with: map[string]string{"DISABLE_STATS": "true"}, honoured: func(s *settings) bool { return !s.metrics && s.statsd.addr == "" }},
 		{name: "EXTRA_TAGS", value: "env:prod", refused: "relabeling"},
 		{name: "EXTRA_TAGS", value: "env:prod", with: map[string]string{"DISABLE_STATS": "true"}, honoured: func(s *settings) bool { return !s.metrics }},
-		{name: "STATS_FLUSH_INTERVAL", value: "5s", honoured: func(s *settings) bool { return s.metrics }},
+		{name: "STATS_FLUSH_INTERVAL", value: "5s", honoured: func(s *settings) bool { return s.metrics && s.statsd.addr == "" }},
+		{name: "STATS_FLUSH_INTERVAL", value: "5s", with: map[string]string{"USE_STATSD": "true"}, honoured: func(s *settings) bool { return s.statsd.interval == 5*time.Second }},
+		{name: "STATS_FLUSH_INTERVAL", value: "0s", with: map[string]string{"USE_STATSD": "true"}, refused: "at least 1ms"},
 		{name: "STATS_FLUSH_INTERVAL", value: "often", refused: "duration"},
 		{name: "DISABLE_STATS", value: "true", honoured: func(s *settings) bool { return !s.metrics }},
 		{name: "USE_PROMETHEUS", value: "true", honoured: func(s *settings) bool { return s.promAddr == ":9090" && s.promPath == "/metrics" }},
@@ -271,7 +274,7 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "RESPONSE_DYNAMIC_METADATA", value: "true", honoured: func(s *settings) bool { return s.behaviour.DynamicMetadata == opt[bool]{true, true} }},
 		{name: "MERGE_DOMAIN_CONFIG", value: "true", honoured: func(s *settings) bool { return s.merge }},
 		{name: "MERGE_DOMAIN_CONFIG", value: "sometimes", refused: "not a boolean"},
-		{name: "TRACING_ENABLED", value: "true", refused: "tracing is not yet supported"},
+		{name: "TRACING_ENABLED", value: "true", honoured: func(s *settings) bool { return s.tracing.Enabled }},
 		{name: "TRACING_ENABLED", value: "false", honoured: func(s *settings) bool { return !s.tracing.Enabled }},
 		{name: "TRACING_SERVICE_NAME", value: "rl", honoured: func(s *settings) bool { return s.tracing.ServiceName == "rl" }},
 		{name: "TRACING_SERVICE_NAMESPACE", value: "edge", honoured: func(s *settings) bool { return s.tracing.Namespace == "edge" }},
@@ -442,14 +445,14 @@ func TestPrecedence(t *testing.T) {
 // that a manifest is fixed in one go.
 func TestRefusalsTogether(t *testing.T) {
 	var out strings.Builder
-	_, err := parse(nil, &out, envOf(map[string]string{"USE_STATSD": "true", "BACKEND_TYPE": "memcache", "TRACING_ENABLED": "true"}))
+	_, err := parse(nil, &out, envOf(map[string]string{"USE_DOG_STATSD": "true", "BACKEND_TYPE": "memcache", "CACHE_KEY_PREFIX": "{a}", "REDIS_URL": "127.0.0.1:6379", "REDIS_SOCKET_TYPE": "tcp"}))
 	var exit exitCode
 	if !errors.As(err, &exit) || exit != 2 {
 		t.Fatalf("parse: %v", err)
 	}
 	want := "floodgate-ratelimit: BACKEND_TYPE=memcache: floodgate has no memcache backend; use Redis (BACKEND_TYPE=redis with REDIS_URL), or leave REDIS_URL unset for the in-memory store\n" +
-		"floodgate-ratelimit: TRACING_ENABLED=true: tracing is not yet supported; remove it or set false\n" +
-		"floodgate-ratelimit: USE_STATSD=true: floodgate exports Prometheus metrics, not statsd: scrape /metrics on the HTTP port, or set USE_PROMETHEUS=true (PROMETHEUS_ADDR, PROMETHEUS_PATH), and set USE_STATSD=false\n"
+		"floodgate-ratelimit: CACHE_KEY_PREFIX={a}: floodgate puts each key's name in braces (its Redis Cluster hash tag), and braces in the prefix would move keys out of it; use a prefix without { or }\n" +
+		"floodgate-ratelimit: USE_DOG_STATSD=true: floodgate exports Prometheus metrics (scrape /metrics on the HTTP port, or set USE_PROMETHEUS=true) and statsd (USE_STATSD=true), not DogStatsD; remove USE_DOG_STATSD\n"
 	if out.String() != want {
 		t.Fatalf("wrote\n%s\nwant\n%s", out.String(), want)
 	}
@@ -509,9 +512,8 @@ func TestSettingsDocumented(t *testing.T) {
 }
 
 // TestComposeExampleEnv: the environment of upstream's
-// docker-compose-example.yml starts the service with its Redis and
-// configuration directory, except its statsd sink, whose three
-// variables are refused by name.
+// docker-compose-example.yml is taken as it is: its Redis, configuration
+// directory, log level and statsd sink.
 func TestComposeExampleEnv(t *testing.T) {
 	compose := map[string]string{
 		"USE_STATSD": "true", "STATSD_HOST": "statsd", "STATSD_PORT": "9125", "LOG_LEVEL": "debug",
@@ -520,26 +522,12 @@ func TestComposeExampleEnv(t *testing.T) {
 		"CONFIG_GRPC_XDS_SERVER_URL": "ratelimit-xds-config-server:18000",
 	}
 	var out strings.Builder
-	_, err := parse(nil, &out, envOf(compose))
-	var exit exitCode
-	if !errors.As(err, &exit) || exit != 2 {
-		t.Fatalf("parse: %v", err)
-	}
-	var named []string
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		name, _, _ := strings.Cut(strings.TrimPrefix(l, "floodgate-ratelimit: "), "=")
-		named = append(named, name)
-	}
-	if want := []string{"STATSD_HOST", "STATSD_PORT", "USE_STATSD"}; !slices.Equal(named, want) {
-		t.Fatalf("refused %q, want %q:\n%s", named, want, out.String())
-	}
-
-	compose["USE_STATSD"] = "false"
 	s, err := parse(nil, &out, envOf(compose))
 	if err != nil {
-		t.Fatalf("with USE_STATSD=false: %v\n%s", err, out.String())
+		t.Fatalf("parse: %v\n%s", err, out.String())
 	}
-	if s.config != "/data/ratelimit/config" || s.redis.String() != "redis single at redis:6379" || s.logLevel != slog.LevelDebug || s.runtime.WatchRoot != (opt[bool]{false, true}) {
+	if s.config != "/data/ratelimit/config" || s.redis.String() != "redis single at redis:6379" || s.logLevel != slog.LevelDebug ||
+		s.runtime.WatchRoot != (opt[bool]{false, true}) || s.statsd.addr != "statsd:9125" {
 		t.Fatalf("settings: %+v", s)
 	}
 }

@@ -16,9 +16,14 @@ const maxJSONBody = 1 << 20
 // JSON is envoyproxy/ratelimit's debugging endpoint: a POST of a
 // RateLimitRequest in protobuf's JSON mapping, answered with the
 // RateLimitResponse in the same mapping, status 200 when the request is
-// admitted and 429 when it is over a limit. It charges as a gRPC call
+// admitted and 429 when it is over a limit. It asks srv (a Service, or
+// one wrapped to count or trace its calls), so it charges as a gRPC call
 // does.
-func (s *Service) JSON(w http.ResponseWriter, r *http.Request) {
+func JSON(srv rlsv3.RateLimitServiceServer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveJSON(srv, w, r) })
+}
+
+func serveJSON(srv rlsv3.RateLimitServiceServer, w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "POST a RateLimitRequest as JSON", http.StatusMethodNotAllowed)
@@ -34,7 +39,7 @@ func (s *Service) JSON(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a RateLimitRequest in JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp, err := s.ShouldRateLimit(r.Context(), &req)
+	resp, err := srv.ShouldRateLimit(r.Context(), &req)
 	if err != nil {
 		code := http.StatusInternalServerError
 		switch status.Code(err) {

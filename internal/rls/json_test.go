@@ -14,7 +14,7 @@ func TestJSON(t *testing.T) {
 	g := newRig(t, table{"d|one_per_minute=x": {a, "k"}}, rls.Config{})
 	post := func(method, body string) (int, string) {
 		rec := httptest.NewRecorder()
-		g.svc.JSON(rec, httptest.NewRequest(method, "/json", strings.NewReader(body)))
+		rls.JSON(g.svc).ServeHTTP(rec, httptest.NewRequest(method, "/json", strings.NewReader(body)))
 		return rec.Code, rec.Body.String()
 	}
 	req := `{"domain": "d", "descriptors": [{"entries": [{"key": "one_per_minute", "value": "x"}]}]}`
