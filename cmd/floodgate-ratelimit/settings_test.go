@@ -123,7 +123,9 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "USE_DOG_STATSD_MOGRIFIERS", value: "A", with: map[string]string{"USE_DOG_STATSD": "true"}, refused: "not DogStatsD"},
 		{name: "USE_DOG_STATSD_MOGRIFIERS", value: "A", honoured: func(s *settings) bool { return s.metrics }},
 		{name: "USE_STATSD", value: "false", honoured: func(s *settings) bool { return s.metrics && s.statsd.addr == "" }},
-		{name: "USE_STATSD", value: "true", honoured: func(s *settings) bool { return s.statsd.addr == "localhost:8125" && s.statsd.interval == 10*time.Second }},
+		{name: "USE_STATSD", value: "true", honoured: func(s *settings) bool {
+			return s.statsd.addr == "localhost:8125" && s.statsd.interval == 10*time.Second
+		}},
 		{name: "STATSD_HOST", value: "statsd", honoured: func(s *settings) bool { return s.statsd.addr == "statsd:8125" }},
 		{name: "STATSD_HOST", value: "statsd", with: map[string]string{"USE_STATSD": "false"}, honoured: func(s *settings) bool { return s.metrics && s.statsd.addr == "" }},
 		{name: "STATSD_HOST", value: "statsd", with: map[string]string{"USE_PROMETHEUS": "true"}, honoured: func(s *settings) bool { return s.statsd.addr == "" }},
