@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready listening) err
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
 	if s.check {
-		return check(s.config, s.merge, out)
+		return check(s, out)
 	}
 	store, multi, closeStore, err := newStore(s)
 	if err != nil {

@@ -3,6 +3,7 @@ package rls
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/fields"
+	"github.com/floodgate/floodgate/internal/rlsconfig"
 )
 
 // Store makes the limiter a rule's limits are enforced by: core's in
@@ -57,6 +59,9 @@ type Service struct {
 	c     Config
 	state atomic.Pointer[state]
 	mu    sync.Mutex // serialises SetRules
+
+	checkMu sync.Mutex
+	checked map[string][]*compiled // CheckRule's limiters, by limitsKey, for SetRules
 }
 
 // state is one configuration: its rules and each rule's compiled form.
@@ -64,6 +69,7 @@ type state struct {
 	rules    Rules
 	compiled map[*Rule]*compiled
 	bySig    map[string]*compiled // what the next configuration may keep
+	byLimits map[string]bool      // the limits (limitsKey) its store took
 	// late holds the rules Rules made up after SetRules (a descriptor's
 	// own limit): *Rule to *compiled, compiled on first use, or taken from
 	// carried: the previous configuration's, by signature, so that a
@@ -94,16 +100,26 @@ func (c *compiled) text(l core.Limit) *fields.PolicyText {
 
 // compile makes r's limiter and the text of its header fields.
 func (s *Service) compile(r *Rule) (*compiled, error) {
-	lim, err := s.c.Store(r.Limits)
+	c, err := s.compileLimits(r.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("rls: rule %s: %w", r.ID, err)
 	}
+	return c, nil
+}
+
+// compileLimits makes the limiter of limits and the text of their header
+// fields.
+func (s *Service) compileLimits(limits []core.Limit) (*compiled, error) {
+	lim, err := s.c.Store(limits)
+	if err != nil {
+		return nil, err
+	}
 	c := &compiled{lim: lim}
-	for _, l := range r.Limits {
+	for _, l := range limits {
 		c.texts = append(c.texts, fields.NewPolicyText(l))
 	}
-	if len(r.Limits) > 1 {
-		c.list = fields.JoinPolicies(r.Limits)
+	if len(limits) > 1 {
+		c.list = fields.JoinPolicies(limits)
 	}
 	return c, nil
 }
@@ -137,6 +153,72 @@ func New(c Config) (*Service, error) {
 	return &Service{c: c}, nil
 }
 
+// CheckRule reports what keeps s from enforcing r, a rule of a loaded
+// configuration: limits s's store refuses (on Redis, a sliding window of a
+// year, say) or an algorithm a rate-limit service cannot answer with. As
+// rlsconfig.CheckRules' check it keeps the file of such a rule out of the
+// configuration, reported at its file and line, so that SetRules is never
+// handed a configuration it would refuse whole. The limiter it makes for
+// r's limits is kept for the next SetRules, which would make it again. It
+// is safe for concurrent use.
+func (s *Service) CheckRule(r *rlsconfig.Rule) error {
+	if r.Unlimited || r.DenyAll {
+		return nil
+	}
+	limits := named(r)
+	if err := enforceable(limits); err != nil {
+		return err
+	}
+	key := limitsKey(limits)
+	if st := s.state.Load(); st != nil && st.byLimits[key] {
+		return nil // the store took these limits for the configuration in force
+	}
+	c, err := s.compileLimits(limits)
+	if err != nil {
+		return fmt.Errorf("rls: the store cannot enforce this rule: %w", err)
+	}
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	if s.checked == nil {
+		s.checked = make(map[string][]*compiled)
+	}
+	s.checked[key] = append(s.checked[key], c)
+	return nil
+}
+
+// enforceable reports an algorithm among limits that a rate-limit service
+// cannot answer with.
+func enforceable(limits []core.Limit) error {
+	for _, l := range limits {
+		if l.Algorithm == core.LeakyBucket || l.Algorithm == core.Concurrency {
+			return fmt.Errorf("rls: %v cannot be answered by a rate-limit service (Envoy neither waits for a turn nor ends a lease); use another algorithm", l.Algorithm)
+		}
+	}
+	return nil
+}
+
+// limitsKey identifies limits, for what CheckRule has checked.
+func limitsKey(limits []core.Limit) string {
+	var b strings.Builder
+	for _, l := range limits {
+		fmt.Fprintf(&b, "%#v\x00", l)
+	}
+	return b.String()
+}
+
+// takeChecked returns a limiter CheckRule made for limits, or nil.
+func (s *Service) takeChecked(key string) *compiled {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	cs := s.checked[key]
+	if len(cs) == 0 {
+		return nil
+	}
+	c := cs[len(cs)-1]
+	s.checked[key] = cs[:len(cs)-1]
+	return c
+}
+
 // SetRules makes rules the configuration: all lists every rule it can
 // match. A rule of the same ID and limits as one of the configuration it
 // replaces keeps that rule's limiter, and so its keys' state; the others
@@ -147,7 +229,7 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var old map[string]*compiled
-	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all))}
+	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all)), byLimits: make(map[string]bool, len(all))}
 	if st := s.state.Load(); st != nil {
 		old = st.bySig
 		st.late.Range(func(k, v any) bool {
@@ -165,15 +247,17 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 		if r.Unlimited || r.DenyAll {
 			continue
 		}
-		for _, l := range r.Limits {
-			if l.Algorithm == core.LeakyBucket || l.Algorithm == core.Concurrency {
-				return fmt.Errorf("rls: rule %s: %v cannot be answered by a rate-limit service (Envoy neither waits for a turn nor ends a lease); use another algorithm", r.ID, l.Algorithm)
-			}
+		if err := enforceable(r.Limits); err != nil {
+			return fmt.Errorf("%w (rule %s)", err, strings.ReplaceAll(r.ID, "\x00", " "))
 		}
 		sig := r.signature()
 		c := next.bySig[sig]
 		if c == nil {
 			c = old[sig]
+		}
+		key := limitsKey(r.Limits)
+		if c == nil {
+			c = s.takeChecked(key)
 		}
 		if c == nil {
 			var err error
@@ -183,8 +267,12 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 		}
 		next.bySig[sig] = c
 		next.compiled[r] = c
+		next.byLimits[key] = true
 	}
 
 	s.state.Store(next)
+	s.checkMu.Lock()
+	s.checked = nil // made for this configuration, or for none
+	s.checkMu.Unlock()
 	return nil
 }

@@ -1,6 +1,7 @@
 package rlsconfig
 
 import (
+	"crypto/sha256"
 	"slices"
 	"strings"
 	"time"
@@ -125,6 +126,10 @@ type Rule struct {
 	Metadata map[string]any
 
 	path []step // one per level, from the top
+	// limitLine and limitField say where rate_limit is, for the errors
+	// of a rule check (CheckRules).
+	limitLine  int
+	limitField string
 }
 
 // step is how a level on the way to a rule matches, for its keys.
@@ -145,11 +150,19 @@ type step struct {
 // keeps time), and its parts are escaped so that two descriptors never
 // share a key: upstream joins them with '_', and ("a", "b_c") and
 // ("a_b", "c") meet there.
+//
+// A part longer than MaxKeyPart bytes (a client's 1 MB header value, say)
+// is held as its digest instead: '\#' and the first 128 bits of its
+// SHA-256 in hex, 34 bytes, so that a store keeps no client's long text
+// for a rule's period, and two values share a key only if SHA-256 collides
+// on 128 bits. Escaping never writes "\#", so a digest never meets a
+// value as written; shorter parts are as they were, and so are their keys'
+// states.
 func (r *Rule) Key(entries []Entry) string {
 	var b strings.Builder
-	n := len(r.Domain) + 2
+	n := min(len(r.Domain), MaxKeyPart) + 2
 	for _, e := range entries {
-		n += len(e.Key) + len(e.Value) + 2
+		n += min(len(e.Key), MaxKeyPart) + min(len(e.Value), MaxKeyPart) + 2
 	}
 	b.Grow(n)
 	escape(&b, r.Domain)
@@ -166,8 +179,17 @@ func (r *Rule) Key(entries []Entry) string {
 	return b.String()
 }
 
-// escape writes s with '\\', '|' and '=' escaped by a backslash.
+// MaxKeyPart is the longest domain, descriptor key or value [Rule.Key]
+// holds as it is; a longer one is held as its digest.
+const MaxKeyPart = 128
+
+// escape writes s with '\\', '|' and '=' escaped by a backslash, or, when
+// s is longer than MaxKeyPart, its digest.
 func escape(b *strings.Builder, s string) {
+	if len(s) > MaxKeyPart {
+		digest(b, s)
+		return
+	}
 	if !strings.ContainsAny(s, `\|=`) {
 		b.WriteString(s)
 		return
@@ -178,6 +200,26 @@ func escape(b *strings.Builder, s string) {
 		}
 		b.WriteByte(s[i])
 	}
+}
+
+// digest writes '\#' and the first 16 bytes of s's SHA-256 in hex.
+func digest(b *strings.Builder, s string) {
+	h := sha256.New()
+	var buf [512]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	b.WriteString(`\#`)
+	var hex [32]byte
+	const digits = "0123456789abcdef"
+	for i, c := range sum[:16] {
+		hex[2*i], hex[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	b.Write(hex[:])
 }
 
 // StatsKey returns the key envoyproxy/ratelimit's statistics of a request
