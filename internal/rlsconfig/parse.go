@@ -1,6 +1,7 @@
 package rlsconfig
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,8 @@ func parse(file string, data []byte) (*Domain, []error) {
 		p.add(&Error{File: file, Line: second, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")})
 	}
 	if len(p.errs) > 0 {
+		// By line: a merged mapping's errors are found where it is merged.
+		slices.SortStableFunc(p.errs, func(a, b error) int { return cmp.Compare(a.(*Error).Line, b.(*Error).Line) })
 		if p.more > 0 {
 			p.errs = append(p.errs, &Error{File: file, Line: p.moreLine, Err: fmt.Errorf("%d more errors from here on; fix the ones above first", p.more)})
 		}
