@@ -28,8 +28,12 @@
 // or Cluster master, and again when the server has lost it), and run with
 // EVALSHA on a server that refuses Functions. Lua numbers are doubles, so a
 // limit may span at most about 52 days on Redis (half that with
-// Overdraft); New refuses longer ones. The options configure the store,
-// never the policy.
+// Overdraft); New refuses longer ones. core.FixedWindow is the exception:
+// its windows may be longer (a year, say) if their period is whole
+// seconds, up to about 834 days, and then its ResetAfter and RetryAfter
+// are rounded up to whole microseconds, which the server's clock counts
+// in (so only a test clock finer than that sees the rounding). The options
+// configure the store, never the policy.
 //
 // [NewStack] enforces several limits on every key, each with its own
 // algorithm, all or nothing, in one script and one round trip, as

@@ -24,11 +24,16 @@ func ExampleNew() {
 	}
 	fmt.Println(lim.Limit())
 
-	_, err = redisstore.New(rdb, (core.Limit{Events: 1, Period: 90 * 24 * time.Hour}).WithAlgorithm(core.FixedWindow))
+	// Lua numbers are doubles: a sliding window of 90 days is too long on
+	// Redis, but a fixed window of a year is not.
+	_, err = redisstore.New(rdb, (core.Limit{Events: 1, Period: 90 * 24 * time.Hour}).WithAlgorithm(core.SlidingWindow))
 	fmt.Println(err != nil)
+	_, err = redisstore.New(rdb, (core.Limit{Events: 1, Period: 365 * 24 * time.Hour}).WithAlgorithm(core.FixedWindow))
+	fmt.Println(err)
 	// Output:
 	// 100/min name=api
 	// true
+	// <nil>
 }
 
 // A stack of two limits, each with its own algorithm, decided in one

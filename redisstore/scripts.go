@@ -80,6 +80,13 @@ func source(names ...string) string {
 // within two spans and a second of now.
 const maxSpan = time.Duration(1<<52) - 2*time.Second
 
+// maxWindow is the longest period of a fixed window on Redis: one longer
+// than maxSpan is whole seconds, and the script works in seconds and
+// answers its reset in whole microseconds, exact as doubles below 2⁵⁶ ns
+// (see lua/windows.lua). It is longer than a year, envoyproxy/ratelimit's
+// longest unit, so that every unit works with floodgate's default.
+const maxWindow = time.Duration(1 << 56)
+
 // params returns the algorithm's script parameters for l and o's settings
 // (ARGV[4...]), and the largest cost it can ever admit, or an error saying
 // what to change.
@@ -95,8 +102,12 @@ func params(alg core.Algorithm, l core.Limit, o *options) ([]string, int, error)
 		// Limit.Validate keeps this product far from overflowing.
 		span = l.Interval() * time.Duration(l.EffectiveBurst())
 	}
-	if span > maxSpan {
-		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; on Redis a limit may span at most %v (%s), since Lua numbers are doubles: shorten the period or lower the burst", l, span, maxSpan, "about 52 days")
+	switch {
+	case span <= maxSpan:
+	case alg != core.FixedWindow:
+		return nil, 0, fmt.Errorf("redisstore: limit %s spans %v; on Redis a limit of %v may span at most %v (%s), since Lua numbers are doubles: shorten the period, lower the burst, or use core.FixedWindow, which takes periods of whole seconds up to %v (%s)", l, span, alg, maxSpan, "about 52 days", maxWindow, "about 834 days")
+	case l.Period%time.Second != 0 || l.Period > maxWindow:
+		return nil, 0, fmt.Errorf("redisstore: limit %s: on Redis a fixed window longer than %v (%s) must be whole seconds and at most %v (%s), since Lua numbers are doubles: round the period to seconds, or shorten it", l, maxSpan, "about 52 days", maxWindow, "about 834 days")
 	}
 	if o.overdraft && span > maxSpan/2 {
 		// In debt by up to a burst, a bucket takes up to two spans to fill.

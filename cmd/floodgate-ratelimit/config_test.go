@@ -13,6 +13,7 @@ import (
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/floodgate/floodgate/internal/redistest"
 )
@@ -45,10 +46,10 @@ func TestCheck(t *testing.T) {
 	if err := run(context.Background(), []string{"-check", "-config", dir}, noEnv, &out, nil); err != nil {
 		t.Fatalf("a good directory: %v\n%s", err, &out)
 	}
-	if !strings.Contains(out.String(), "1 domains, 1 rules: OK") {
+	if !strings.Contains(out.String(), dir+": 1 domain, 1 rule: OK") {
 		t.Fatalf("output: %s", &out)
 	}
-	write(t, dir, "b.yaml", "domain: e\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n")
+	write(t, dir, "b.yaml", "domain: e\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n  - key: l\n    shadow_mode: maybe\n")
 	write(t, dir, "c.yaml", "domain: f\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: leaky-bucket\n")
 	out.Reset()
 	err := run(context.Background(), []string{"-check", "-config", dir}, noEnv, &out, nil)
@@ -56,9 +57,19 @@ func TestCheck(t *testing.T) {
 	if !errors.As(err, &exit) || exit != 1 {
 		t.Fatalf("a bad directory: %v\n%s", err, &out)
 	}
-	for _, want := range []string{"b.yaml:5", "fortnight", "leaky"} {
-		if !strings.Contains(strings.ToLower(out.String()), strings.ToLower(want)) {
-			t.Fatalf("the errors lack %q:\n%s", want, &out)
+	// Every error of every file, each at its file and line.
+	want := []string{
+		filepath.Join(dir, "b.yaml") + `:5: descriptors[0].rate_limit.unit: invalid rate limit unit "fortnight"`,
+		filepath.Join(dir, "b.yaml") + `:8: descriptors[1].shadow_mode: want true or false`,
+		filepath.Join(dir, "c.yaml") + `:7: descriptors[0].rate_limit.algorithm: leaky-bucket admits a request after a wait`,
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), &out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\ngot  %s\nwant %s", i, lines[i], w)
 		}
 	}
 	// One domain over two files: an error, unless merged.
@@ -70,7 +81,7 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a split domain: %v\n%s", err, &out)
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"-check", "-merge-domains", "-config", split}, noEnv, &out, nil); err != nil || !strings.Contains(out.String(), "1 domains, 2 rules: OK") {
+	if err := run(context.Background(), []string{"-check", "-merge-domains", "-config", split}, noEnv, &out, nil); err != nil || !strings.Contains(out.String(), "1 domain, 2 rules: OK") {
 		t.Fatalf("a split domain, merged: %v\n%s", err, &out)
 	}
 	for _, args := range [][]string{{"-check"}, {"-failure", "sometimes"}, {"-headers", "loud"}, {"extra"}, {"-grace", "0s"}} {
@@ -78,6 +89,62 @@ func TestCheck(t *testing.T) {
 		if err := run(context.Background(), args, noEnv, &out, nil); !errors.As(err, &exit) || exit != 2 {
 			t.Fatalf("%v: %v\n%s", args, err, &out)
 		}
+	}
+}
+
+// TestCheckStore: -check checks each rule against the store the flags
+// select: a year of sliding window is fine in memory but not on Redis
+// (checked without a connection), where it keeps its file out, at its
+// line; a year of fixed window, the default, is fine on both.
+func TestCheckStore(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "domain: a\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: year\n      requests_per_unit: 5\n")
+	write(t, dir, "b.yaml", "domain: b\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: year\n      requests_per_unit: 5\n      algorithm: sliding-window\n")
+	var out strings.Builder
+	if err := run(context.Background(), []string{"-check", "-config", dir}, noEnv, &out, nil); err != nil || !strings.Contains(out.String(), "2 domains, 2 rules: OK") {
+		t.Fatalf("in memory: %v\n%s", err, &out)
+	}
+	out.Reset()
+	err := run(context.Background(), []string{"-check", "-config", dir, "-redis", "127.0.0.1:1"}, noEnv, &out, nil)
+	var exit exitCode
+	want := filepath.Join(dir, "b.yaml") + ":5: descriptors[0].rate_limit: rls: the store cannot enforce this rule: redisstore: limit 5/8760h0m0s"
+	if !errors.As(err, &exit) || exit != 1 || !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "use core.FixedWindow") || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("on Redis: %v\n%s\nwant one error: %s...", err, &out, want)
+	}
+}
+
+// TestRedisYear: on Redis, a year's fixed window is enforced, and a file
+// whose rule the store refuses is kept out, logged at its line, while the
+// rest of the configuration serves (it once left the service NOT_SERVING,
+// every limit off behind Envoy's failure_mode_deny: false).
+func TestRedisYear(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "domain: a\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: year\n      requests_per_unit: 2\n")
+	write(t, dir, "b.yaml", "domain: b\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: year\n      requests_per_unit: 2\n      algorithm: gcra\n")
+	s := start(t, "-config", dir, "-redis", srv.Addr())
+	hc := healthpb.NewHealthClient(s.conn)
+	if r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", r, err)
+	}
+	for i, want := range []string{"OK", "OK", "OVER_LIMIT"} {
+		r := s.ask("a", 0, desc("user=u"))
+		if got := r.GetOverallCode().String(); got != want {
+			t.Fatalf("call %d: %v, want %s", i, r, want)
+		}
+		if i == 2 {
+			// Within the year.
+			reset := r.GetStatuses()[0].GetDurationUntilReset().AsDuration()
+			if reset <= 0 || reset > 365*24*time.Hour {
+				t.Fatalf("reset %v", reset)
+			}
+		}
+	}
+	if r := s.ask("b", 0, desc("user=u")); r.GetOverallCode() != rlsv3.RateLimitResponse_OK || len(r.GetStatuses()) != 1 || r.GetStatuses()[0].GetCurrentLimit() != nil {
+		t.Fatalf("b's domain is kept out, so unlimited: %v", r)
+	}
+	if log := s.out.String(); !strings.Contains(log, filepath.Join(dir, "b.yaml")+":5: descriptors[0].rate_limit: rls: the store cannot enforce this rule") {
+		t.Fatalf("b.yaml's error not logged at its line:\n%s", log)
 	}
 }
 

@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 	}
 	log := newLogger(out, s.logLevel, s.logJSON)
 	if s.check {
-		return check(s.config, s.merge, out)
+		return check(s, out)
 	}
 	for _, n := range s.notes {
 		log.Info("setting overridden", "detail", n)

@@ -4,7 +4,9 @@
 package dirwatch
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -29,25 +31,35 @@ type Watcher struct {
 // configuration tools replace a file by renaming another over it, and
 // Kubernetes swaps a ConfigMap's files by renaming a "..data" link: match
 // sees those names too.
-func Watch(dir string, debounce time.Duration, match func(name string) bool, fire func(), onErr func(error)) (*Watcher, error) {
+//
+// The directories in also are watched too, their events going to match
+// as dir's do: a directory above dir, where a link on the way to dir may
+// be replaced (a deployment swapping a "current" link to a new version).
+// A watch stays on the directory it began on, so after such an event has
+// matched, dir is watched again, where its path now leads, before fire
+// runs.
+func Watch(dir string, debounce time.Duration, match func(name string) bool, fire func(), onErr func(error), also ...string) (*Watcher, error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", dir, err)
 	}
-	if err := fw.Add(dir); err != nil {
-		fw.Close()
-		return nil, fmt.Errorf("watching %s: %w", dir, err)
+	for _, d := range append([]string{dir}, also...) {
+		if err := fw.Add(d); err != nil {
+			fw.Close()
+			return nil, fmt.Errorf("watching %s: %w", d, err)
+		}
 	}
 	w := &Watcher{fs: fw, stop: make(chan struct{}), done: make(chan struct{})}
-	go w.loop(debounce, match, fire, onErr)
+	go w.loop(filepath.Clean(dir), debounce, match, fire, onErr)
 	return w, nil
 }
 
-func (w *Watcher) loop(debounce time.Duration, match func(string) bool, fire func(), onErr func(error)) {
+func (w *Watcher) loop(dir string, debounce time.Duration, match func(string) bool, fire func(), onErr func(error)) {
 	defer close(w.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	rewatch := false // an event of another directory than dir matched
 	for {
 		select {
 		case <-w.stop:
@@ -57,6 +69,7 @@ func (w *Watcher) loop(debounce time.Duration, match func(string) bool, fire fun
 				return
 			}
 			if match(ev.Name) {
+				rewatch = rewatch || filepath.Dir(ev.Name) != dir
 				timer.Reset(debounce)
 			}
 		case err, ok := <-w.fs.Errors:
@@ -65,9 +78,27 @@ func (w *Watcher) loop(debounce time.Duration, match func(string) bool, fire fun
 			}
 			onErr(err)
 		case <-timer.C:
+			if rewatch {
+				rewatch = false
+				if err := w.rewatch(dir); err != nil {
+					onErr(err)
+				}
+			}
 			fire()
 		}
 	}
+}
+
+// rewatch watches dir again, where its path now leads.
+func (w *Watcher) rewatch(dir string) error {
+	// The old watch may be gone already, with its directory.
+	if err := w.fs.Remove(dir); err != nil && !errors.Is(err, fsnotify.ErrNonExistentWatch) {
+		return fmt.Errorf("watching %s again: %w", dir, err)
+	}
+	if err := w.fs.Add(dir); err != nil {
+		return fmt.Errorf("watching %s again: %w", dir, err)
+	}
+	return nil
 }
 
 // Close ends the watch and waits until fire, if it is running, returns.

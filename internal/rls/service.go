@@ -175,6 +175,9 @@ type Service struct {
 
 	dropped atomic.Uint64
 	drop    func(domain string, rpu uint32, unit rlsconfig.Unit) // counts dropped
+
+	checkMu sync.Mutex
+	checked map[string][]*compiled // CheckRule's limiters, by limitsKey, for SetRules
 }
 
 // state is one configuration: its rules and each rule's compiled form.
@@ -182,6 +185,7 @@ type state struct {
 	rules    Rules
 	compiled map[*Rule]*compiled
 	bySig    map[string]*compiled // what the next configuration may keep
+	byLimits map[string]bool      // the limits (limitsKey) its store took
 	// late holds the rules Rules made up after SetRules (a descriptor's
 	// own limit): *Rule to *compiled, compiled on first use, or taken from
 	// carried: the previous configuration's, by signature, so that a
@@ -212,16 +216,26 @@ func (c *compiled) text(l core.Limit) *fields.PolicyText {
 
 // compile makes r's limiter and the text of its header fields.
 func (s *Service) compile(r *Rule) (*compiled, error) {
-	lim, err := s.c.Store(r.Limits)
+	c, err := s.compileLimits(r.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("rls: rule %s: %w", r.ID, err)
 	}
+	return c, nil
+}
+
+// compileLimits makes the limiter of limits and the text of their header
+// fields.
+func (s *Service) compileLimits(limits []core.Limit) (*compiled, error) {
+	lim, err := s.c.Store(limits)
+	if err != nil {
+		return nil, err
+	}
 	c := &compiled{lim: lim}
-	for _, l := range r.Limits {
+	for _, l := range limits {
 		c.texts = append(c.texts, fields.NewPolicyText(l))
 	}
-	if len(r.Limits) > 1 {
-		c.list = fields.JoinPolicies(r.Limits)
+	if len(limits) > 1 {
+		c.list = fields.JoinPolicies(limits)
 	}
 	return c, nil
 }
@@ -347,14 +361,22 @@ func validHeaderName(s string) bool {
 // SetRules makes rules the configuration: all lists every rule it can
 // match. A rule of the same ID and limits as one of the configuration it
 // replaces keeps that rule's limiter, and so its keys' state; the others
-// get new ones. So does a rule Rules makes up after (a descriptor's own
-// limit) as one the replaced configuration made up. An invalid rule is an error, and the configuration in
-// place stays.
+// get new ones, or the one CheckRule made for their limits. So does a
+// rule Rules makes up after (a descriptor's own limit) as one the replaced
+// configuration made up. An invalid rule (CheckRule's refusals included)
+// is an error, and the configuration in place stays: a configuration's
+// rules are checked with CheckRule as it loads, so that a rule the store
+// refuses keeps its own file out instead.
 func (s *Service) SetRules(rules Rules, all []*Rule) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		s.checkMu.Lock()
+		s.checked = nil // made for this configuration, or for one refused
+		s.checkMu.Unlock()
+	}()
 	var old map[string]*compiled
-	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all))}
+	next := &state{rules: rules, compiled: make(map[*Rule]*compiled, len(all)), bySig: make(map[string]*compiled, len(all)), byLimits: make(map[string]bool, len(all))}
 	if st := s.state.Load(); st != nil {
 		old = st.bySig
 		st.late.Range(func(k, v any) bool {
@@ -372,15 +394,17 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 		if r.Unlimited || r.DenyAll {
 			continue
 		}
-		for _, l := range r.Limits {
-			if l.Algorithm == core.LeakyBucket || l.Algorithm == core.Concurrency {
-				return fmt.Errorf("rls: rule %s: %v cannot be answered by a rate-limit service (Envoy neither waits for a turn nor ends a lease); use another algorithm", r.ID, l.Algorithm)
-			}
+		if err := enforceable(r.Limits); err != nil {
+			return fmt.Errorf("%w (rule %s)", err, strings.ReplaceAll(r.ID, "\x00", " "))
 		}
 		sig := r.signature()
 		c := next.bySig[sig]
 		if c == nil {
 			c = old[sig]
+		}
+		key := limitsKey(r.Limits)
+		if c == nil {
+			c = s.takeChecked(key)
 		}
 		if c == nil {
 			var err error
@@ -390,6 +414,7 @@ func (s *Service) SetRules(rules Rules, all []*Rule) error {
 		}
 		next.bySig[sig] = c
 		next.compiled[r] = c
+		next.byLimits[key] = true
 	}
 	if m, ok := rules.(*configRules); ok {
 		m.dropped.Store(&s.drop)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
+	"syscall"
 )
 
 // Config is a directory's configuration: its domains. A Config does not
@@ -29,50 +29,35 @@ func (c *Config) Domains() []*Domain {
 	return out
 }
 
-// Option configures [Load], [Check] and [Watch].
-type Option func(*options)
-
-type options struct {
-	merge    bool
-	debounce time.Duration
-}
-
-func defaultOptions(opts []Option) options {
-	o := options{debounce: 100 * time.Millisecond}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-// MergeDomains lets several files configure one domain, as
-// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true does: their top-level
-// descriptors are put together, and a descriptor two files both define is
-// an error of the later file. By default a domain is one file's.
-func MergeDomains() Option { return func(o *options) { o.merge = true } }
-
-// file is one file of a directory, read and parsed.
+// file is one file of a directory, read and parsed: its domain, or its
+// errors.
 type file struct {
 	path string
 	dom  *Domain
-	err  error
+	errs []error
 }
 
 // Load reads the configuration files of dir: the files directly in it
 // whose names end in ".yaml" or ".yml", in the order of their names, each
-// one domain. Names starting with "." are skipped (Kubernetes mounts a
-// ConfigMap's files through a "..data" directory beside them), and so are
-// files with other endings; a subdirectory is reported as an error, since
-// envoyproxy/ratelimit would read its files and Load does not.
+// one domain. Links are followed (a Kubernetes ConfigMap's files are
+// links). Names starting with "." are skipped, unless [ReadDotFiles] is
+// given (Kubernetes mounts a ConfigMap's files through a "..data"
+// directory beside them), and so are files with other endings; a
+// subdirectory is reported as an error, since envoyproxy/ratelimit would
+// read its files and Load does not, and so is a configuration file that
+// is not a regular file (a named pipe would block the read), which is not
+// read.
 //
-// A file that cannot be read or parsed is left out and its error
-// returned; the others still load. A domain that an earlier file (by
+// A file that cannot be read or parsed, or has a rule [CheckRules] refuses,
+// is left out and its errors returned, every one of them (up to 100 a
+// file), each naming the file and, but for an error of the whole file,
+// the line; the others still load. A domain that an earlier file (by
 // name) already configures is an error naming both files, and the later
 // file is left out, unless [MergeDomains] is given. No files at all is an
 // error too. The Config is never nil.
 func Load(dir string, opts ...Option) (*Config, []error) {
 	o := defaultOptions(opts)
-	files, errs := readDir(dir)
+	files, errs := readDir(dir, &o)
 	c, more := assemble(files, o.merge)
 	return c, noFiles(dir, files, append(errs, more...))
 }
@@ -84,9 +69,10 @@ func Check(dir string, opts ...Option) error {
 	return errors.Join(errs...)
 }
 
-// readDir reads and parses dir's files; errors that are not a file's
-// (dir unreadable, a subdirectory) come back on their own.
-func readDir(dir string) ([]file, []error) {
+// readDir reads and parses dir's files, and checks their rules; errors
+// that are not a file's (dir unreadable, a subdirectory) come back on
+// their own.
+func readDir(dir string, o *options) ([]file, []error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, []error{&Error{File: dir, Err: err}}
@@ -95,41 +81,75 @@ func readDir(dir string) ([]file, []error) {
 	var errs []error
 	for _, e := range ents {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") {
+		hidden := strings.HasPrefix(name, ".")
+		if hidden && !o.dots {
 			continue
 		}
+		ext := filepath.Ext(name)
+		yamlName := ext == ".yaml" || ext == ".yml"
 		path := filepath.Join(dir, name)
 		info, err := os.Stat(path) // follows links, as ConfigMaps' are
-		if err != nil {
-			if ext := filepath.Ext(name); ext == ".yaml" || ext == ".yml" {
+		switch {
+		case err != nil:
+			if yamlName {
 				errs = append(errs, &Error{File: path, Err: err})
 			}
 			continue
-		}
-		if info.IsDir() {
+		case info.IsDir() && !hidden:
 			errs = append(errs, &Error{File: path, Err: errors.New("a subdirectory, which is not read; move its files into the directory, or remove it")})
 			continue
-		}
-		if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+		case !yamlName || info.IsDir():
+			continue
+		case !info.Mode().IsRegular():
+			// A named pipe would block the read until a writer came.
+			errs = append(errs, &Error{File: path, Err: fmt.Errorf("not a regular file (%v), so not read; replace it with a file, or a link to one", info.Mode().Type())})
 			continue
 		}
 		f := file{path: path}
 		data, err := readFile(path)
-		if err == nil {
-			f.dom, err = Parse(path, data)
+		if err != nil {
+			f.errs = []error{err}
+		} else {
+			f.dom, f.errs = parse(path, data)
 		}
-		f.err = err
+		if f.dom != nil && o.check != nil {
+			if f.errs = checkRules(f.dom, o.check); f.errs != nil {
+				f.dom = nil
+			}
+		}
 		files = append(files, f)
 	}
 	return files, errs
 }
 
+// checkRules returns what check finds wrong with d's rules, each an
+// *Error at its rule's rate_limit.
+func checkRules(d *Domain, check func(*Rule) error) []error {
+	var errs []error
+	for _, r := range d.rules {
+		if err := check(r); err != nil {
+			errs = append(errs, &Error{File: r.File, Line: r.limitLine, Field: r.limitField, Err: err})
+		}
+	}
+	return errs
+}
+
+// readFile reads a regular file, refusing anything else: it opens
+// without blocking, so that a named pipe put in place of the file after
+// readDir looked cannot stop a reload.
 func readFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &Error{File: path, Err: err}
 	}
 	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	if !info.Mode().IsRegular() {
+		return nil, &Error{File: path, Err: fmt.Errorf("not a regular file (%v), so not read; replace it with a file, or a link to one", info.Mode().Type())}
+	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(io.LimitReader(fh, maxFileSize+1)); err != nil {
 		return nil, &Error{File: path, Err: err}
@@ -144,8 +164,8 @@ func assemble(files []file, merge bool) (*Config, []error) {
 	var errs []error
 	n := 0
 	for _, f := range files {
-		if f.err != nil {
-			errs = append(errs, f.err)
+		if f.dom == nil {
+			errs = append(errs, f.errs...)
 			continue
 		}
 		n++
@@ -205,12 +225,20 @@ func mergeDomains(a, b *Domain) (*Domain, error) {
 
 // Of returns the configuration of domains already parsed (a configuration
 // built into a program, say), as Load would put their files together: two
-// domains of one name are an error, unless MergeDomains merges them.
+// domains of one name are an error, unless MergeDomains merges them, and a
+// domain with a rule CheckRules' check refuses is left out. The Config
+// holds the domains without errors.
 func Of(domains []*Domain, opts ...Option) (*Config, error) {
+	o := defaultOptions(opts)
 	files := make([]file, len(domains))
 	for i, d := range domains {
 		files[i] = file{path: d.File, dom: d}
+		if o.check != nil {
+			if files[i].errs = checkRules(d, o.check); files[i].errs != nil {
+				files[i].dom = nil
+			}
+		}
 	}
-	c, errs := assemble(files, defaultOptions(opts).merge)
+	c, errs := assemble(files, o.merge)
 	return c, errors.Join(errs...)
 }

@@ -26,9 +26,10 @@
 // metrics it reports under.
 //
 // floodgate adds optional fields to rate_limit: algorithm (a name
-// [core.ParseAlgorithm] reads; by default fixed-window, the windows of
-// envoyproxy/ratelimit, aligned to multiples of the unit since the Unix
-// epoch), burst (for token-bucket and gcra), and limits, a list of further
+// [core.ParseAlgorithm] reads, but leaky-bucket and concurrency, which a
+// service that answers at once cannot use; by default fixed-window, the
+// windows of envoyproxy/ratelimit, aligned to multiples of the unit since
+// the Unix epoch), burst (for token-bucket and gcra), and limits, a list of further
 // limits ({unit, requests_per_unit, burst, algorithm}, the algorithm by
 // default rate_limit's) that apply together with the first, all or
 // nothing:
@@ -53,9 +54,21 @@
 //     descriptor with key a_b and wildcard value c*, and a '*' in a key
 //     acts as a wildcard. Here keys match exactly.
 //   - [Load] reads only *.yaml and *.yml files directly in the directory,
-//     skipping hidden names; envoyproxy/ratelimit reads every file of the
-//     tree. A file that is invalid is left out and the rest loads, where
-//     envoyproxy/ratelimit keeps its whole previous configuration.
+//     skipping hidden names unless [ReadDotFiles] is given, and reporting
+//     files that are not regular files (a named pipe, say) rather than
+//     reading them; envoyproxy/ratelimit reads every file of the tree. A
+//     file that is invalid is left out and the rest loads, where
+//     envoyproxy/ratelimit keeps its whole previous configuration; every
+//     error of the file is reported (up to 100), each at its file and
+//     line. [CheckRules] leaves out, the same way, a file with a rule the
+//     caller cannot enforce (the service's store refuses its limits).
+//   - [Watch] watches the directory; with [WatchRoot], a directory above
+//     it too, so that swapping a link on the way (envoyproxy/ratelimit's
+//     RUNTIME_WATCH_ROOT) reloads. envoyproxy/ratelimit then reloads on
+//     that swap alone; here a file's change still reloads as well.
+//   - A domain, descriptor key or value longer than [MaxKeyPart] bytes is
+//     held in [Rule.Key] as its SHA-256 digest (128 bits), so that no
+//     client's long text is kept for a rule's period.
 //   - Statistics keys follow envoyproxy/ratelimit's code, which for a
 //     wildcard with share_threshold writes the pattern with its '*'
 //     ("route_api/*"), where its README says "route_api".

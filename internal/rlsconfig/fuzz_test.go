@@ -13,8 +13,17 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, desc string) {
 		d, err := Parse("fuzz.yaml", data)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
-				t.Fatalf("error without the file: %v", err)
+			// Each error names the file and, but for an empty file, its
+			// line.
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
+			}
+			for _, err := range errs {
+				e, ok := err.(*Error)
+				if !ok || e.File != "fuzz.yaml" || e.Line < 1 && !strings.Contains(e.Err.Error(), "the file is empty") {
+					t.Fatalf("error without the file and line: %#v", err)
+				}
 			}
 			return
 		}

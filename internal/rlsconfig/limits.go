@@ -28,56 +28,47 @@ type layer struct {
 	field string
 }
 
-func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) error {
-	f, err := p.fields(n, field, rateLimitFields...)
-	if err != nil {
-		return err
+// noAlgorithm stands for an algorithm that did not parse: limits that
+// would inherit it are not checked against it.
+const noAlgorithm core.Algorithm = math.MaxUint8
+
+func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
+	f, ok := p.fields(n, field, rateLimitFields...)
+	if !ok {
+		return
 	}
-	if r.Name, err = p.str(f["name"], join(field, "name")); err != nil {
-		return err
-	}
-	if err := p.replaces(f["replaces"], join(field, "replaces"), r); err != nil {
-		return err
-	}
-	if r.Unlimited, err = p.boolean(f["unlimited"], join(field, "unlimited")); err != nil {
-		return err
-	}
-	unitText, err := p.str(f["unit"], join(field, "unit"))
-	if err != nil {
-		return err
-	}
+	r.Name, _ = p.str(f["name"], join(field, "name"))
+	p.replaces(f["replaces"], join(field, "replaces"), r)
+	r.Unlimited, _ = p.boolean(f["unlimited"], join(field, "unlimited"))
 	if r.Unlimited {
 		// As in envoyproxy/ratelimit, a unit it does not know is ignored,
 		// and so is requests_per_unit.
+		unitText, _ := p.str(f["unit"], join(field, "unit"))
 		if u, ok := f["unit"]; ok && parseUnit(unitText) != UnitUnknown {
-			return p.errf(u, join(field, "unit"), "unlimited: true takes no unit; remove one of them")
+			p.fail(u, join(field, "unit"), "unlimited: true takes no unit; remove one of them")
 		}
 		for _, k := range []string{"algorithm", "burst", "limits"} {
 			if v, ok := f[k]; ok {
-				return p.errf(v, join(field, k), "unlimited: true takes no %s; remove one of them", k)
+				p.fail(v, join(field, k), "unlimited: true takes no %s; remove one of them", k)
 			}
 		}
-		return nil
+		return
 	}
-	top, err := p.layer(n, f, field, defaultAlgorithm)
-	if err != nil {
-		return err
-	}
+	top, ok := p.layer(n, f, field, defaultAlgorithm)
 	layers := []layer{top}
-	list, err := p.list(f["limits"], join(field, "limits"), "limits")
-	if err != nil {
-		return err
-	}
-	for i, ln := range list {
-		lf, err := p.fields(ln, fmt.Sprintf("%s.limits[%d]", field, i), layerFields...)
-		if err != nil {
-			return err
+	for i, ln := range p.list(f["limits"], join(field, "limits"), "limits") {
+		if ln == nil {
+			ok = false
+			continue
 		}
-		l, err := p.layer(ln, lf, fmt.Sprintf("%s.limits[%d]", field, i), top.alg)
-		if err != nil {
-			return err
-		}
+		lf, fok := p.fields(ln, fmt.Sprintf("%s.limits[%d]", field, i), layerFields...)
+		l, lok := p.layer(ln, lf, fmt.Sprintf("%s.limits[%d]", field, i), top.alg)
 		layers = append(layers, l)
+		ok = ok && fok && lok
+	}
+	if !ok {
+		// The limits as a whole are checked once each is well formed.
+		return
 	}
 	r.RequestsPerUnit, r.Unit = top.rpu, top.unit
 	names := map[string]string{}
@@ -94,87 +85,93 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) error {
 			continue
 		}
 		if err := lim.Validate(); err != nil {
-			return p.errf(l.node, l.field, "%v", err)
+			p.fail(l.node, l.field, "%v", err)
+			continue
 		}
 		name := core.DefaultName(lim)
 		if prev, ok := names[name]; ok {
-			return p.errf(l.node, l.field, "the same rate as %s (%d per %s); give each limit of a rate_limit its own rate", prev, l.rpu, l.unit)
+			p.fail(l.node, l.field, "the same rate as %s (%d per %s); give each limit of a rate_limit its own rate", prev, l.rpu, l.unit)
+			continue
 		}
 		names[name] = l.field
 		r.Limits = append(r.Limits, lim)
 	}
-	return nil
 }
 
 // layer reads a limit's unit, requests_per_unit, burst and algorithm from
-// f, the fields of n; alg is the algorithm when none is named.
-func (p *parser) layer(n *yaml.Node, f map[string]*yaml.Node, field string, alg core.Algorithm) (layer, error) {
-	l := layer{alg: alg, node: n, field: field}
-	text, err := p.str(f["unit"], join(field, "unit"))
-	if err != nil {
-		return l, err
-	}
-	if l.unit = parseUnit(text); l.unit == UnitUnknown {
-		at := n
-		if u, ok := f["unit"]; ok {
-			at = u
+// f, the fields of n; alg is the algorithm when none is named. ok is
+// false when it reported an error.
+func (p *parser) layer(n *yaml.Node, f map[string]*yaml.Node, field string, alg core.Algorithm) (l layer, ok bool) {
+	l = layer{alg: alg, node: n, field: field}
+	before := p.count()
+	if text, tok := p.str(f["unit"], join(field, "unit")); tok {
+		if l.unit = parseUnit(text); l.unit == UnitUnknown {
+			at := n
+			if u, ok := f["unit"]; ok {
+				at = u
+			}
+			p.fail(at, join(field, "unit"), "invalid rate limit unit %q; use second, minute, hour, day, week, month or year (or unlimited: true)", text)
 		}
-		return l, p.errf(at, join(field, "unit"), "invalid rate limit unit %q; use second, minute, hour, day, week, month or year (or unlimited: true)", text)
 	}
 	if v := f["requests_per_unit"]; !isNull(v) {
 		var x uint64
 		if v.Kind != yaml.ScalarNode || v.Decode(&x) != nil || x > math.MaxUint32 {
-			return l, p.errf(v, join(field, "requests_per_unit"), "want a whole number from 0 to %d, got %s", uint32(math.MaxUint32), kindName(v))
+			p.fail(v, join(field, "requests_per_unit"), "want a whole number from 0 to %d, got %s", uint32(math.MaxUint32), kindName(v))
 		}
 		l.rpu = uint32(x)
 	}
-	if v, ok := f["algorithm"]; ok {
-		text, err := p.str(v, join(field, "algorithm"))
-		if err != nil {
-			return l, err
-		}
-		if l.alg, err = core.ParseAlgorithm(text); err != nil {
-			return l, p.errf(v, join(field, "algorithm"), "%v", err)
-		}
-		if l.alg == core.Concurrency {
-			return l, p.errf(v, join(field, "algorithm"), "concurrency counts requests in flight, and the rate-limit service never learns when one ends; use a rate algorithm")
+	if v, has := f["algorithm"]; has {
+		l.alg = noAlgorithm
+		if text, tok := p.str(v, join(field, "algorithm")); tok {
+			a, err := core.ParseAlgorithm(text)
+			switch {
+			case err != nil:
+				p.fail(v, join(field, "algorithm"), "%v", err)
+			case a == core.Concurrency:
+				p.fail(v, join(field, "algorithm"), "concurrency counts requests in flight, and the rate-limit service never learns when one ends; use a rate algorithm")
+			case a == core.LeakyBucket:
+				p.fail(v, join(field, "algorithm"), "leaky-bucket admits a request after a wait for its turn, and Envoy never waits: the rate-limit service answers at once; use a rate algorithm (gcra spaces requests as evenly, refusing those that would wait)")
+			default:
+				l.alg = a
+			}
 		}
 	}
 	if v := f["burst"]; !isNull(v) {
 		var x int64
-		if v.Kind != yaml.ScalarNode || v.Decode(&x) != nil || x < 0 || x > math.MaxInt32 {
-			return l, p.errf(v, join(field, "burst"), "want a whole number from 0 to %d, got %s", math.MaxInt32, kindName(v))
+		switch {
+		case v.Kind != yaml.ScalarNode || v.Decode(&x) != nil || x < 0 || x > math.MaxInt32:
+			p.fail(v, join(field, "burst"), "want a whole number from 0 to %d, got %s", math.MaxInt32, kindName(v))
+		case x > 0 && l.alg != noAlgorithm && l.alg != core.TokenBucket && l.alg != core.GCRA:
+			p.fail(v, join(field, "burst"), "%v ignores burst; set algorithm: token-bucket or gcra, or remove burst", l.alg)
+		default:
+			l.burst = int(x)
 		}
-		if x > 0 && l.alg != core.TokenBucket && l.alg != core.GCRA {
-			return l, p.errf(v, join(field, "burst"), "%v ignores burst; set algorithm: token-bucket or gcra, or remove burst", l.alg)
-		}
-		l.burst = int(x)
 	}
-	return l, nil
+	return l, p.count() == before
 }
 
-func (p *parser) replaces(n *yaml.Node, field string, r *Rule) error {
-	list, err := p.list(n, field, "replaces entries (- name: rule)")
-	if err != nil {
-		return err
-	}
-	for i, e := range list {
+// count is how many errors p has found, repeats included.
+func (p *parser) count() int { return p.found }
+
+func (p *parser) replaces(n *yaml.Node, field string, r *Rule) {
+	for i, e := range p.list(n, field, "replaces entries (- name: rule)") {
+		if e == nil {
+			continue
+		}
 		ef := fmt.Sprintf("%s[%d]", field, i)
-		f, err := p.fields(e, ef, "name")
-		if err != nil {
-			return err
+		f, ok := p.fields(e, ef, "name")
+		if !ok {
+			continue
 		}
-		name, err := p.str(f["name"], join(ef, "name"))
-		if err != nil {
-			return err
-		}
+		name, ok := p.str(f["name"], join(ef, "name"))
 		switch {
+		case !ok:
 		case name == "":
-			return p.errf(e, join(ef, "name"), "an empty replaces entry; name the rate_limit it replaces")
+			p.fail(e, join(ef, "name"), "an empty replaces entry; name the rate_limit it replaces")
 		case name == r.Name:
-			return p.errf(e, join(ef, "name"), "replaces its own rate_limit's name %q; a rule cannot replace itself", name)
+			p.fail(e, join(ef, "name"), "replaces its own rate_limit's name %q; a rule cannot replace itself", name)
+		default:
+			r.Replaces = append(r.Replaces, name)
 		}
-		r.Replaces = append(r.Replaces, name)
 	}
-	return nil
 }

@@ -1,10 +1,12 @@
 package rlsconfig
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -36,48 +38,68 @@ func (d *Domain) Rules() []*Rule { return d.rules }
 
 // Parse reads one configuration file in envoyproxy/ratelimit's format,
 // with floodgate's additions to rate_limit (see the package
-// documentation); file names it in errors. Every error is an *Error naming
-// the file, the line and the field.
+// documentation); file names it in errors. A file with errors gives no
+// Domain, and an error that holds every error found (up to maxErrors), in
+// the order of the file: each an *Error naming the file, the line and the
+// field (errors.Join's; errors.As finds the first).
 func Parse(file string, data []byte) (*Domain, error) {
+	d, errs := parse(file, data)
+	return d, errors.Join(errs...)
+}
+
+// maxErrors is the most errors reported of one file; a last one says how
+// many more there are.
+const maxErrors = 100
+
+// parse is Parse, with its errors apart.
+func parse(file string, data []byte) (*Domain, []error) {
 	if len(data) > maxFileSize {
-		return nil, &Error{File: file, Err: fmt.Errorf("the file is %d bytes, more than %d", len(data), maxFileSize)}
+		return nil, []error{&Error{File: file, Err: fmt.Errorf("the file is %d bytes, more than %d", len(data), maxFileSize)}}
 	}
-	doc, err := decode(data)
-	var e *Error
+	doc, second, err := yamlpos.One(data)
 	switch {
 	case errors.Is(err, io.EOF):
-		return nil, &Error{File: file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")}
-	case errors.As(err, &e):
-		e.File = file
-		return nil, e
+		return nil, []error{&Error{File: file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")}}
 	case err != nil:
 		line, msg := yamlpos.Line(data, err, func(b []byte) error {
-			_, err := decode(b)
+			_, _, err := yamlpos.One(b)
 			return err
 		})
-		return nil, &Error{File: file, Line: line, Err: errors.New(msg)}
+		return nil, []error{&Error{File: file, Line: line, Err: errors.New(msg)}}
 	}
-	p := parser{file: file}
-	return p.document(doc)
+	p := parser{file: file, seen: map[string]bool{}}
+	d := p.document(doc)
+	if second > 0 {
+		p.add(&Error{File: file, Line: second, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")})
+	}
+	if len(p.errs) > 0 {
+		// By line: a merged mapping's errors are found where it is merged.
+		slices.SortStableFunc(p.errs, func(a, b error) int { return cmp.Compare(a.(*Error).Line, b.(*Error).Line) })
+		if p.more > 0 {
+			p.errs = append(p.errs, &Error{File: file, Line: p.moreLine, Err: fmt.Errorf("%d more errors from here on; fix the ones above first", p.more)})
+		}
+		return nil, p.errs
+	}
+	return d, nil
 }
 
-// decode reads the one YAML document data holds: io.EOF when there is
-// none, an *Error without its file when there is a second.
-func decode(data []byte) (*yaml.Node, error) {
-	doc, second, err := yamlpos.One(data)
-	if err == nil && second > 0 {
-		return nil, &Error{Line: second, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")}
-	}
-	return doc, err
-}
-
+// parser reads one file. It goes on after an error, so that one reading
+// reports them all: a part in error is left out of what it builds, and
+// what depends on it is not checked (a duplicate of a descriptor whose key
+// is wrong, say), so that no error is the echo of another.
 type parser struct {
 	file   string
 	domain string
 	rules  []*Rule
+
+	errs     []error
+	found    int             // errors found, repeats included
+	seen     map[string]bool // errors' lines and texts: a merge key may repeat a part
+	more     int             // errors past maxErrors
+	moreLine int             // the line of the first of them
 }
 
-func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
+func (p *parser) errf(n *yaml.Node, field, format string, args ...any) *Error {
 	line := 0
 	if n != nil {
 		line = n.Line
@@ -85,42 +107,63 @@ func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
 	return &Error{File: p.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-func (p *parser) document(doc *yaml.Node) (*Domain, error) {
+// fail reports an error at n.
+func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
+	p.add(p.errf(n, field, format, args...))
+}
+
+func (p *parser) add(e *Error) {
+	p.found++
+	// One line's one problem, whatever the field's path: a mapping
+	// merged in two places has the same error in both.
+	text := strconv.Itoa(e.Line) + " " + e.Err.Error()
+	if p.seen[text] {
+		return
+	}
+	p.seen[text] = true
+	if len(p.errs) >= maxErrors {
+		if p.more == 0 {
+			p.moreLine = e.Line
+		}
+		p.more++
+		return
+	}
+	p.errs = append(p.errs, e)
+}
+
+func (p *parser) document(doc *yaml.Node) *Domain {
 	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return nil, &Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")}
+			p.add(&Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")})
+			return nil
 		}
 		root = root.Content[0]
 	}
 	if isNull(root) {
-		return nil, &Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")}
+		p.add(&Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")})
+		return nil
 	}
-	top, err := p.fields(root, "", "domain", "descriptors")
-	if err != nil {
-		return nil, err
+	top, ok := p.fields(root, "", "domain", "descriptors")
+	if !ok {
+		return nil
 	}
-	name, err := p.str(top["domain"], "domain")
-	if err != nil {
-		return nil, err
-	}
-	if name == "" {
+	name, ok := p.str(top["domain"], "domain")
+	if ok && name == "" {
 		at := resolve(root)
 		if n, ok := top["domain"]; ok {
 			at = n
 		}
-		return nil, p.errf(at, "domain", "the domain is empty; every file needs one (domain: name)")
+		p.fail(at, "domain", "the domain is empty; every file needs one (domain: name)")
 	}
 	p.domain = name
 	d := &Domain{Name: name, File: p.file, Line: resolve(root).Line, root: newNode()}
 	if n, ok := top["domain"]; ok {
 		d.Line = n.Line
 	}
-	if err := p.descriptors(top["descriptors"], "descriptors", d.root, name, nil); err != nil {
-		return nil, err
-	}
+	p.descriptors(top["descriptors"], "descriptors", d.root, name, nil)
 	d.rules = p.rules
-	return d, nil
+	return d
 }
 
 func newNode() *node {
@@ -129,107 +172,89 @@ func newNode() *node {
 
 var descriptorFields = []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"}
 
-func (p *parser) descriptors(n *yaml.Node, field string, parent *node, fullKey string, path []step) error {
-	list, err := p.list(n, field, "descriptors")
-	if err != nil {
-		return err
-	}
+func (p *parser) descriptors(n *yaml.Node, field string, parent *node, fullKey string, path []step) {
+	list := p.list(n, field, "descriptors")
 	if len(list) > 0 && len(path) >= maxDepth {
-		return p.errf(n, field, "descriptors nested more than %d deep", maxDepth)
+		p.fail(n, field, "descriptors nested more than %d deep", maxDepth)
+		return
 	}
 	for i, dn := range list {
-		if err := p.descriptor(dn, fmt.Sprintf("%s[%d]", field, i), parent, fullKey, path); err != nil {
-			return err
+		if dn != nil {
+			p.descriptor(dn, fmt.Sprintf("%s[%d]", field, i), parent, fullKey, path)
 		}
 	}
-	return nil
 }
 
-func (p *parser) descriptor(dn *yaml.Node, field string, parent *node, fullKey string, path []step) error {
-	f, err := p.fields(dn, field, descriptorFields...)
-	if err != nil {
-		return err
+func (p *parser) descriptor(dn *yaml.Node, field string, parent *node, fullKey string, path []step) {
+	f, ok := p.fields(dn, field, descriptorFields...)
+	if !ok {
+		return
 	}
+	// named: the key and value are well formed and new at this level, so
+	// that the descriptor can be added to its parent.
 	var s step
-	if s.key, err = p.str(f["key"], field+".key"); err != nil {
-		return err
-	}
-	if s.key == "" {
-		return p.errf(dn, join(field, "key"), "the descriptor has an empty key; every descriptor needs one (key: name)")
-	}
-	if s.value, err = p.str(f["value"], field+".value"); err != nil {
-		return err
+	var okValue bool
+	s.key, ok = p.str(f["key"], field+".key")
+	s.value, okValue = p.str(f["value"], field+".value")
+	named := ok && okValue
+	if ok && s.key == "" {
+		p.fail(dn, join(field, "key"), "the descriptor has an empty key; every descriptor needs one (key: name)")
+		named = false
 	}
 	composite := s.key
 	if s.value != "" {
 		composite += "_" + s.value
 	}
-	if prev, ok := parent.names[composite]; ok {
+	if prev, ok := parent.names[composite]; ok && named {
 		at := fmt.Sprintf("line %d", prev.line)
 		if prev.file != p.file {
 			at = fmt.Sprintf("%s:%d", prev.file, prev.line)
 		}
-		return p.errf(dn, field, "duplicate descriptor %s.%s (also at %s): a key and value may appear once per level, and envoyproxy/ratelimit joins them as key_value, so key: a_b and key: a, value: b are the same", fullKey, composite, at)
+		p.fail(dn, field, "duplicate descriptor %s.%s (also at %s): a key and value may appear once per level, and envoyproxy/ratelimit joins them as key_value, so key: a_b and key: a, value: b are the same", fullKey, composite, at)
+		named = false
 	}
 	if strings.Contains(s.value, "*") {
 		s.parts = strings.Split(s.value, "*")
 	}
-	flags := [...]struct {
-		name string
-		to   *bool
-	}{{"share_threshold", &s.share}, {"value_to_metric", &s.valueToMetric}}
-	for _, fl := range flags {
-		if *fl.to, err = p.boolean(f[fl.name], join(field, fl.name)); err != nil {
-			return err
-		}
-	}
-	if s.share && !strings.Contains(composite, "*") {
-		return p.errf(f["share_threshold"], join(field, "share_threshold"), "share_threshold applies only to a wildcard value (one with '*'), and %q has none", s.value)
+	s.share, _ = p.boolean(f["share_threshold"], join(field, "share_threshold"))
+	s.valueToMetric, _ = p.boolean(f["value_to_metric"], join(field, "value_to_metric"))
+	if s.share && okValue && !strings.Contains(composite, "*") {
+		p.fail(f["share_threshold"], join(field, "share_threshold"), "share_threshold applies only to a wildcard value (one with '*'), and %q has none", s.value)
 	}
 
 	n := newNode()
 	myKey := fullKey + "." + composite
 	myPath := append(slices.Clip(path), s)
-	if rl := f["rate_limit"]; !isNull(rl) {
-		r := &Rule{Domain: p.domain, FullKey: myKey, File: p.file, Line: dn.Line, ValueToMetric: s.valueToMetric, path: myPath}
-		for _, fl := range [...]struct {
-			name string
-			to   *bool
-		}{{"shadow_mode", &r.ShadowMode}, {"quota_mode", &r.QuotaMode}, {"detailed_metric", &r.DetailedMetric}} {
-			if *fl.to, err = p.boolean(f[fl.name], join(field, fl.name)); err != nil {
-				return err
-			}
+	var r *Rule
+	rl := f["rate_limit"]
+	if !isNull(rl) {
+		r = &Rule{Domain: p.domain, FullKey: myKey, File: p.file, Line: dn.Line, ValueToMetric: s.valueToMetric, path: myPath,
+			limitLine: rl.Line, limitField: join(field, "rate_limit")}
+	}
+	// The flags mean nothing without a rule, but must still be well
+	// formed.
+	var flags [3]bool
+	for i, name := range []string{"shadow_mode", "quota_mode", "detailed_metric"} {
+		flags[i], _ = p.boolean(f[name], join(field, name))
+	}
+	m := f["metadata"]
+	if !isNull(m) && m.Kind != yaml.MappingNode {
+		p.fail(m, join(field, "metadata"), "want a mapping, got %s", kindName(m))
+	} else if !isNull(m) && r != nil {
+		if err := m.Decode(&r.Metadata); err != nil {
+			p.fail(m, join(field, "metadata"), "%v", err)
 		}
-		if m := f["metadata"]; !isNull(m) {
-			if m.Kind != yaml.MappingNode {
-				return p.errf(m, join(field, "metadata"), "want a mapping, got %s", kindName(m))
-			}
-			if err := m.Decode(&r.Metadata); err != nil {
-				return p.errf(m, join(field, "metadata"), "%v", err)
-			}
-		}
-		if err := p.rateLimit(rl, join(field, "rate_limit"), r); err != nil {
-			return err
-		}
+	}
+	if r != nil {
+		r.ShadowMode, r.QuotaMode, r.DetailedMetric = flags[0], flags[1], flags[2]
+		p.rateLimit(rl, join(field, "rate_limit"), r)
 		n.rule = r
 		p.rules = append(p.rules, r)
-	} else {
-		// The flags mean nothing without a rule, but must still be
-		// well formed.
-		for _, name := range []string{"shadow_mode", "quota_mode", "detailed_metric"} {
-			if _, err := p.boolean(f[name], join(field, name)); err != nil {
-				return err
-			}
-		}
-		if m := f["metadata"]; !isNull(m) && m.Kind != yaml.MappingNode {
-			return p.errf(m, join(field, "metadata"), "want a mapping, got %s", kindName(m))
-		}
 	}
-	if err := p.descriptors(f["descriptors"], join(field, "descriptors"), n, myKey, myPath); err != nil {
-		return err
+	p.descriptors(f["descriptors"], join(field, "descriptors"), n, myKey, myPath)
+	if named {
+		parent.add(s, n, place{p.file, dn.Line}, composite)
 	}
-	parent.add(s, n, place{p.file, dn.Line}, composite)
-	return nil
 }
 
 // add puts child, the descriptor s, under n.

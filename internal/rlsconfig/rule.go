@@ -125,6 +125,10 @@ type Rule struct {
 	Metadata map[string]any
 
 	path []step // one per level, from the top
+	// limitLine and limitField say where rate_limit is, for the errors
+	// of a rule check (CheckRules).
+	limitLine  int
+	limitField string
 }
 
 // step is how a level on the way to a rule matches, for its keys.
@@ -133,51 +137,6 @@ type step struct {
 	parts         []string // value split at '*' when it holds one
 	share         bool     // share_threshold, on a wildcard value
 	valueToMetric bool
-}
-
-// Key returns the key of the state a request descriptor entries, which
-// matched r, counts in. As envoyproxy/ratelimit's cache key it holds the
-// domain and every entry's key and value as the request gave them (a
-// key-only or wildcard descriptor limits each value on its own), except
-// that an entry matched by a wildcard value with share_threshold holds the
-// pattern instead, so that all matching values share one count. Unlike
-// envoyproxy/ratelimit's, it holds no prefix and no window (the algorithm
-// keeps time), and its parts are escaped so that two descriptors never
-// share a key: upstream joins them with '_', and ("a", "b_c") and
-// ("a_b", "c") meet there.
-func (r *Rule) Key(entries []Entry) string {
-	var b strings.Builder
-	n := len(r.Domain) + 2
-	for _, e := range entries {
-		n += len(e.Key) + len(e.Value) + 2
-	}
-	b.Grow(n)
-	escape(&b, r.Domain)
-	for i, e := range entries {
-		b.WriteByte('|')
-		escape(&b, e.Key)
-		b.WriteByte('=')
-		if i < len(r.path) && r.path[i].share && r.path[i].parts != nil {
-			escape(&b, r.path[i].value)
-		} else {
-			escape(&b, e.Value)
-		}
-	}
-	return b.String()
-}
-
-// escape writes s with '\\', '|' and '=' escaped by a backslash.
-func escape(b *strings.Builder, s string) {
-	if !strings.ContainsAny(s, `\|=`) {
-		b.WriteString(s)
-		return
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\\' || c == '|' || c == '=' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
 }
 
 // StatsKey returns the key envoyproxy/ratelimit's statistics of a request

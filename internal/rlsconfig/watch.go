@@ -38,14 +38,37 @@ type Watcher struct {
 // keeps its last good version says so. It runs on the watch's goroutine
 // (or Reload's caller) and must not call Reload or Close.
 //
-// Watch fails only when dir cannot be watched. [Watcher.Close] ends the
+// With [WatchRoot], the directory above root is watched too, and a change
+// to root's name there (a link swapped) reloads dir, watched again where
+// its path now leads.
+//
+// Watch fails only when dir (or root's parent) cannot be watched, or root
+// is neither dir nor a directory above it. [Watcher.Close] ends the
 // watch.
 func Watch(dir string, onReload func(*Config, []error), opts ...Option) (*Watcher, error) {
 	w := &Watcher{dir: dir, o: defaultOptions(opts), onReload: onReload, good: map[string]*Domain{}}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("rlsconfig: %w", err)
+	}
+	match := func(name string) bool { return filepath.Dir(name) == abs && watched(filepath.Base(name), w.o.dots) }
+	var also []string
+	if w.o.root != "" {
+		root, err := filepath.Abs(w.o.root)
+		if err != nil {
+			return nil, fmt.Errorf("rlsconfig: %w", err)
+		}
+		if rel, err := filepath.Rel(root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, fmt.Errorf("rlsconfig: WatchRoot(%q): it is neither %s nor a directory above it; give the directory whose link a deployment swaps", w.o.root, dir)
+		}
+		also = []string{filepath.Dir(root)}
+		inDir := match
+		match = func(name string) bool { return name == root || inDir(name) }
+	}
 	w.Reload()
-	dw, err := dirwatch.Watch(dir, w.o.debounce, watched, func() { w.Reload() }, func(err error) {
+	dw, err := dirwatch.Watch(abs, w.o.debounce, match, func() { w.Reload() }, func(err error) {
 		w.report(w.Config(), []error{&Error{File: dir, Err: fmt.Errorf("watching the directory: %w", err)}})
-	})
+	}, also...)
 	if err != nil {
 		return nil, fmt.Errorf("rlsconfig: %w", err)
 	}
@@ -53,12 +76,12 @@ func Watch(dir string, onReload func(*Config, []error), opts ...Option) (*Watche
 	return w, nil
 }
 
-// watched reports whether a change to name may change the configuration:
-// a configuration file, or Kubernetes' "..data" swap.
-func watched(name string) bool {
-	base := filepath.Base(name)
+// watched reports whether a change to the file base of the directory may
+// change the configuration: a configuration file, or Kubernetes' "..data"
+// swap. dots: files whose names start with '.' are read.
+func watched(base string, dots bool) bool {
 	ext := filepath.Ext(base)
-	return strings.HasPrefix(base, "..") || !strings.HasPrefix(base, ".") && (ext == ".yaml" || ext == ".yml")
+	return strings.HasPrefix(base, "..") || (dots || !strings.HasPrefix(base, ".")) && (ext == ".yaml" || ext == ".yml")
 }
 
 // Config returns the configuration in force.
@@ -69,22 +92,24 @@ func (w *Watcher) Config() *Config { return w.cur.Load() }
 func (w *Watcher) Reload() []error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	files, errs := readDir(w.dir)
+	files, errs := readDir(w.dir, &w.o)
 	for i, f := range files {
-		if f.err == nil {
+		if f.dom != nil {
 			continue
 		}
 		if d := w.good[f.path]; d != nil {
 			files[i].dom = d
-			files[i].err = nil
-			errs = append(errs, keptError{f.err})
+			files[i].errs = nil
+			for _, err := range f.errs {
+				errs = append(errs, keptError{err})
+			}
 		}
 	}
 	c, more := assemble(files, w.o.merge)
 	errs = noFiles(w.dir, files, append(errs, more...))
 	good := map[string]*Domain{}
 	for _, f := range files {
-		if f.err == nil {
+		if f.dom != nil {
 			good[f.path] = f.dom
 		}
 	}

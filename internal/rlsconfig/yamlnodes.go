@@ -54,42 +54,43 @@ var belongs = map[string]string{
 	"algorithm": "rate_limit or one of its limits", "burst": "rate_limit or one of its limits", "limits": "rate_limit",
 }
 
-// fields reads a mapping's keys, refusing unknown, misplaced and repeated
-// ones, and keys that are not strings. A merge key ("<<: *anchor") takes
-// the anchored mapping's keys that the mapping does not set itself.
-func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string]*yaml.Node, error) {
+// fields reads a mapping's keys, reporting unknown, misplaced and
+// repeated ones, and keys that are not strings, and leaving them out. A
+// merge key ("<<: *anchor") takes the anchored mapping's keys that the
+// mapping does not set itself. ok is false when n is not a mapping.
+func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string]*yaml.Node, bool) {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
-		return nil, p.errf(n, field, "want a mapping (key: value lines), got %s", kindName(n))
+		p.fail(n, field, "want a mapping (key: value lines), got %s", kindName(n))
+		return nil, false
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
 	lines := make(map[string]int, len(n.Content)/2)
 	var merged []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+		switch {
+		case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
 			merged = append(merged, resolve(v))
-			continue
-		}
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			return nil, p.errf(k, field, "the key %s is not a string; use one of %s", kindName(k), strings.Join(known, ", "))
-		}
-		if prev, ok := lines[k.Value]; ok {
-			return nil, p.errf(k, join(field, k.Value), "given twice (first at line %d); keep one", prev)
-		}
-		if !slices.Contains(known, k.Value) {
+		case k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str":
+			p.fail(k, field, "the key %s is not a string; use one of %s", kindName(k), strings.Join(known, ", "))
+		case lines[k.Value] > 0:
+			p.fail(k, join(field, k.Value), "given twice (first at line %d); keep one", lines[k.Value])
+		case !slices.Contains(known, k.Value):
 			if where, ok := belongs[k.Value]; ok {
-				return nil, p.errf(k, join(field, k.Value), "unknown key here; it belongs in %s (envoyproxy/ratelimit ignores it here)", where)
+				p.fail(k, join(field, k.Value), "unknown key here; it belongs in %s (envoyproxy/ratelimit ignores it here)", where)
+			} else {
+				p.fail(k, join(field, k.Value), "unknown key %q; use one of %s", k.Value, strings.Join(known, ", "))
 			}
-			return nil, p.errf(k, join(field, k.Value), "unknown key %q; use one of %s", k.Value, strings.Join(known, ", "))
+		default:
+			lines[k.Value] = max(k.Line, 1)
+			out[k.Value] = resolve(v)
 		}
-		lines[k.Value] = k.Line
-		out[k.Value] = resolve(v)
 	}
 	for _, m := range merged {
-		from, err := p.fields(m, field, known...)
-		if err != nil {
-			return nil, err
+		from, ok := p.fields(m, field, known...)
+		if !ok {
+			continue
 		}
 		for k, v := range from {
 			if _, ok := out[k]; !ok {
@@ -97,53 +98,61 @@ func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string
 			}
 		}
 	}
-	return out, nil
+	return out, true
 }
 
 // str reads a single value as text, as envoyproxy/ratelimit does (a
-// number stays as written); nothing is "".
-func (p *parser) str(n *yaml.Node, field string) (string, error) {
+// number stays as written); nothing is "". ok is false, the error
+// reported, for anything else.
+func (p *parser) str(n *yaml.Node, field string) (string, bool) {
 	if isNull(n) {
-		return "", nil
+		return "", true
 	}
 	if n.Kind != yaml.ScalarNode {
-		return "", p.errf(n, field, "want a single value, got %s", kindName(n))
+		p.fail(n, field, "want a single value, got %s", kindName(n))
+		return "", false
 	}
-	return n.Value, nil
+	return n.Value, true
 }
 
 // boolean reads true or false, and YAML 1.1's spellings (yes, on, ...)
-// that envoyproxy/ratelimit's decoder accepts; nothing is false.
-func (p *parser) boolean(n *yaml.Node, field string) (bool, error) {
+// that envoyproxy/ratelimit's decoder accepts; nothing is false. ok is
+// false, the error reported, for anything else.
+func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
 	if isNull(n) {
-		return false, nil
+		return false, true
 	}
 	if n.Kind == yaml.ScalarNode && (n.Tag == "" || n.ShortTag() == "!!bool" || n.ShortTag() == "!!str") {
 		switch n.Value {
 		case "true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON":
-			return true, nil
+			return true, true
 		case "false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF":
-			return false, nil
+			return false, true
 		}
 	}
-	return false, p.errf(n, field, "want true or false, got %s", kindName(n))
+	p.fail(n, field, "want true or false, got %s", kindName(n))
+	return false, false
 }
 
-// list reads a list of mappings; nothing is an empty list.
-func (p *parser) list(n *yaml.Node, field, what string) ([]*yaml.Node, error) {
+// list reads a list of mappings; nothing is an empty list. An entry that
+// is not a mapping is reported and nil in the list, so that the others
+// keep their indexes.
+func (p *parser) list(n *yaml.Node, field, what string) []*yaml.Node {
 	if isNull(n) {
-		return nil, nil
+		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errf(n, field, "want a list of %s, got %s", what, kindName(n))
+		p.fail(n, field, "want a list of %s, got %s", what, kindName(n))
+		return nil
 	}
 	out := make([]*yaml.Node, len(n.Content))
 	for i, e := range n.Content {
 		e = resolve(e)
 		if e.Kind != yaml.MappingNode {
-			return nil, p.errf(e, fmt.Sprintf("%s[%d]", field, i), "want %s (a mapping, key: value lines), got %s", what, kindName(e))
+			p.fail(e, fmt.Sprintf("%s[%d]", field, i), "want %s (a mapping, key: value lines), got %s", what, kindName(e))
+			continue
 		}
 		out[i] = e
 	}
-	return out, nil
+	return out
 }

@@ -15,7 +15,8 @@
 -- the script works relative to the current second R: an instant stored as
 -- whole seconds s and nanoseconds n is (s - R) * 1e9 + n here, exact for
 -- instants within 104 days of now. Limits span at most 2^52 ns (checked in
--- Go), so every instant, sum and difference below stays under 2^53.
+-- Go), so every instant, sum and difference below stays under 2^53; a
+-- longer fixed window works in seconds instead (windows.lua).
 --
 -- Stored instants (see instant below) are range-checked. One more than
 -- STALE seconds past is a key idle longer than any limit's span: whole

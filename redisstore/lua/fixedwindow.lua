@@ -11,23 +11,53 @@
 local period, events = nums[ARGV[4]] or num(ARGV[4]), nums[ARGV[5]] or num(ARGV[5])
 local state = redis.call('GET', key)
 
-local w = windowStart(period)
+-- A period longer than LONG (windows.lua) is whole seconds: ws is then the
+-- window's start in seconds since the epoch, and the stored start is
+-- compared in seconds (it is after ws's second exactly when its seconds
+-- are), with no STALE bound (a start a year back is this window's).
+local w, ws
+if period <= LONG then
+  w = windowStart(period)
+else
+  ws, w = longStart(period)
+end
 local count = 0
 if state then
   local s, n, c = string.match(state, '^(%-?%d+) (%d+) (%d+)$')
-  s, c = instant(s, n, 0), tonumber(c)
-  if s == nil or not (c < COUNT) then
-    return malformed(state)
-  end
-  -- A start inside the current window but not at its start comes from
-  -- another period (a Dynamic's key whose limit changed): its count is the
-  -- current window's.
-  if s and s >= w then
-    count = c
+  if ws then
+    s, n, c = tonumber(s), tonumber(n), tonumber(c)
+    if not s or not n or n >= 1e9 or not (c < COUNT) then
+      return malformed(state)
+    end
+    if s > R or s == R and n > now then
+      -- After now: read at now, as instant reads it.
+      clamped, count = true, c
+    elseif s >= ws then
+      count = c
+    end
+  else
+    s, c = instant(s, n, 0), tonumber(c)
+    if s == nil or not (c < COUNT) then
+      return malformed(state)
+    end
+    -- A start inside the current window but not at its start comes from
+    -- another period (a Dynamic's key whose limit changed): its count is
+    -- the current window's.
+    if s and s >= w then
+      count = c
+    end
   end
 end
 local start = w
-local reset = start + period - now
+local reset
+if ws then
+  -- In whole microseconds, rounded up: the window's end is whole seconds
+  -- from R, now is in ns, and a multiple of 1000 below 2^56 is exact. The
+  -- server's clock counts microseconds, so only a test clock's ns round.
+  reset = ((ws - R) * 1e6 + period / 1e3 - floor(now / 1e3)) * 1e3
+else
+  reset = start + period - now
+end
 
 -- A grant charges what fits now, up to the cost asked; 'f' (a stack's
 -- grant, stack.lua) only says what fits, and when the window ends.
@@ -41,7 +71,7 @@ end
 
 if op == 'r' then
   local gs, gn = tonumber(ARGV[6]), tonumber(ARGV[7])
-  if count == 0 or (gs and gn and (gs - R) * 1e9 + gn < start) then
+  if count == 0 or (gs and gn and (ws and gs < ws or not ws and (gs - R) * 1e9 + gn < start)) then
     return {0, 0, 0, 0}
   end
   count = math.max(0, count - cost)

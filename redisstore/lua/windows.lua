@@ -30,4 +30,20 @@ local function windowStart(period)
   return now - m
 end
 
+-- LONG is the longest period windowStart takes (maxSpan in scripts.go,
+-- 2^52 ns less 2 s): every instant it handles then lies within two periods
+-- of now, exact as a double. A fixed window may be longer, up to 2^56 ns
+-- (about 834 days), if its period is whole seconds (checked in Go): it
+-- then works in seconds (longStart), as its windows start on whole seconds.
+local LONG = 4503597627370496
+
+-- longStart returns, for a period longer than LONG, the start of the window
+-- holding now in seconds since the epoch, and that start relative to R in
+-- ns as the other instants are: exact, since it is whole seconds, 1e9 is
+-- 2^9 * 5^9, and the seconds (under 2^56 / 1e9) times 5^9 are below 2^53.
+local function longStart(period)
+  local _, off = idiv(R, period / 1e9)
+  return R - off, -off * 1e9
+end
+
 -- CALL --
