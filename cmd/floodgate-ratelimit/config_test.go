@@ -124,9 +124,11 @@ func TestRedisYear(t *testing.T) {
 	write(t, dir, "b.yaml", "domain: b\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: year\n      requests_per_unit: 2\n      algorithm: gcra\n")
 	s := start(t, "-config", dir, "-redis", srv.Addr())
 	hc := healthpb.NewHealthClient(s.conn)
-	if r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health: %v %v", r, err)
-	}
+	// SERVING once Redis answers a PING, as the configuration is in force.
+	waitFor(t, "SERVING", func() bool {
+		r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+		return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	})
 	for i, want := range []string{"OK", "OK", "OVER_LIMIT"} {
 		r := s.ask("a", 0, desc("user=u"))
 		if got := r.GetOverallCode().String(); got != want {

@@ -8,6 +8,7 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rlsconfig"
@@ -23,9 +24,9 @@ var debugEndpoints = []struct{ path, help string }{
 	{"/stats", "print out stats"},
 }
 
-// debugMux serves the debug endpoints; s's configuration is what
-// /rlconfig prints.
-func debugMux(s *settings) *http.ServeMux {
+// debugMux serves the debug endpoints; /rlconfig prints the
+// configuration in force.
+func debugMux(current *atomic.Pointer[rlsconfig.Config]) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -37,7 +38,7 @@ func debugMux(s *settings) *http.ServeMux {
 	})
 	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		dumpConfig(w, s.config, s.merge)
+		dumpConfig(w, current.Load())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -51,26 +52,14 @@ func debugMux(s *settings) *http.ServeMux {
 	return mux
 }
 
-// dumpConfig writes the rules of the configuration directory dir (the
-// sample when ""), one a line in upstream's form ("key: unit=MINUTE
+// dumpConfig writes the rules of c, the configuration in force (nil:
+// none yet), one a line in upstream's form ("key: unit=MINUTE
 // requests_per_unit=5, shadow_mode: false, quota_mode: false"), and
-// floodgate's own limits after it. The directory is read as the request
-// comes: a file that does not load now is listed after the rules with
-// its error (the service keeps such a file's last good version).
-func dumpConfig(w io.Writer, dir string, merge bool) {
-	var c *rlsconfig.Config
-	var errs []error
-	if dir == "" {
-		d, err := rlsconfig.Parse("sample.yaml", sample)
-		if err == nil {
-			c, err = rlsconfig.Of([]*rlsconfig.Domain{d})
-		}
-		if err != nil {
-			fmt.Fprintln(w, "error:", err)
-			return
-		}
-	} else {
-		c, errs = rlsconfig.Load(dir, options(merge)...)
+// floodgate's own limits after it.
+func dumpConfig(w io.Writer, c *rlsconfig.Config) {
+	if c == nil {
+		fmt.Fprintln(w, "no configuration loaded yet")
+		return
 	}
 	for _, d := range c.Domains() {
 		rules := slices.Clone(d.Rules())
@@ -79,9 +68,6 @@ func dumpConfig(w io.Writer, dir string, merge bool) {
 			fmt.Fprintf(w, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t%s\n",
 				r.FullKey, strings.ToUpper(r.Unit.String()), r.RequestsPerUnit, r.ShadowMode, r.QuotaMode, extraLimits(r))
 		}
-	}
-	for _, err := range errs {
-		fmt.Fprintln(w, "error:", err)
 	}
 }
 

@@ -357,6 +357,13 @@ func TestHealthWithConfig(t *testing.T) {
 			}
 			write(t, dir, "d.yaml", strings.ReplaceAll(perMinute, "%N%", "2"))
 			waitFor(t, "SERVING once a domain is loaded", func() bool { return healthOf(t, c, "ratelimit") == healthpb.HealthCheckResponse_SERVING })
+			// A reload that leaves no domain: NOT_SERVING again, as
+			// upstream's, while the configuration is tracked.
+			if err := os.Remove(filepath.Join(dir, "d.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			waitFor(t, "health once no domain is left", func() bool { return healthOf(t, c, "ratelimit") == want })
 		})
 	}
 }

@@ -108,11 +108,12 @@ type settings struct {
 	// again until it can.
 	forceStart bool
 
-	// What the lead wires to other parts: the answers' settings, the
-	// RUNTIME_* options, xDS and tracing.
+	// Upstream's settings of the answers, the RUNTIME_* layout, the xDS
+	// configuration source and tracing.
 	behaviour behaviour
 	runtime   runtimeDir
 	xds       xdsSettings
+	xdsOn     bool // CONFIG_TYPE=GRPC_XDS_SOTW
 	tracing   tracingSettings
 
 	fromEnv map[string]bool // floodgate's own variables that are set

@@ -138,13 +138,13 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 	for i, b := range backends {
 		go watchRedis(bg, s, b, backendComponents[i], h, log, fatal)
 	}
-	loaded := func() { h.set(configComponent, true) }
-	if err := configure(bg, s.config, s.merge, svc, log, loaded); err != nil {
+	src := &source{s: s, svc: svc, log: log, stats: stats, loaded: func(domains bool) { h.set(configComponent, domains) }}
+	if err := src.start(bg); err != nil {
 		if !s.forceStart {
 			return err
 		}
 		log.Error("no configuration yet; starting without one (FORCE_START_WITHOUT_INITIAL_CONFIG), and trying again", "error", err)
-		go retryConfigure(bg, s, svc, log, loaded)
+		go retryConfigure(bg, src)
 	}
 
 	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: s.maxAge, MaxConnectionAgeGrace: s.maxAgeGrace})}
@@ -193,7 +193,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 			}
 		}
 		if s.debugAddr != "" {
-			if a.debug, err = serve(s.debugAddr, "the debug listener (DEBUG_HOST/DEBUG_PORT)", debugMux(s), debugWriteTimeout); err != nil {
+			if a.debug, err = serve(s.debugAddr, "the debug listener (DEBUG_HOST/DEBUG_PORT)", debugMux(&src.current), debugWriteTimeout); err != nil {
 				return err
 			}
 		}
@@ -213,7 +213,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 		}
 		return err
 	}
-	log.Info("serving", "grpc", a.grpc, "http", a.http, "debug", a.debug, "prometheus", a.prometheus, "store", storeName(s), "config", or(s.config, "(sample)"))
+	log.Info("serving", "grpc", a.grpc, "http", a.http, "debug", a.debug, "prometheus", a.prometheus, "store", storeName(s), "config", configName(s))
 	if ready != nil {
 		ready(a)
 	}
@@ -286,15 +286,15 @@ func listen(addr string) (net.Listener, string, error) {
 	return l, "unix:" + path, nil
 }
 
-// retryConfigure loads the configuration until it loads or ctx ends,
-// after 1 s, then twice as long each time up to 30 s.
-func retryConfigure(ctx context.Context, s *settings, svc *rls.Service, log *slog.Logger, loaded func()) {
+// retryConfigure starts src until it starts or ctx ends, after 1 s, then
+// twice as long each time up to 30 s.
+func retryConfigure(ctx context.Context, src *source) {
 	for wait := time.Second; sleep(ctx, wait); wait = min(2*wait, 30*time.Second) {
-		err := configure(ctx, s.config, s.merge, svc, log, loaded)
+		err := src.start(ctx)
 		if err == nil {
 			return
 		}
-		log.Error("no configuration yet; trying again", "in", min(2*wait, 30*time.Second), "error", err)
+		src.log.Error("no configuration yet; trying again", "in", min(2*wait, 30*time.Second), "error", err)
 	}
 }
 
@@ -340,6 +340,14 @@ func loggerOf(look lookupEnv, out io.Writer) *slog.Logger {
 	s := &settings{}
 	s.logging(newEnv(look))
 	return newLogger(out, s.logLevel, s.logJSON)
+}
+
+// configName says where the configuration comes from, for the log.
+func configName(s *settings) string {
+	if s.xdsOn {
+		return "xDS " + s.xds.ServerURL + " as " + s.xds.NodeID
+	}
+	return or(s.config, "(sample)")
 }
 
 func storeName(s *settings) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/rls"
+	"github.com/floodgate/floodgate/internal/rlsxds"
 )
 
 // lookupEnv looks a variable up as os.LookupEnv does: its value, and
@@ -229,17 +230,18 @@ type behaviour struct {
 
 // runtimeDir is upstream's RUNTIME_* layout of the configuration.
 type runtimeDir struct {
-	// Dir is RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, or ""
+	// Dir is RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, and
+	// Root RUNTIME_ROOT (upstream's default when unset), or both ""
 	// when none of the three is set.
-	Dir string
+	Dir, Root string
 	// IgnoreDotFiles is RUNTIME_IGNOREDOTFILES; WatchRoot is
-	// RUNTIME_WATCH_ROOT. The lead wires them to rlsconfig's options.
+	// RUNTIME_WATCH_ROOT (see options).
 	IgnoreDotFiles, WatchRoot opt[bool]
 }
 
 // xdsSettings are CONFIG_GRPC_XDS_* and XDS_CLIENT_*: how to reach an xDS
 // control plane for the configuration (CONFIG_TYPE=GRPC_XDS_SOTW), with
-// upstream's defaults filled in. The lead wires them to the xDS client.
+// upstream's defaults filled in (see config).
 type xdsSettings struct {
 	NodeID, ServerURL                              string
 	NodeMetadata, Headers                          map[string]string
@@ -250,6 +252,24 @@ type xdsSettings struct {
 	BackoffRandomFactor                            float64
 	BackoffJitter                                  bool
 	MaxMsgSize                                     int // 0: gRPC's default
+}
+
+// config is x as the xDS client takes it; an error when the TLS files
+// do not load.
+func (x *xdsSettings) config() (rlsxds.Config, error) {
+	c := rlsxds.DefaultConfig()
+	c.Server, c.NodeID, c.NodeMetadata, c.Headers = x.ServerURL, x.NodeID, x.NodeMetadata, x.Headers
+	c.ConnectRetryInterval = x.RetryInterval
+	c.Backoff = rlsxds.Backoff{Initial: x.BackoffInitial, Max: x.BackoffMax, Factor: x.BackoffRandomFactor, Jitter: x.BackoffJitter}
+	c.MaxRecvMsgSize = x.MaxMsgSize
+	if x.UseTLS {
+		t, err := rlsxds.ClientTLS(x.ClientCert, x.ClientKey, x.ServerCACert, x.ServerSAN)
+		if err != nil {
+			return c, err
+		}
+		c.TLS = t
+	}
+	return c, nil
 }
 
 // tracingSettings are TRACING_*, with upstream's defaults: OpenTelemetry
@@ -378,13 +398,12 @@ var logLevels = map[string]slog.Level{
 // configSource reads where the configuration comes from: CONFIG_TYPE,
 // the RUNTIME_* directory, xDS and the start without one.
 func (s *settings) configSource(e *env, set map[string]bool) {
-	if e.oneOf("CONFIG_TYPE", "FILE", "GRPC_XDS_SOTW").v == "grpc_xds_sotw" {
-		e.refuse("CONFIG_TYPE", "configuration from an xDS control plane is not yet supported; use CONFIG_TYPE=FILE (a directory of YAML files, RUNTIME_ROOT or -config)")
-	}
+	s.xdsOn = e.oneOf("CONFIG_TYPE", "FILE", "GRPC_XDS_SOTW").v == "grpc_xds_sotw"
 	s.forceStart = e.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG").v
 	root, sub, app := e.str("RUNTIME_ROOT"), e.str("RUNTIME_SUBDIRECTORY"), e.str("RUNTIME_APPDIRECTORY")
 	if root.set || sub.set || app.set {
-		dir := filepath.Join(or(root.v, "/srv/runtime_data/current"), sub.v, or(app.v, "config"))
+		s.runtime.Root = or(root.v, "/srv/runtime_data/current")
+		dir := filepath.Join(s.runtime.Root, sub.v, or(app.v, "config"))
 		s.runtime.Dir = dir
 		s.choose(&s.config, set, "config", "FLOODGATE_RLS_CONFIG", "RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY", dir)
 	}

@@ -96,7 +96,7 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "LOG_FORMAT", value: "text", honoured: func(s *settings) bool { return !s.logJSON }},
 		{name: "LOG_FORMAT", value: "xml", refused: "use text or json"},
 		{name: "CONFIG_TYPE", value: "FILE", honoured: func(s *settings) bool { return s.config == "" }},
-		{name: "CONFIG_TYPE", value: "GRPC_XDS_SOTW", refused: "not yet supported"},
+		{name: "CONFIG_TYPE", value: "GRPC_XDS_SOTW", honoured: func(s *settings) bool { return s.xdsOn }},
 		{name: "CONFIG_TYPE", value: "CONSUL", refused: "use FILE or GRPC_XDS_SOTW"},
 		{name: "FORCE_START_WITHOUT_INITIAL_CONFIG", value: "true", honoured: func(s *settings) bool { return s.forceStart }},
 		{name: "CONFIG_GRPC_XDS_NODE_ID", value: "node-1", honoured: func(s *settings) bool { return s.xds.NodeID == "node-1" }},

@@ -45,8 +45,8 @@ type RateLimitData struct {
 }
 
 // FromData returns the domain d describes, checked as [Parse] checks a
-// file with the same content: the same rules, and the same first error
-// for the same mistakes. file names the source in errors and rules.
+// file with the same content: the same rules, and the same errors for
+// the same mistakes. file names the source in errors and rules.
 // Errors are *Error values with the field's path and no line, since data
 // has none; a repeated descriptor's error names the first one's path
 // where a file's gives its line.
@@ -59,14 +59,18 @@ func FromData(file string, d *DomainData) (*Domain, error) {
 	if list := b.descriptors(d.Descriptors, "descriptors", d.Domain, 0); list != nil {
 		root.Content = append(root.Content, str("descriptors"), list)
 	}
-	p := parser{file: file}
-	dom, err := p.document(root)
-	if err == nil && b.stop != nil {
+	p := parser{file: file, seen: map[string]bool{}}
+	dom := p.document(root)
+	errs := p.errs
+	if b.stop != nil {
 		// The tree ends where the builder found its error, so the
 		// parser's errors all come before it, as in a file.
-		err = b.stop
+		errs = append(errs, b.stop)
 	}
-	return dom, err
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return dom, nil
 }
 
 // dataBuilder turns data into the YAML nodes the parser reads, so that one
