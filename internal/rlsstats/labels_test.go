@@ -1,6 +1,9 @@
 package rlsstats_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/floodgate/floodgate/internal/rlsstats"
@@ -18,9 +21,19 @@ func TestLabels(t *testing.T) {
 		{"edge.remote_address_10.0.0.1", [3]string{"edge", "remote_address_10_0_0_1", ""}},
 		{"edge.remote_address_10.0.0.1.path_/a", [3]string{"edge", "remote_address_10_0_0_1", "path_/a"}},
 		{"edge.key_a:b|c", [3]string{"edge", "key_a_b_c", ""}},
+		{long, [3]string{"edge", "path_" + strings.Repeat("x", 246) + "#" + digest(long), ""}},
 	} {
 		if got := rlsstats.Labels(c.key); got != c.want {
 			t.Errorf("Labels(%q) = %q, want %q", c.key, got, c.want)
 		}
 	}
+}
+
+// long is a stats key past the bound: a client's long value in a
+// detailed_metric rule's key.
+var long = "edge.path_" + strings.Repeat("x", 300)
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }

@@ -1,6 +1,8 @@
 package rlsstats
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"strings"
 )
@@ -16,4 +18,27 @@ func Labels(key string) [3]string {
 	var l [3]string
 	copy(l[:], strings.SplitN(sanitize(key), ".", 4))
 	return l
+}
+
+// maxKey is the longest stats key kept as it is. A rule with
+// detailed_metric puts the request's values in its key, and a client
+// chooses those: a longer key keeps its first maxKey bytes and a digest of
+// the whole, so that a metric's name stays short and two keys still
+// differ.
+const maxKey = 256
+
+// sanitize makes a stats key a statsd name as upstream does: ":" and "|"
+// (statsd's separators) become "_", and so do an IPv4 address's dots. A
+// key longer than maxKey is cut there, with "#" and 64 bits of its
+// SHA-256 in hex after it.
+func sanitize(key string) string {
+	if len(key) > maxKey {
+		sum := sha256.Sum256([]byte(key))
+		key = key[:maxKey] + "#" + hex.EncodeToString(sum[:8])
+	}
+	key = strings.NewReplacer(":", "_", "|", "_").Replace(key)
+	if strings.Count(key, ".") >= 3 {
+		key = ipv4.ReplaceAllStringFunc(key, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
+	}
+	return key
 }

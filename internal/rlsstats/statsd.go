@@ -182,12 +182,3 @@ func sorted[V any](m map[string]V) []string {
 	return names
 }
 
-// sanitize makes a stats key a statsd name as upstream does: ":" and "|"
-// (statsd's separators) become "_", and so do an IPv4 address's dots.
-func sanitize(key string) string {
-	key = strings.NewReplacer(":", "_", "|", "_").Replace(key)
-	if strings.Count(key, ".") >= 3 {
-		key = ipv4.ReplaceAllStringFunc(key, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
-	}
-	return key
-}
