@@ -181,4 +181,3 @@ func sorted[V any](m map[string]V) []string {
 	sort.Strings(names)
 	return names
 }
-
