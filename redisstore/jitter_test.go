@@ -166,7 +166,9 @@ func TestTTLJitter(t *testing.T) {
 			items := func(k string, cost int) []redisstore.Item {
 				return []redisstore.Item{{Key: k, Limits: a, Cost: cost}, {Key: k + "+", Limits: b, Cost: cost}}
 			}
-			call := func(k string, cost int) ([]core.Decision, error) { return m.Allow(context.Background(), items(k, cost)) }
+			call := func(k string, cost int) ([]core.Decision, error) {
+				return m.Allow(context.Background(), items(k, cost))
+			}
 			refund := func(k string, cost int) error { return m.Refund(context.Background(), items(k, cost)) }
 			return call, refund, func(k string) []string { return append([]string{sa.Key(k)}, sb.Keys(k+"+")...) }
 		}},
@@ -290,10 +292,13 @@ func TestTTLJitterOptions(t *testing.T) {
 	defer c.Close()
 	l := core.PerMinute(1)
 	makers := map[string]func(redisstore.Option) error{
-		"New":        func(o redisstore.Option) error { _, err := redisstore.New(c, l, o); return err },
-		"NewStack":   func(o redisstore.Option) error { _, err := redisstore.NewStack(c, []core.Limit{l}, o); return err },
-		"NewDynamic": func(o redisstore.Option) error { _, err := redisstore.NewDynamic(c, func(string) core.Limit { return l }, o); return err },
-		"NewMulti":   func(o redisstore.Option) error { _, err := redisstore.NewMulti(c, o); return err },
+		"New":      func(o redisstore.Option) error { _, err := redisstore.New(c, l, o); return err },
+		"NewStack": func(o redisstore.Option) error { _, err := redisstore.NewStack(c, []core.Limit{l}, o); return err },
+		"NewDynamic": func(o redisstore.Option) error {
+			_, err := redisstore.NewDynamic(c, func(string) core.Limit { return l }, o)
+			return err
+		},
+		"NewMulti": func(o redisstore.Option) error { _, err := redisstore.NewMulti(c, o); return err },
 	}
 	for name, mk := range makers {
 		t.Run(name, func(t *testing.T) {
@@ -319,4 +324,16 @@ func TestTTLJitterOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTTLJitterTables: the shared decision tables pass exactly with
+// WithTTLJitter, on a single server and on a Cluster.
+func TestTTLJitterTables(t *testing.T) {
+	onServers(t, func(t *testing.T, c redis.UniversalClient) {
+		for _, tab := range coretest.Tables() {
+			t.Run(tab.Name, func(t *testing.T) {
+				coretest.Run(t, tab, factory(c, redisstore.WithTTLJitter(time.Minute)), 0)
+			})
+		}
+	})
 }
