@@ -337,3 +337,46 @@ func TestTTLJitterTables(t *testing.T) {
 		}
 	})
 }
+
+// TestTTLJitterAllocs: drawing the margin allocates nothing: a call of a
+// Limiter, a Stack or a Multi allocates as much with WithTTLJitter as
+// without.
+func TestTTLJitterAllocs(t *testing.T) {
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	l := core.PerSecond(1_000_000)
+	allocs := func(opts ...redisstore.Option) (lim, stack, multi float64) {
+		opts = append([]redisstore.Option{redisstore.WithDenyCache(0), redisstore.WithTimeout(5 * time.Second)}, opts...)
+		one := redisstore.MustNew(c, l, opts...)
+		st, err := redisstore.NewStack(c, []core.Limit{l, core.PerHour(1_000_000).WithAlgorithm(core.FixedWindow)}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := redisstore.NewMulti(c, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := []redisstore.Item{{Key: "a", Limits: []core.Limit{l}, Cost: 1}, {Key: "b", Limits: []core.Limit{l.WithAlgorithm(core.FixedWindow)}, Cost: 1}}
+		run := func(f func() error) float64 {
+			if err := f(); err != nil { // the script loaded
+				t.Fatal(err)
+			}
+			return testing.AllocsPerRun(200, func() {
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		lim = run(func() error { _, err := one.Allow(ctx, "k", 1); return err })
+		stack = run(func() error { _, err := st.Allow(ctx, "k", 1); return err })
+		multi = run(func() error { _, err := m.Allow(ctx, items); return err })
+		return
+	}
+	l0, s0, m0 := allocs()
+	l1, s1, m1 := allocs(redisstore.WithTTLJitter(300 * time.Second))
+	if l1 != l0 || s1 != s0 || m1 != m0 {
+		t.Errorf("allocations per call with jitter: Limiter %v, Stack %v, Multi %v; without: %v, %v, %v", l1, s1, m1, l0, s0, m0)
+	}
+}
