@@ -26,6 +26,8 @@ var pairedRows = []struct {
 	// Without redisstore's per-call bound (DefaultTimeout), as the peers
 	// run: neither bounds a call by more than the caller's context.
 	{"floodgate-gcra-notimeout", newFloodgateRedis(core.GCRA, redisstore.WithTimeout(0))},
+	// With a random TTL margin per call (WithTTLJitter, 300 s).
+	{"floodgate-jitter", newFloodgateRedis(core.TokenBucket, redisstore.WithTTLJitter(300*time.Second))},
 	{"redis_rate", newRedisRate},
 	{"ulule", newUluleRedis},
 }

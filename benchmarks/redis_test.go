@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -108,6 +109,9 @@ var redisImpls = []redisImpl{
 	{name: "floodgate-b4", kind: decision, modes: par64, new: newFloodgateRedis(core.TokenBucket, redisstore.WithBatching(4, 128))},
 	// What redisstore's per-call context.WithTimeout costs.
 	{name: "floodgate-notimeout", kind: decision, modes: both, new: newFloodgateRedis(core.TokenBucket, redisstore.WithTimeout(0))},
+	// What a random TTL margin per call costs (envoyproxy/ratelimit's
+	// default jitter, 300 s).
+	{name: "floodgate-jitter", kind: decision, modes: both, new: newFloodgateRedis(core.TokenBucket, redisstore.WithTTLJitter(300*time.Second))},
 }
 
 func pool64(o *redis.Options) { o.PoolSize = redisGoroutines }

@@ -10,7 +10,8 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// fixedArgs returns the script arguments that never change: ARGV[3...].
+// fixedArgs returns the script arguments that never change: ARGV[3...],
+// but for the TTL margin (ARGV[3]) with WithTTLJitter, which args draws.
 func fixedArgs(margin time.Duration, params []string) []any {
 	a := []any{strconv.FormatInt(margin.Milliseconds(), 10)}
 	for _, p := range params {
@@ -68,6 +69,10 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 		args[0] = string(code) + " " + strconv.FormatInt(t/int64(time.Second), 10) + " " + strconv.FormatInt(t%int64(time.Second), 10)
 	}
 	args = append(args, p.fixed...)
+	if len(l.margins) > 1 {
+		// WithTTLJitter: ARGV[3], the TTL margin, is drawn per call.
+		args[2] = l.margins.pick()
+	}
 	if l.leases != nil {
 		args = append(args, member)
 	}

@@ -61,7 +61,9 @@
 // changed limit or setting starts from a whole quota instead of misreading
 // the old state; a Dynamic's keys leave the limit out, so a key keeps its
 // state when its limit changes. Every write sets a TTL: the time until the
-// key's quota is whole again, plus a second.
+// key's quota is whole again, plus a second, plus, with [WithTTLJitter], a
+// random time up to its maximum, so that keys written together do not all
+// expire together.
 //
 // # Batching
 //

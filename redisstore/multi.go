@@ -50,7 +50,6 @@ import (
 // concurrent use.
 type Multi struct {
 	l      *Limiter
-	margin any      // the TTL margin in ms, a script argument
 	layers sync.Map // core.Limit, unnamed → *multiLayer
 }
 
@@ -107,7 +106,7 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Multi{l: lim, margin: strconv.FormatInt(o.margin.Milliseconds(), 10)}, nil
+	return &Multi{l: lim}, nil
 }
 
 // layer returns l's part of a call, made on first use and kept: a Multi

@@ -44,14 +44,14 @@ func (g *group) add(l *Limiter, i int, key string, cost int, ls []*multiLayer) {
 
 // head sets the script's first two arguments: op, followed by a test's
 // clock if one is set (else the script reads the server's TIME), and the
-// TTL margin.
+// TTL margin, drawn for the call with WithTTLJitter.
 func (m *Multi) head(g *group, op any) {
 	g.args[0] = op
 	if t := m.l.testNow; t != nil {
 		now := t.Now()
 		g.args[0] = op.(string) + " " + strconv.FormatInt(now/int64(time.Second), 10) + " " + strconv.FormatInt(now%int64(time.Second), 10)
 	}
-	g.args[1] = m.margin
+	g.args[1] = m.l.margins.pick()
 	g.cmd, g.res, g.err, g.refused = nil, nil, nil, false
 }
 

@@ -20,6 +20,7 @@ type options struct {
 	script    core.Clock
 	timeout   time.Duration
 	margin    time.Duration
+	jitter    time.Duration // WithTTLJitter; 0: none
 	denyCache int
 
 	subWindows int // core.SlidingWindow; 0: the two-window estimate
@@ -102,6 +103,20 @@ func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // outlasts them is never counted by the breaker.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
+// WithTTLJitter adds a random time from 0 to max to every key's time to
+// live, drawn on each call (default 0: none), so that keys written
+// together, such as the fixed windows of many clients that all start at
+// the top of the minute, do not all expire at the same instant: Redis's
+// expiry work and the memory it frees are spread over max. The time is
+// one of 64 evenly spaced steps from 0 to max inclusive (every
+// millisecond when max is shorter than 64 ms), each as likely. It
+// changes no decision, since a key outlives the instant its quota is
+// whole again with or without it, but every key is kept max/2 longer on
+// average, so Redis holds more keys, most of all for short periods. max
+// is in whole milliseconds (truncated), from 1ms to 24h, or 0. It applies
+// to a Limiter, a Stack, a Dynamic and a Multi alike.
+func WithTTLJitter(max time.Duration) Option { return func(o *options) { o.jitter = max } }
+
 // WithDenyCache sets how many refused keys are remembered in process
 // (default 4096); 0 turns the deny cache off. See the package
 // documentation.
@@ -163,6 +178,7 @@ func (o *options) validate(errs *option.Errors) error {
 	errs.Require(!strings.ContainsAny(o.prefix, "{}"), "prefix %q contains a brace; braces would move keys out of their hash slot", o.prefix)
 	errs.Require(o.timeout >= 0, "timeout must be >= 0, got %v", o.timeout)
 	errs.Require(o.margin >= time.Millisecond, "TTL margin must be >= 1ms, got %v", o.margin)
+	errs.Require(o.jitter == 0 || o.jitter >= time.Millisecond && o.jitter <= maxTTLJitter, "WithTTLJitter(%v): the jitter must be 0 (none) or from 1ms to %v", o.jitter, maxTTLJitter)
 	errs.Require(o.denyCache >= 0, "deny cache size must be >= 0 (0 turns it off), got %d", o.denyCache)
 	errs.Require(o.batching() || o.inFlight == 0 && o.batchSize == 0, "WithBatching(%d, %d): both numbers must be >= 1, or both 0 to turn batching off", o.inFlight, o.batchSize)
 	errs.Require(o.clock != nil, "nil clock")

@@ -28,6 +28,7 @@ type Limiter struct {
 	clock     core.Clock // the process's clock, for the deny cache
 	testNow   core.Clock // nil: the scripts read the server's TIME
 	timeout   time.Duration
+	margins   margins // the TTL margins a call draws from (see WithTTLJitter)
 	deny      *denyCache
 	one       *route   // the server's breaker and queue; nil on a Cluster
 	masters   *masters // a Cluster's, one route per master; nil for other clients
@@ -113,6 +114,7 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 		clock:   o.clock,
 		testNow: o.script,
 		timeout: o.timeout,
+		margins: marginsOf(o.margin, o.jitter),
 
 		functions: loadable(client),
 	}

@@ -39,7 +39,14 @@ type redisTarget struct {
 type storeOptions struct {
 	prefix    opt[string] // CACHE_KEY_PREFIX; unset: redisstore's
 	denyCache opt[int]    // LOCAL_CACHE_SIZE_IN_BYTES=0: none
+	// jitter is EXPIRATION_JITTER_MAX_SECONDS; unset: none (upstream's
+	// default is 300 s).
+	jitter opt[time.Duration]
 }
+
+// maxJitterSeconds is the longest EXPIRATION_JITTER_MAX_SECONDS, the
+// longest jitter redisstore.WithTTLJitter takes.
+const maxJitterSeconds = 24 * 60 * 60
 
 // backoff is how a Redis unreachable at start is tried again: after
 // initial, doubling up to max, and for maxElapsed at most (0: forever).
@@ -86,6 +93,9 @@ func (t *redisTarget) options(o storeOptions) []redisstore.Option {
 	}
 	if o.denyCache.set {
 		opts = append(opts, redisstore.WithDenyCache(o.denyCache.v))
+	}
+	if o.jitter.set {
+		opts = append(opts, redisstore.WithTTLJitter(o.jitter.v))
 	}
 	return opts
 }

@@ -80,7 +80,7 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 		e.refuse("REDIS_STARTUP_MAX_INTERVAL", "shorter than REDIS_STARTUP_INITIAL_INTERVAL (%v); make it at least as long", s.startup.initial)
 	}
 	prefix := e.str("CACHE_KEY_PREFIX")
-	jitter := e.integer("EXPIRATION_JITTER_MAX_SECONDS", 0, math.MaxInt32)
+	jitter := e.integer("EXPIRATION_JITTER_MAX_SECONDS", math.MinInt32, math.MaxInt32)
 	cache := e.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, math.MaxInt32)
 	backend := e.oneOf("BACKEND_TYPE", "redis", "memcache")
 	if backend.v == "memcache" {
@@ -92,8 +92,12 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 		}
 		s.store.prefix = prefix
 	}
-	if jitter.set && jitter.v != 0 {
-		e.refuse("EXPIRATION_JITTER_MAX_SECONDS", "floodgate adds no random time to its keys' TTLs (each expires 1 s after its quota is whole again); the jitter spreads Redis's expiry work and changes no decision: set 0 or remove it")
+	if jitter.set {
+		if jitter.v < 0 || jitter.v > maxJitterSeconds {
+			e.refuse("EXPIRATION_JITTER_MAX_SECONDS", "use a whole number of seconds from 0 (no jitter) to %d (a day: a longer jitter spreads expiries no better and keeps every key longer)", maxJitterSeconds)
+		} else {
+			s.store.jitter = opt[time.Duration]{time.Duration(jitter.v) * time.Second, true}
+		}
 	}
 	if cache.set {
 		if cache.v != 0 {
@@ -148,6 +152,7 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 			set  bool
 		}{
 			{"CACHE_KEY_PREFIX", prefix.set}, {"LOCAL_CACHE_SIZE_IN_BYTES", cache.set}, {"BACKEND_TYPE", backend.v == "redis"},
+			{"EXPIRATION_JITTER_MAX_SECONDS", jitter.v != 0},
 			{"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", s.redisHealthActive}, {"REDIS_STARTUP_INITIAL_INTERVAL", startup[0]},
 			{"REDIS_STARTUP_MAX_INTERVAL", startup[1]}, {"REDIS_STARTUP_MAX_ELAPSED_TIME", startup[2]},
 		} {

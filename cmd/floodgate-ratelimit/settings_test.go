@@ -152,8 +152,16 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "RUNTIME_APPDIRECTORY", value: "rl", honoured: func(s *settings) bool { return s.config == "/srv/runtime_data/current/rl" }},
 		{name: "RUNTIME_IGNOREDOTFILES", value: "true", honoured: func(s *settings) bool { return s.runtime.IgnoreDotFiles == opt[bool]{true, true} }},
 		{name: "RUNTIME_WATCH_ROOT", value: "false", honoured: func(s *settings) bool { return s.runtime.WatchRoot == opt[bool]{false, true} }},
-		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "0", with: onRedis, honoured: func(s *settings) bool { return s.redis != nil }},
-		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "300", with: onRedis, refused: "adds no random time"},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "0", with: onRedis, honoured: func(s *settings) bool { return s.store.jitter == opt[time.Duration]{0, true} }},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "300", with: onRedis, honoured: func(s *settings) bool { return s.store.jitter == opt[time.Duration]{300 * time.Second, true} }},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "86400", with: perSecondRedis, honoured: func(s *settings) bool {
+			return s.store.jitter == opt[time.Duration]{24 * time.Hour, true} && s.perSecond != nil
+		}},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "86401", with: onRedis, refused: "from 0 (no jitter) to 86400 (a day"},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "-1", with: onRedis, refused: "from 0 (no jitter) to 86400 (a day"},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "5m", with: onRedis, refused: "whole number"},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "300", refused: "set REDIS_URL"},
+		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "0", honoured: func(s *settings) bool { return s.redis == nil }},
 		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "0", with: onRedis, honoured: func(s *settings) bool { return s.store.denyCache == opt[int]{0, true} }},
 		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "1048576", with: onRedis, refused: "set 0 or remove it"},
 		{name: "NEAR_LIMIT_RATIO", value: "0.9", honoured: func(s *settings) bool { return s.behaviour.NearLimitRatio == opt[float64]{0.9, true} }},
