@@ -33,6 +33,7 @@ type item struct {
 	drained bool // over its limit, it spent what was left (upstream's charging)
 	held    bool // admitted but not charged, as another was over its limit (ChargeStopWhenOver)
 	multi   bool // a shadow descriptor decided, or hits given back, by the Multi
+	cached  bool // refused from the local cache (Config.LocalCacheBytes): no store asked
 	err     error
 }
 
@@ -52,6 +53,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "rls: no configuration loaded yet")
 	}
 	items := s.match(st, req.GetDomain(), descs, req.GetHitsAddend())
+	var start int64 // before any store is asked: the local cache's entries count from it
+	if s.cache != nil {
+		start = s.c.Clock.Now()
+	}
 	var refused bool
 	if s.c.Charging == ChargeAllOrNothing {
 		ok := false
@@ -67,6 +72,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		s.unprobe(ctx, items)
 	} else {
 		refused = s.upstream(ctx, items)
+	}
+	if s.cache != nil {
+		s.remember(items, start)
 	}
 	if s.c.Stats != nil {
 		s.count(req.GetDomain(), descs, items)
@@ -136,7 +144,8 @@ const maxCost = 1 << 31
 // request is refused (see verdict). A refused request stays charged by
 // none of them.
 func (s *Service) enforce(ctx context.Context, items []item) bool {
-	deny := s.denyAll(ctx, items)
+	known := s.recall(items, enforced) && s.verdict(items)
+	deny := s.denyAll(ctx, items) || known
 	for i := range items {
 		it := &items[i]
 		if !it.limited() || it.rule.Shadow {
@@ -146,12 +155,13 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 			s.giveBack(ctx, it, false)
 			continue
 		}
-		if deny {
+		if deny || it.cached {
 			continue
 		}
 		s.allow(ctx, it)
 	}
 	if deny {
+		s.observeCached(ctx, items, false)
 		return true
 	}
 	refused := s.verdict(items)
@@ -282,6 +292,7 @@ func (it *item) decide(d core.Decision) {
 // shadow decides the shadow descriptors of an admitted request, which
 // enforcing them would have charged; their refusals refuse nothing.
 func (s *Service) shadow(ctx context.Context, items []item) {
+	s.recall(items, func(it *item) bool { return it.rule.Shadow })
 	if s.c.Multi != nil {
 		s.shadowMulti(ctx, items)
 	}
@@ -294,8 +305,87 @@ func (s *Service) shadow(ctx context.Context, items []item) {
 			s.giveBack(ctx, it, true)
 			continue
 		}
-		s.allow(ctx, it)
+		if !it.cached {
+			s.allow(ctx, it)
+		}
 		s.observe(ctx, it, true)
+	}
+}
+
+// enforced reports whether it is an enforced descriptor (not in shadow
+// mode): one that refuses the request as verdict says.
+func enforced(it *item) bool { return !it.rule.Shadow }
+
+// recall answers, from the local cache, the descriptors that take
+// selects and a limiter would decide, whose keys are known to be
+// refused: each is then decided, refused, with nothing left and the
+// waits that remain, and no store is asked for it. It reports whether
+// any descriptor take selects is so answered (by this call or an
+// earlier one). With no cache, it does nothing.
+func (s *Service) recall(items []item, take func(*item) bool) bool {
+	if s.cache == nil {
+		return false
+	}
+	var now int64
+	read, hit := false, false
+	for i := range items {
+		it := &items[i]
+		if !it.limited() || it.back || it.c == nil || !take(it) {
+			continue
+		}
+		if !it.cached {
+			if !read {
+				now, read = s.c.Clock.Now(), true
+			}
+			d, ok := s.cache.lookup(it.key, it.c, now)
+			if !ok {
+				continue
+			}
+			it.decide(d)
+			it.cached = true
+		}
+		hit = true
+	}
+	return hit
+}
+
+// observeCached tells the observer of the enforced descriptors the local
+// cache refused: admitted is the request's fate.
+func (s *Service) observeCached(ctx context.Context, items []item, admitted bool) {
+	if s.cache == nil {
+		return
+	}
+	for i := range items {
+		if it := &items[i]; it.cached && enforced(it) {
+			s.observe(ctx, it, admitted)
+		}
+	}
+}
+
+// remember keeps in the local cache the keys a limiter refused at cost 1
+// in this request (which began at start), and ends the entries of the
+// keys that may have been given units back since: hits given back
+// (is_negative_hits), admissions left uncharged (a check given back, a
+// charge undone, and, on several servers, a call one of them refused,
+// whose other servers' charges the Multi refunded), and failures (a
+// refund that may have been made).
+func (s *Service) remember(items []item, start int64) {
+	var end int64
+	read := false
+	for i := range items {
+		it := &items[i]
+		if !it.limited() || it.c == nil || it.cached {
+			continue
+		}
+		switch {
+		case it.back || it.err != nil || it.decided && it.d.Allowed && !it.charged:
+			if !read { // after every refund of the request
+				end, read = s.c.Clock.Now(), true
+			}
+			s.cache.forget(it.key, end)
+		case it.decided && !it.d.Allowed && it.cost == 1:
+			s.cache.store(it.key, it.c, it.d, start)
+		}
 	}
 }
 
