@@ -658,9 +658,9 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 		e.refuse("EXPIRATION_JITTER_MAX_SECONDS", "floodgate adds no random time to its keys' TTLs (each expires 1 s after its quota is whole again); the jitter spreads Redis's expiry work and changes no decision: set 0 or remove it")
 	}
 	if cache.set {
-		if cache.v != 0 {
-			e.refuse("LOCAL_CACHE_SIZE_IN_BYTES", "floodgate decides a request's descriptors together in one Redis round trip, which no local cache of over-limit keys can answer; set 0 or remove it")
-		}
+		// The service's cache of refused keys, in front of the Multi and
+		// the limiters alike, is the only one: the limiters' own is off.
+		s.store.localCache = cache.v
 		s.store.denyCache = opt[int]{0, true}
 	}
 

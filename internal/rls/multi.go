@@ -17,7 +17,8 @@ import (
 // others in one more: the request goes on without them); in one more each,
 // the hits a request gives back (is_negative_hits) and, once the request
 // is admitted, its shadow descriptors. A request that a rule refusing
-// everything (requests_per_unit 0) names is refused without a call; the
+// everything (requests_per_unit 0) names, or that the local cache
+// refuses (Config.LocalCacheBytes), is refused without a call; the
 // checks (hits_addend 0) are charged 1 and given back in one more call.
 // Under upstream's charging (ChargeAlways, ChargeStopWhenOver) it gets
 // every descriptor a rule limits, shadow ones included, in one call; when
