@@ -471,3 +471,40 @@ func TestLocalCacheConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalCacheStack: a rule of several limits is refused from the cache
+// by the limit that refused it, named as its limiter names it, until
+// that limit admits again.
+func TestLocalCacheStack(t *testing.T) {
+	s := &rls.Rule{ID: "s", Name: "s", Limits: []core.Limit{core.PerMinute(2).WithAlgorithm(core.FixedWindow), core.PerHour(3).WithAlgorithm(core.FixedWindow)},
+		RequestsPerUnit: 2, Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE}
+	var seen []core.Event
+	g := newCacheRig(t, table{"d|k=s": {s, "ks"}}, rls.Config{Observer: core.ObserverFunc(func(_ context.Context, e core.Event) { seen = append(seen, e) })})
+	// 20 s into a minute, 20 s into an hour: the minute ends in 40 s, the hour in 3,580 s.
+	steps := []struct {
+		advance time.Duration
+		want    string
+		calls   int64
+		limit   string // of the decision
+		retry   time.Duration
+	}{
+		{want: "OK OK/1/40s", calls: 1, limit: "2-per-min"},
+		{want: "OK OK/0/40s", calls: 1, limit: "2-per-min"},
+		{want: "OVER_LIMIT OVER_LIMIT/0/40s", calls: 1, limit: "2-per-min", retry: 40 * time.Second},
+		{want: "OVER_LIMIT OVER_LIMIT/0/40s", calls: 0, limit: "2-per-min", retry: 40 * time.Second},
+		{advance: 40 * time.Second, want: "OK OK/0/3540s", calls: 1, limit: "3-per-h"},
+		{want: "OVER_LIMIT OVER_LIMIT/0/3540s", calls: 1, limit: "3-per-h", retry: 3540 * time.Second},
+		{advance: time.Minute, want: "OVER_LIMIT OVER_LIMIT/0/3480s", calls: 0, limit: "3-per-h", retry: 3480 * time.Second},
+	}
+	for i, st := range steps {
+		g.spy.clock.Advance(st.advance)
+		seen = seen[:0]
+		_, got, calls := g.ask(desc("k=s"))
+		if got != st.want || calls != st.calls {
+			t.Fatalf("step %d: %s, %d limiter calls; want %s, %d", i, got, calls, st.want, st.calls)
+		}
+		if len(seen) != 1 || seen[0].Decision.Limit.Name != st.limit || seen[0].Decision.RetryAfter != st.retry {
+			t.Fatalf("step %d: observed %+v, want a decision of %s, RetryAfter %v", i, seen, st.limit, st.retry)
+		}
+	}
+}
