@@ -37,8 +37,14 @@ type redisTarget struct {
 
 // storeOptions are the Redis store's options both Redis share.
 type storeOptions struct {
-	prefix    opt[string] // CACHE_KEY_PREFIX; unset: redisstore's
-	denyCache opt[int]    // LOCAL_CACHE_SIZE_IN_BYTES=0: none
+	prefix opt[string] // CACHE_KEY_PREFIX; unset: redisstore's
+	// localCache is LOCAL_CACHE_SIZE_IN_BYTES: the bytes of the service's
+	// cache of refused keys (rls.Config.LocalCacheBytes); 0: none.
+	localCache int
+	// denyCache is the limiters' own deny cache: set to 0 (none) when
+	// LOCAL_CACHE_SIZE_IN_BYTES is set, which sizes the service's
+	// instead; unset: redisstore's.
+	denyCache opt[int]
 	// jitter is EXPIRATION_JITTER_MAX_SECONDS; unset: none (upstream's
 	// default is 300 s).
 	jitter opt[time.Duration]

@@ -92,7 +92,8 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 	if err != nil {
 		return err
 	}
-	cfg := rls.Config{Store: store, Multi: multi, Failure: s.failure, FailCall: s.failCall, Observer: obs, Headers: s.headers, Shadow: s.shadow, Log: log}
+	cfg := rls.Config{Store: store, Multi: multi, Failure: s.failure, FailCall: s.failCall, Observer: obs, Headers: s.headers, Shadow: s.shadow, Log: log,
+		LocalCacheBytes: s.store.localCache}
 	s.behaviour.apply(&cfg, s.headersSet)
 	if stats != nil {
 		cfg.Stats = stats

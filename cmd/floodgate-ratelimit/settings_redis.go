@@ -100,9 +100,9 @@ func (s *settings) redisSettings(e *env, set map[string]bool) {
 		}
 	}
 	if cache.set {
-		if cache.v != 0 {
-			e.refuse("LOCAL_CACHE_SIZE_IN_BYTES", "floodgate decides a request's descriptors together in one Redis round trip, which no local cache of over-limit keys can answer; set 0 or remove it")
-		}
+		// The service's cache of refused keys, in front of the Multi and
+		// the limiters alike, is the only one: the limiters' own is off.
+		s.store.localCache = cache.v
 		s.store.denyCache = opt[int]{0, true}
 	}
 

@@ -162,8 +162,15 @@ func upstreamRows(f tlsFiles) []upstreamRow {
 		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "5m", with: onRedis, refused: "whole number"},
 		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "300", refused: "set REDIS_URL"},
 		{name: "EXPIRATION_JITTER_MAX_SECONDS", value: "0", honoured: func(s *settings) bool { return s.redis == nil }},
-		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "0", with: onRedis, honoured: func(s *settings) bool { return s.store.denyCache == opt[int]{0, true} }},
-		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "1048576", with: onRedis, refused: "set 0 or remove it"},
+		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "0", with: onRedis, honoured: func(s *settings) bool {
+			return s.store.localCache == 0 && s.store.denyCache == opt[int]{0, true}
+		}},
+		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "1048576", with: onRedis, honoured: func(s *settings) bool {
+			return s.store.localCache == 1048576 && s.store.denyCache == opt[int]{0, true}
+		}},
+		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "1", with: onRedis, honoured: func(s *settings) bool { return s.store.localCache == 1 }},
+		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "-1", with: onRedis, refused: "whole number from 0 to 2147483647"},
+		{name: "LOCAL_CACHE_SIZE_IN_BYTES", value: "1048576", refused: "set REDIS_URL"},
 		{name: "NEAR_LIMIT_RATIO", value: "0.9", honoured: func(s *settings) bool { return s.behaviour.NearLimitRatio == opt[float64]{0.9, true} }},
 		{name: "NEAR_LIMIT_RATIO", value: "1.5", refused: "from 0 to 1"},
 		{name: "CACHE_KEY_PREFIX", value: "rl_", with: onRedis, honoured: func(s *settings) bool { return s.store.prefix == opt[string]{"rl_", true} }},

@@ -33,6 +33,7 @@ type item struct {
 	drained bool // over its limit, it spent what was left (upstream's charging)
 	held    bool // admitted but not charged, as another was over its limit (ChargeStopWhenOver)
 	multi   bool // a shadow descriptor decided, or hits given back, by the Multi
+	cached  bool // refused from the local cache (Config.LocalCacheBytes): no store asked
 	err     error
 }
 
@@ -52,6 +53,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "rls: no configuration loaded yet")
 	}
 	items := s.match(st, req.GetDomain(), descs, req.GetHitsAddend())
+	var start int64 // before any store is asked: the local cache's entries count from it
+	if s.cache != nil {
+		start = s.c.Clock.Now()
+	}
 	var refused bool
 	if s.c.Charging == ChargeAllOrNothing {
 		ok := false
@@ -67,6 +72,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		s.unprobe(ctx, items)
 	} else {
 		refused = s.upstream(ctx, items)
+	}
+	if s.cache != nil {
+		s.remember(items, start)
 	}
 	if s.c.Stats != nil {
 		s.count(req.GetDomain(), descs, items)
@@ -136,7 +144,8 @@ const maxCost = 1 << 31
 // request is refused (see verdict). A refused request stays charged by
 // none of them.
 func (s *Service) enforce(ctx context.Context, items []item) bool {
-	deny := s.denyAll(ctx, items)
+	known := s.recall(items, enforced) && s.verdict(items)
+	deny := s.denyAll(ctx, items) || known
 	for i := range items {
 		it := &items[i]
 		if !it.limited() || it.rule.Shadow {
@@ -146,12 +155,13 @@ func (s *Service) enforce(ctx context.Context, items []item) bool {
 			s.giveBack(ctx, it, false)
 			continue
 		}
-		if deny {
+		if deny || it.cached {
 			continue
 		}
 		s.allow(ctx, it)
 	}
 	if deny {
+		s.observeCached(ctx, items, false)
 		return true
 	}
 	refused := s.verdict(items)

@@ -47,6 +47,26 @@
 // (Config.Shadow) each descriptor's status is what enforcing would answer
 // and the overall code is OK.
 //
+// # Local cache
+//
+// With Config.LocalCacheBytes (envoyproxy/ratelimit's
+// LOCAL_CACHE_SIZE_IN_BYTES), the service remembers the keys a limiter
+// refused a request of cost 1, each until that refusal's RetryAfter ends
+// (a fixed window's end), counted from before the store was asked, so
+// that an entry never outlives the store's own answer. Until then a
+// descriptor naming such a key under the same limits is refused with no
+// store asked: OVER_LIMIT, nothing left, the reset and Retry-After that
+// remain, counted in Counts.OverLimitWithLocalCache. All or nothing, a
+// request an enforced descriptor so refuses is refused as it stands, as
+// one a rule refusing everything names: nothing is charged, and its other
+// descriptors are neither decided nor counted. A descriptor in quota mode
+// so refused refuses the request only when all of them do (the others
+// are then decided without it), and a shadow one is answered OK; under
+// upstream's charging, the others are decided as ever. Units given back
+// (is_negative_hits, the checks, the charges of a refused request
+// undone) end their keys' entries; units another instance gives back do
+// not, and that instance's clients are refused until the entry ends.
+//
 // # Cost
 //
 // A descriptor costs its hits_addend when set, else the request's

@@ -17,7 +17,8 @@ import (
 // others in one more: the request goes on without them); in one more each,
 // the hits a request gives back (is_negative_hits) and, once the request
 // is admitted, its shadow descriptors. A request that a rule refusing
-// everything (requests_per_unit 0) names is refused without a call; the
+// everything (requests_per_unit 0) names, or that the local cache
+// refuses (Config.LocalCacheBytes), is refused without a call; the
 // checks (hits_addend 0) are charged 1 and given back in one more call.
 // Under upstream's charging (ChargeAlways, ChargeStopWhenOver) it gets
 // every descriptor a rule limits, shadow ones included, in one call; when
@@ -77,10 +78,11 @@ func (b *batch) add(items []item, i int) {
 // enforce does a limiter at a time, and reports whether the request is
 // refused; ok is false when it cannot (enforce decides the request).
 func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok bool) {
+	known := s.recall(items, enforced) && s.verdict(items)
 	var charges, backs batch
 	for i := range items {
 		it := &items[i]
-		if !it.limited() || it.rule.Shadow {
+		if !it.limited() || it.rule.Shadow || it.cached {
 			continue
 		}
 		switch {
@@ -95,12 +97,14 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 			charges.add(items, i)
 		}
 	}
-	if s.denyAll(ctx, items) {
+	if s.denyAll(ctx, items) || known {
 		s.refundAll(ctx, items, &backs, false)
+		s.observeCached(ctx, items, false)
 		return true, true
 	}
 	if len(charges.charges) == 0 {
 		s.refundAll(ctx, items, &backs, false)
+		s.observeCached(ctx, items, true)
 		return false, true
 	}
 	at := charges.at
@@ -136,6 +140,7 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 		}
 		s.observe(ctx, it, !refused)
 	}
+	s.observeCached(ctx, items, !refused)
 	return refused, true
 }
 
@@ -188,7 +193,7 @@ func (s *Service) refundAll(ctx context.Context, items []item, backs *batch, sha
 func (s *Service) shadowMulti(ctx context.Context, items []item) {
 	var charges, backs batch
 	for i := range items {
-		if it := &items[i]; it.limited() && it.rule.Shadow && it.c != nil {
+		if it := &items[i]; it.limited() && it.rule.Shadow && it.c != nil && !it.cached {
 			if it.back {
 				backs.add(items, i)
 			} else {

@@ -73,10 +73,19 @@ type Config struct {
 	// rule's requests_per_unit past which Stats counts hits as near the
 	// limit; 0 means 0.8, upstream's default.
 	NearLimitRatio float32
+	// LocalCacheBytes (upstream: LOCAL_CACHE_SIZE_IN_BYTES) bounds a
+	// cache, in process, of the keys a limiter refused a request of cost
+	// 1, each until that refusal's RetryAfter ends: until then a request
+	// naming one is answered from the cache, with no store asked (see
+	// the package documentation). It holds LocalCacheBytes /
+	// LocalCacheEntryBytes entries, rounded down to a power of two; 0
+	// (the default, as upstream's) is no cache.
+	LocalCacheBytes int
 	// Clock reads the time for what no limiter decides: the reset of a
-	// rule that refuses every request (requests_per_unit 0), and of
-	// UpstreamHeaders. nil: core.SystemClock. It should be the clock of
-	// Store's limiters.
+	// rule that refuses every request (requests_per_unit 0), of
+	// UpstreamHeaders, and the local cache's entries. nil:
+	// core.SystemClock. It should be the clock of Store's limiters (on
+	// Redis, which decides at its own time, the process's clock).
 	Clock core.Clock
 	// Log hears of what the service drops (limit overrides past the
 	// maximum a configuration keeps); nil: nothing is logged.

@@ -40,6 +40,8 @@ type Service struct {
 	dropped atomic.Uint64
 	drop    func(domain string, rpu uint32, unit rlsconfig.Unit) // counts dropped
 
+	cache *localCache // Config.LocalCacheBytes; nil: none
+
 	checkMu sync.Mutex
 	checked map[string][]*compiled // CheckRule's limiters, by limitsKey, for SetRules
 }
@@ -146,6 +148,9 @@ func New(c Config) (*Service, error) {
 	if err := checkHeaderNames(c.UpstreamHeaders, c.Headers); err != nil {
 		return nil, err
 	}
+	if c.LocalCacheBytes < 0 {
+		return nil, fmt.Errorf("rls: Config.LocalCacheBytes %d: want 0 (no local cache) or more", c.LocalCacheBytes)
+	}
 	if c.Clock == nil {
 		c.Clock = core.SystemClock
 	}
@@ -154,6 +159,9 @@ func New(c Config) (*Service, error) {
 	}
 	s := &Service{c: c}
 	s.drop = s.dropOverride
+	if c.LocalCacheBytes > 0 {
+		s.cache = newLocalCache(c.LocalCacheBytes)
+	}
 	return s, nil
 }
 

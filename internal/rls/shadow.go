@@ -7,6 +7,7 @@ import (
 // shadow decides the shadow descriptors of an admitted request, which
 // enforcing them would have charged; their refusals refuse nothing.
 func (s *Service) shadow(ctx context.Context, items []item) {
+	s.recall(items, func(it *item) bool { return it.rule.Shadow })
 	if s.c.Multi != nil {
 		s.shadowMulti(ctx, items)
 	}
@@ -19,7 +20,9 @@ func (s *Service) shadow(ctx context.Context, items []item) {
 			s.giveBack(ctx, it, true)
 			continue
 		}
-		s.allow(ctx, it)
+		if !it.cached {
+			s.allow(ctx, it)
+		}
 		s.observe(ctx, it, true)
 	}
 }

@@ -37,6 +37,9 @@ type Stats interface {
 //     NearLimit then counts the hits between the threshold and the
 //     limit;
 //   - ShadowMode: for a rule in shadow mode, the hits OverLimit counts.
+//   - OverLimitWithLocalCache: the hits OverLimit counts when the local
+//     cache refused the descriptor (Config.LocalCacheBytes): it is over
+//     its limit, with nothing left, and no store was asked.
 //
 // The count before is the limit minus what the descriptor's limiter had
 // left for it; under ChargeStopWhenOver, a descriptor left uncharged
@@ -95,6 +98,9 @@ func (s *Service) counts(it *item) Counts {
 		}
 		if it.rule.Shadow {
 			c.ShadowMode = c.OverLimit
+		}
+		if it.cached {
+			c.OverLimitWithLocalCache = c.OverLimit
 		}
 		return c
 	}

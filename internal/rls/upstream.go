@@ -22,6 +22,7 @@ import (
 // When one refuses, the call charged nothing; under ChargeAlways those
 // that admitted are then charged one limiter at a time.
 func (s *Service) upstream(ctx context.Context, items []item) bool {
+	s.recall(items, func(*item) bool { return true })
 	for i := range items {
 		it := &items[i]
 		switch {
@@ -34,7 +35,7 @@ func (s *Service) upstream(ctx context.Context, items []item) bool {
 	}
 	if s.c.Multi == nil || !s.upstreamMulti(ctx, items) {
 		for i := range items {
-			if it := &items[i]; it.limited() && !it.back && !it.rule.DenyAll {
+			if it := &items[i]; it.limited() && !it.back && !it.rule.DenyAll && !it.cached {
 				s.allow(ctx, it)
 			}
 		}
@@ -85,7 +86,7 @@ func (s *Service) upstreamMulti(ctx context.Context, items []item) bool {
 	var charges batch
 	for i := range items {
 		it := &items[i]
-		if !it.limited() || it.back || it.rule.DenyAll {
+		if !it.limited() || it.back || it.rule.DenyAll || it.cached {
 			continue
 		}
 		if it.c == nil {

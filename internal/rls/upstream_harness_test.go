@@ -169,6 +169,7 @@ func (r *statsRecorder) Add(key string, c rls.Counts) {
 	s.NearLimit += c.NearLimit
 	s.WithinLimit += c.WithinLimit
 	s.ShadowMode += c.ShadowMode
+	s.OverLimitWithLocalCache += c.OverLimitWithLocalCache
 	r.c[key] = s
 }
 

@@ -29,9 +29,11 @@ import (
 // (all of upstream's tests run with its default,
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false: ChargeAlways), and fails
 // with floodgate's default. Not ported: health, tracing and configuration
-// loading (other packages' tests), the local cache (LOCAL_CACHE_SIZE_IN_BYTES)
-// and base_limiter_test.go's direct calls, whose counts before and after
-// no store can hold (their rules are those of the rows below).
+// loading (other packages' tests), the local cache's own gauges
+// (ratelimit.localcache.*: its hits, misses and entries) and
+// base_limiter_test.go's direct calls, whose counts before and after no
+// store can hold (their rules are those of the rows below). The local
+// cache's decisions and counters are (Config.LocalCacheBytes).
 func TestUpstreamService(t *testing.T) {
 	runPort(t, upstreamRows())
 }
@@ -301,6 +303,23 @@ descriptors:
 				{req: rq("domain", 1, dh(2, "key4=value4")), want: resp(OK, st(OK, 15, hour, 0)),
 					stats: map[string]C{"domain.key4_value4": {TotalHits: 7, NearLimit: 4, WithinLimit: 7}}},
 			}},
+		portRow{source: src + "TestOverLimitWithLocalCache", config: rls.Config{LocalCacheBytes: 100},
+			yaml: []string{"domain: domain\ndescriptors:\n  - {key: key4, value: value4, rate_limit: {unit: hour, requests_per_unit: 15}}\n"},
+			steps: []portStep{
+				{pre: []fill{{k4, 10}}, req: k4, want: resp(OK, st(OK, 15, hour, 4)), stats: map[string]C{"domain.key4_value4": {TotalHits: 1, WithinLimit: 1}}},
+				{pre: []fill{{k4, 1}}, req: k4, want: resp(OK, st(OK, 15, hour, 2)), stats: map[string]C{"domain.key4_value4": {TotalHits: 2, NearLimit: 1, WithinLimit: 2}}},
+				{pre: []fill{{k4, 2}}, req: k4, want: resp(OVER, st(OVER, 15, hour, 0)), stats: map[string]C{"domain.key4_value4": {TotalHits: 3, OverLimit: 1, NearLimit: 1, WithinLimit: 2}}},
+				// From the local cache.
+				{req: k4, want: resp(OVER, st(OVER, 15, hour, 0)), stats: map[string]C{"domain.key4_value4": {TotalHits: 4, OverLimit: 2, OverLimitWithLocalCache: 1, NearLimit: 1, WithinLimit: 2}}},
+			}},
+		portRow{source: src + "TestOverLimitWithLocalCacheShadowRule", config: rls.Config{LocalCacheBytes: 100},
+			yaml: []string{"domain: domain\ndescriptors:\n  - {key: key4, value: value4, shadow_mode: true, rate_limit: {unit: hour, requests_per_unit: 15}}\n"},
+			steps: []portStep{
+				{pre: []fill{{k4, 10}}, req: k4, want: resp(OK, st(OK, 15, hour, 4)), stats: map[string]C{"domain.key4_value4": {TotalHits: 1, WithinLimit: 1}}},
+				{pre: []fill{{k4, 1}}, req: k4, want: resp(OK, st(OK, 15, hour, 2)), stats: map[string]C{"domain.key4_value4": {TotalHits: 2, NearLimit: 1, WithinLimit: 2}}},
+				{pre: []fill{{k4, 2}}, req: k4, want: resp(OK, st(OK, 15, hour, 0)), stats: map[string]C{"domain.key4_value4": {TotalHits: 3, OverLimit: 1, NearLimit: 1, WithinLimit: 2, ShadowMode: 1}}},
+				{req: k4, want: resp(OK, st(OK, 15, hour, 0)), stats: map[string]C{"domain.key4_value4": {TotalHits: 4, OverLimit: 2, OverLimitWithLocalCache: 1, NearLimit: 1, WithinLimit: 2, ShadowMode: 2}}},
+			}},
 		portRow{source: src + "TestOverLimitWithLocalCacheShadowRule (its statuses and counters, without the local cache)",
 			yaml: []string{"domain: domain\ndescriptors:\n  - {key: key4, value: value4, shadow_mode: true, rate_limit: {unit: hour, requests_per_unit: 15}}\n"},
 			steps: []portStep{
@@ -375,6 +394,12 @@ descriptors:
 		{source: src + "TestBasicConfig (testBasicBaseConfig)", yaml: []string{basic, another}, upstream: always, steps: base(false)},
 		{source: src + "TestBasicConfig (testBasicBaseConfig, WithstopCacheKeyIncrementWhenOverlimitConfig)", yaml: []string{basic, another},
 			config: rls.Config{Charging: rls.ChargeStopWhenOver}, steps: base(true)},
+		// LOCAL_CACHE_SIZE_IN_BYTES=1000 (upstream asks its _local
+		// keys): the same answers and counts.
+		{source: src + "TestBasicConfig (testBasicBaseConfig, WithLocalCache)", yaml: []string{basic, another}, upstream: always,
+			config: rls.Config{LocalCacheBytes: 1000}, steps: base(false)},
+		{source: src + "TestBasicConfig (testBasicBaseConfig, WithLocalCacheAndstopCacheKeyIncrementWhenOverlimitConfig)", yaml: []string{basic, another},
+			config: rls.Config{Charging: rls.ChargeStopWhenOver, LocalCacheBytes: 1000}, steps: base(true)},
 		{source: src + "TestShareThreshold", steps: share, yaml: []string{`domain: share-threshold-test
 descriptors:
   - {key: files, value: files/*, share_threshold: true, rate_limit: {unit: hour, requests_per_unit: 10}}

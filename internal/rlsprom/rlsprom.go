@@ -19,6 +19,7 @@ const MaxSeries = 10000
 // Metrics holds the counters: an rlsstats.Sink, safe for concurrent use.
 type Metrics struct {
 	total, over, near, within, shadow *prometheus.CounterVec
+	overCached                        *prometheus.CounterVec
 	requests                          *prometheus.CounterVec
 	responseTime                      *prometheus.HistogramVec
 	errs                              *prometheus.CounterVec
@@ -31,7 +32,7 @@ type Metrics struct {
 
 // series are one label set's counters, resolved once.
 type series struct {
-	total, over, near, within, shadow prometheus.Counter
+	total, over, near, within, shadow, overCached prometheus.Counter
 }
 
 // New registers the counters with reg.
@@ -45,6 +46,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		near:   rule("near_limit", "Hits admitted past the near-limit ratio of a rate limit."),
 		within: rule("within_limit", "Hits a rate limit admitted."),
 		shadow: rule("shadow_mode", "Hits over a rate limit that shadow mode admitted."),
+		// Upstream's default mapping has no rule for this one (see the
+		// package documentation): it is named as the others are.
+		overCached: rule("over_limit_with_local_cache", "Hits a rate limit refused from the local cache of refused keys, with no store asked (over_limit counts them too)."),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ratelimit_service_total_requests", Help: "Calls to the service, by gRPC method."},
 			[]string{"grpc_method"}),
 		responseTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ratelimit_service_response_time_seconds", Help: "Time to answer a call, by gRPC method.",
@@ -56,7 +60,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		series:  make(map[string]*series),
 		labels:  make(map[[3]string]bool),
 	}
-	for _, c := range []prometheus.Collector{m.total, m.over, m.near, m.within, m.shadow, m.requests, m.responseTime, m.errs, m.loadOK, m.loadErr} {
+	for _, c := range []prometheus.Collector{m.total, m.over, m.near, m.within, m.shadow, m.overCached, m.requests, m.responseTime, m.errs, m.loadOK, m.loadErr} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("rlsprom: registering upstream's metrics"), err)
 		}
@@ -73,6 +77,7 @@ func (m *Metrics) Add(key string, c rlsstats.Counts) {
 	add(s.near, c.NearLimit)
 	add(s.within, c.WithinLimit)
 	add(s.shadow, c.ShadowMode)
+	add(s.overCached, c.OverLimitWithLocalCache)
 }
 
 func add(c prometheus.Counter, n uint64) {
@@ -104,6 +109,7 @@ func (m *Metrics) of(key string) *series {
 	s = &series{
 		total: m.total.WithLabelValues(l[:]...), over: m.over.WithLabelValues(l[:]...), near: m.near.WithLabelValues(l[:]...),
 		within: m.within.WithLabelValues(l[:]...), shadow: m.shadow.WithLabelValues(l[:]...),
+		overCached: m.overCached.WithLabelValues(l[:]...),
 	}
 	if len(m.series) < 2*MaxSeries { // keys past it resolve each time, bounded all the same
 		m.series[key] = s

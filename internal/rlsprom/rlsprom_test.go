@@ -27,6 +27,7 @@ func TestUpstreamNames(t *testing.T) {
 	m.Add("domain1.key3_val3.key4_val4", rlsstats.Counts{OverLimit: 1})
 	m.Add("domain1.key3_val3.key4_val4.key5_val5", rlsstats.Counts{OverLimit: 2})
 	m.Add("mongo_cps.database_users", rlsstats.Counts{TotalHits: 5, WithinLimit: 4, NearLimit: 1, ShadowMode: 1})
+	m.Add("domain1.key1_val1.key2_val2", rlsstats.Counts{TotalHits: 3, OverLimit: 3, OverLimitWithLocalCache: 3})
 	m.Request("ShouldRateLimit", 2*time.Millisecond)
 	m.Error("redis_error")
 	m.ConfigLoad(true)
@@ -36,13 +37,13 @@ func TestUpstreamNames(t *testing.T) {
 # HELP ratelimit_service_rate_limit_over_limit Hits a rate limit refused.
 # TYPE ratelimit_service_rate_limit_over_limit counter
 ratelimit_service_rate_limit_over_limit{domain="domain1",key1="key1_val1",key2=""} 1
-ratelimit_service_rate_limit_over_limit{domain="domain1",key1="key1_val1",key2="key2_val2"} 2
+ratelimit_service_rate_limit_over_limit{domain="domain1",key1="key1_val1",key2="key2_val2"} 5
 ratelimit_service_rate_limit_over_limit{domain="domain1",key1="key3_val3",key2="key4_val4"} 3
 ratelimit_service_rate_limit_over_limit{domain="mongo_cps",key1="database_users",key2=""} 0
 # HELP ratelimit_service_rate_limit_total_hits Hits asked of a rate limit (the sum of the descriptors' hits addends).
 # TYPE ratelimit_service_rate_limit_total_hits counter
 ratelimit_service_rate_limit_total_hits{domain="domain1",key1="key1_val1",key2=""} 0
-ratelimit_service_rate_limit_total_hits{domain="domain1",key1="key1_val1",key2="key2_val2"} 0
+ratelimit_service_rate_limit_total_hits{domain="domain1",key1="key1_val1",key2="key2_val2"} 3
 ratelimit_service_rate_limit_total_hits{domain="domain1",key1="key3_val3",key2="key4_val4"} 0
 ratelimit_service_rate_limit_total_hits{domain="mongo_cps",key1="database_users",key2=""} 5
 # HELP ratelimit_service_rate_limit_within_limit Hits a rate limit admitted.
@@ -63,6 +64,12 @@ ratelimit_service_rate_limit_shadow_mode{domain="domain1",key1="key1_val1",key2=
 ratelimit_service_rate_limit_shadow_mode{domain="domain1",key1="key1_val1",key2="key2_val2"} 0
 ratelimit_service_rate_limit_shadow_mode{domain="domain1",key1="key3_val3",key2="key4_val4"} 0
 ratelimit_service_rate_limit_shadow_mode{domain="mongo_cps",key1="database_users",key2=""} 1
+# HELP ratelimit_service_rate_limit_over_limit_with_local_cache Hits a rate limit refused from the local cache of refused keys, with no store asked (over_limit counts them too).
+# TYPE ratelimit_service_rate_limit_over_limit_with_local_cache counter
+ratelimit_service_rate_limit_over_limit_with_local_cache{domain="domain1",key1="key1_val1",key2=""} 0
+ratelimit_service_rate_limit_over_limit_with_local_cache{domain="domain1",key1="key1_val1",key2="key2_val2"} 3
+ratelimit_service_rate_limit_over_limit_with_local_cache{domain="domain1",key1="key3_val3",key2="key4_val4"} 0
+ratelimit_service_rate_limit_over_limit_with_local_cache{domain="mongo_cps",key1="database_users",key2=""} 0
 # HELP ratelimit_service_total_requests Calls to the service, by gRPC method.
 # TYPE ratelimit_service_total_requests counter
 ratelimit_service_total_requests{grpc_method="ShouldRateLimit"} 1
@@ -78,7 +85,8 @@ ratelimit_service_config_load_error 1
 `
 	names := []string{
 		"ratelimit_service_rate_limit_over_limit", "ratelimit_service_rate_limit_total_hits", "ratelimit_service_rate_limit_within_limit",
-		"ratelimit_service_rate_limit_near_limit", "ratelimit_service_rate_limit_shadow_mode", "ratelimit_service_total_requests",
+		"ratelimit_service_rate_limit_near_limit", "ratelimit_service_rate_limit_shadow_mode", "ratelimit_service_rate_limit_over_limit_with_local_cache",
+		"ratelimit_service_total_requests",
 		"ratelimit_service_should_rate_limit_error", "ratelimit_service_config_load_success", "ratelimit_service_config_load_error",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {

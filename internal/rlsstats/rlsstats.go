@@ -3,9 +3,12 @@ package rlsstats
 import "time"
 
 // Counts are one rule's counter increments for one descriptor of a call,
-// as envoyproxy/ratelimit counts them.
+// as envoyproxy/ratelimit counts them. OverLimitWithLocalCache counts the
+// hits of the descriptors the local cache of refused keys refused
+// (LOCAL_CACHE_SIZE_IN_BYTES), which OverLimit counts too.
 type Counts struct {
 	TotalHits, OverLimit, NearLimit, WithinLimit, ShadowMode uint64
+	OverLimitWithLocalCache                                  uint64
 }
 
 // Sink takes the service's counts. Its methods are called on every call's

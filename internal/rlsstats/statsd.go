@@ -21,7 +21,7 @@ const maxNames = 20000
 // envoyproxy/ratelimit does (USE_STATSD, STATSD_HOST, STATSD_PORT,
 // STATS_FLUSH_INTERVAL), under upstream's names:
 //
-//	ratelimit.service.rate_limit.<key>.total_hits (and over_limit, near_limit, within_limit, shadow_mode)
+//	ratelimit.service.rate_limit.<key>.total_hits (and over_limit, near_limit, within_limit, shadow_mode, over_limit_with_local_cache)
 //	ratelimit_server.<method>.total_requests, ratelimit_server.<method>.response_time (ms)
 //	ratelimit.service.call.should_rate_limit.<redis_error|service_error>
 //	ratelimit.service.config_load_success, ratelimit.service.config_load_error
@@ -87,6 +87,7 @@ func (s *Statsd) Add(key string, c Counts) {
 	s.count(p+".near_limit", c.NearLimit)
 	s.count(p+".within_limit", c.WithinLimit)
 	s.count(p+".shadow_mode", c.ShadowMode)
+	s.count(p+".over_limit_with_local_cache", c.OverLimitWithLocalCache)
 }
 
 // count adds n to name; s.mu is held.

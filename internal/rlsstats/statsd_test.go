@@ -89,6 +89,7 @@ func TestStatsd(t *testing.T) {
 	}
 	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 2, WithinLimit: 2})
 	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 1, OverLimit: 1})
+	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 2, OverLimit: 2, OverLimitWithLocalCache: 2})
 	s.Add("edge.remote_address_10.0.0.1", rlsstats.Counts{TotalHits: 1, NearLimit: 1, WithinLimit: 1})
 	s.Request("ShouldRateLimit", 1500*time.Microsecond)
 	s.Error("redis_error")
@@ -100,8 +101,9 @@ func TestStatsd(t *testing.T) {
 		"ratelimit.service.rate_limit.edge.remote_address_10_0_0_1.near_limit:1|c",
 		"ratelimit.service.rate_limit.edge.remote_address_10_0_0_1.total_hits:1|c",
 		"ratelimit.service.rate_limit.edge.remote_address_10_0_0_1.within_limit:1|c",
-		"ratelimit.service.rate_limit.rl.foo_bar.over_limit:1|c",
-		"ratelimit.service.rate_limit.rl.foo_bar.total_hits:3|c",
+		"ratelimit.service.rate_limit.rl.foo_bar.over_limit:3|c",
+		"ratelimit.service.rate_limit.rl.foo_bar.over_limit_with_local_cache:2|c",
+		"ratelimit.service.rate_limit.rl.foo_bar.total_hits:5|c",
 		"ratelimit.service.rate_limit.rl.foo_bar.within_limit:2|c",
 		"ratelimit_server.ShouldRateLimit.total_requests:1|c",
 		"ratelimit_server.ShouldRateLimit.response_time:1.5|ms",
