@@ -393,22 +393,10 @@ func TestConcurrencyMatchesMemory(t *testing.T) {
 					}
 				case n == 3:
 					cost := 1 + r.IntN(l.Events)
-					if err := mem.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
-					}
-					if err := red.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
-					}
+					refundBoth(t, mem, red, key, cost)
 				default:
 					cost := 1 + r.IntN(min(l.Events, 3))
-					want, err := mem.Allow(ctx, key, cost)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := red.Allow(ctx, key, cost)
-					if err != nil {
-						t.Fatal(err)
-					}
+					got, want := allowBoth(t, mem, red, key, cost)
 					if got.Allowed {
 						held = append(held, pair{want.Lease, got.Lease})
 					}

@@ -48,7 +48,6 @@ func TestDynamicMatchesMemory(t *testing.T) {
 	}
 	algs := []core.Algorithm{core.TokenBucket, core.GCRA, core.FixedWindow, core.SlidingWindow, core.LeakyBucket, core.WarmUp}
 	r := rand.New(rand.NewPCG(10, 11))
-	ctx := context.Background()
 	for _, alg := range algs {
 		t.Run(alg.String(), func(t *testing.T) {
 			// Every tier shares the algorithm and its settings.
@@ -93,22 +92,10 @@ func TestDynamicMatchesMemory(t *testing.T) {
 				cost := 1 + r.IntN(min(maxCost, 3))
 				if r.IntN(10) == 0 {
 					hist = append(hist, fmt.Sprintf("%d %s refund %d under %v at %v", i, key, cost, l, clk.Time().Sub(coretest.T0)))
-					if err := mem.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
-					}
-					if err := red.Refund(ctx, key, cost); err != nil {
-						t.Fatal(err)
-					}
+					refundBoth(t, mem, red, key, cost)
 					continue
 				}
-				want, err := mem.Allow(ctx, key, cost)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := red.Allow(ctx, key, cost)
-				if err != nil {
-					t.Fatal(err)
-				}
+				got, want := allowBoth(t, mem, red, key, cost)
 				hist = append(hist, fmt.Sprintf("%d %s cost %d under %v at %v: %+v", i, key, cost, l, clk.Time().Sub(coretest.T0), want))
 				if got != want {
 					for _, h := range hist {

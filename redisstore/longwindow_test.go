@@ -56,22 +56,10 @@ func TestLongFixedWindow(t *testing.T) {
 			key := fmt.Sprint("k", r.IntN(2))
 			cost := 1 + r.IntN(3)
 			if r.IntN(8) == 0 {
-				if err := mem.Refund(ctx, key, cost); err != nil {
-					t.Fatal(err)
-				}
-				if err := red.Refund(ctx, key, cost); err != nil {
-					t.Fatal(err)
-				}
+				refundBoth(t, mem, red, key, cost)
 				continue
 			}
-			want, err := mem.Allow(ctx, key, cost)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := red.Allow(ctx, key, cost)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want := allowBoth(t, mem, red, key, cost)
 			if got != want {
 				t.Fatalf("step %d, %s cost %d at %v:\nredis  %+v\nmemory %+v", i, key, cost, clk.Time(), got, want)
 			}
@@ -97,14 +85,7 @@ func TestLongFixedWindow(t *testing.T) {
 		}
 		for i := range 200 {
 			step(clk)
-			want, err := mem.Allow(ctx, "k", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := red.Allow(ctx, "k", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want := allowBoth(t, mem, red, "k", 1)
 			if got != want {
 				t.Fatalf("step %d at %v:\nredis  %+v\nmemory %+v", i, clk.Time(), got, want)
 			}

@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -142,7 +141,6 @@ func TestMatchesMemory(t *testing.T) {
 				if tab.Limit.Algorithm == core.FixedWindow || tab.Limit.Algorithm == core.SlidingWindow || tab.Limit.Algorithm == core.SlidingLog {
 					maxCost = l.Events
 				}
-				ctx := context.Background()
 				var allowed, denied, delayed, refunds int
 				// The float algorithms get longer runs: exact agreement
 				// depends on every rounding.
@@ -165,23 +163,11 @@ func TestMatchesMemory(t *testing.T) {
 						cost = 1 + r.IntN(maxCost)
 					}
 					if r.IntN(10) == 0 {
-						if err := mem.Refund(ctx, key, cost); err != nil {
-							t.Fatal(err)
-						}
-						if err := red.Refund(ctx, key, cost); err != nil {
-							t.Fatal(err)
-						}
+						refundBoth(t, mem, red, key, cost)
 						refunds++
 						continue
 					}
-					want, err := mem.Allow(ctx, key, cost)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := red.Allow(ctx, key, cost)
-					if err != nil {
-						t.Fatal(err)
-					}
+					got, want := allowBoth(t, mem, red, key, cost)
 					if got != want {
 						t.Fatalf("step %d, %s cost %d at %v:\nredis  %+v\nmemory %+v", i, key, cost, clk.Time().Sub(coretest.T0), got, want)
 					}

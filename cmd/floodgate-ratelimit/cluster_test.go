@@ -299,7 +299,7 @@ func TestCluster(t *testing.T) {
 			if got := codes(s.ask("d", 0, desc("a="+fa), desc("b="+fb))); got != after {
 				t.Fatalf("a and b after the request across the masters: %s, want %s", got, after)
 			}
-			if m := get(t, "http://"+s.httpAddr+"/metrics"); !strings.Contains(m, `outcome="store_error"`) {
+			if m := get(t, "http://"+s.addrs.http+"/metrics"); !strings.Contains(m, `outcome="store_error"`) {
 				t.Fatalf("store errors not in the metrics:\n%s", m)
 			}
 		})

@@ -256,7 +256,7 @@ func TestRedis(t *testing.T) {
 					t.Fatalf("call %d with Redis down: %s, want %s", i, got, want)
 				}
 			}
-			if m := get(t, "http://"+s.httpAddr+"/metrics"); !strings.Contains(m, `outcome="store_error"`) {
+			if m := get(t, "http://"+s.addrs.http+"/metrics"); !strings.Contains(m, `outcome="store_error"`) {
 				t.Fatalf("store errors not in the metrics:\n%s", m)
 			}
 		})

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,68 +19,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/tlstest"
 )
-
-// running is the command started by launch.
-type running struct {
-	addrs addresses
-	out   *coretest.Buffer
-	stop  func() error // cancels run and returns its error
-}
-
-// launch runs the command with env and args until the test ends, and
-// returns once it listens.
-func launch(t *testing.T, env map[string]string, args ...string) *running {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	up := make(chan addresses, 1)
-	done := make(chan error, 1)
-	out := &coretest.Buffer{}
-	go func() { done <- run(ctx, args, envOf(env), out, func(a addresses) { up <- a }) }()
-	r := &running{out: out}
-	select {
-	case r.addrs = <-up:
-	case err := <-done:
-		cancel()
-		t.Fatalf("the command ended before listening: %v\n%s", err, out)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("the command did not listen within 30 s\n%s", out)
-	}
-	var once sync.Once
-	var runErr error
-	r.stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("the command did not stop within 30 s")
-			}
-		})
-		return runErr
-	}
-	t.Cleanup(func() { _ = r.stop() })
-	return r
-}
-
-// dial is a gRPC client of addr with creds (plain when nil).
-func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
-	t.Helper()
-	if creds == nil {
-		creds = insecure.NewCredentials()
-	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // call asks the sample configuration's per-client limit over c.
 func call(c *grpc.ClientConn) (*rlsv3.RateLimitResponse, error) {
@@ -217,14 +159,14 @@ func TestGRPCUDS(t *testing.T) {
 // restart.
 func TestGRPCTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t, dir, "ca")
-	other := newCA(t, dir, "other")
-	serverCert, serverKey := ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "127.0.0.1")
-	good := ca.keyPair(t, dir, "good", "client.test")
-	wrongSAN := ca.keyPair(t, dir, "wrong", "intruder.test")
-	foreign := other.keyPair(t, dir, "foreign", "client.test")
+	ca := tlstest.NewCA(t, dir, "ca")
+	other := tlstest.NewCA(t, dir, "other")
+	serverCert, serverKey := ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "127.0.0.1")
+	good := ca.KeyPair(t, dir, "good", x509.ExtKeyUsageClientAuth, "client.test")
+	wrongSAN := ca.KeyPair(t, dir, "wrong", x509.ExtKeyUsageClientAuth, "intruder.test")
+	foreign := other.KeyPair(t, dir, "foreign", x509.ExtKeyUsageClientAuth, "client.test")
 	client := func(certs ...tls.Certificate) credentials.TransportCredentials {
-		return credentials.NewTLS(&tls.Config{RootCAs: ca.pool(), Certificates: certs, ServerName: "127.0.0.1"})
+		return credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: certs, ServerName: "127.0.0.1"})
 	}
 	base := map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": serverCert, "GRPC_SERVER_TLS_KEY": serverKey}
 
@@ -238,7 +180,7 @@ func TestGRPCTLS(t *testing.T) {
 		}
 	})
 	t.Run("client certificates", func(t *testing.T) {
-		r := launch(t, merged(base, map[string]string{"GRPC_CLIENT_TLS_CACERT": ca.file, "GRPC_CLIENT_TLS_SAN": "client.test"}), "-grpc", "127.0.0.1:0", "-http", "")
+		r := launch(t, merged(base, map[string]string{"GRPC_CLIENT_TLS_CACERT": ca.File, "GRPC_CLIENT_TLS_SAN": "client.test"}), "-grpc", "127.0.0.1:0", "-http", "")
 		if resp, err := call(dial(t, r.addrs.grpc, client(good))); err != nil || resp.GetOverallCode() != rlsv3.RateLimitResponse_OK {
 			t.Fatalf("a good client: %v %v", resp, err)
 		}
@@ -253,7 +195,7 @@ func TestGRPCTLS(t *testing.T) {
 	t.Run("certificate reloaded", func(t *testing.T) {
 		r := launch(t, base, "-grpc", "127.0.0.1:0", "-http", "")
 		first := served(t, r.addrs.grpc, ca)
-		ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "127.0.0.1") // new files, renamed over the old
+		ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "127.0.0.1") // new files, renamed over the old
 		deadline := time.Now().Add(10 * time.Second)
 		for served(t, r.addrs.grpc, ca).Cmp(first) == 0 {
 			if time.Now().After(deadline) {
@@ -265,9 +207,9 @@ func TestGRPCTLS(t *testing.T) {
 }
 
 // served returns the serial number of the certificate addr serves.
-func served(t *testing.T, addr string, ca *testCA) *big.Int {
+func served(t *testing.T, addr string, ca *tlstest.CA) *big.Int {
 	t.Helper()
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -21,31 +22,25 @@ import (
 	"github.com/floodgate/floodgate/internal/coretest"
 )
 
-// service is the command running in this process, and a client of it.
-type service struct {
-	t        *testing.T
-	rls      rlsv3.RateLimitServiceClient
-	conn     *grpc.ClientConn
-	httpAddr string
-	stop     func() error // cancels run and returns its error
-	out      *coretest.Buffer
+// running is the command started by launch.
+type running struct {
+	addrs addresses
+	out   *coretest.Buffer
+	stop  func() error // cancels run and returns its error
 }
 
-// start runs the command with args (and listeners on 127.0.0.1:0).
-func start(t *testing.T, args ...string) *service {
+// launch runs the command with env and args until the test ends, and
+// returns once it listens.
+func launch(t *testing.T, env map[string]string, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	type addrs struct{ grpc, http string }
-	up := make(chan addrs, 1)
+	up := make(chan addresses, 1)
 	done := make(chan error, 1)
 	out := &coretest.Buffer{}
-	args = append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)
-	go func() {
-		done <- run(ctx, args, noEnv, out, func(a addresses) { up <- addrs{a.grpc, a.http} })
-	}()
-	var a addrs
+	go func() { done <- run(ctx, args, envOf(env), out, func(a addresses) { up <- a }) }()
+	r := &running{out: out}
 	select {
-	case a = <-up:
+	case r.addrs = <-up:
 	case err := <-done:
 		cancel()
 		t.Fatalf("the command ended before listening: %v\n%s", err, out)
@@ -53,14 +48,9 @@ func start(t *testing.T, args ...string) *service {
 		cancel()
 		t.Fatalf("the command did not listen within 30 s\n%s", out)
 	}
-	conn, err := grpc.NewClient(a.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &service{t: t, rls: rlsv3.NewRateLimitServiceClient(conn), conn: conn, httpAddr: a.http, out: out}
 	var once sync.Once
 	var runErr error
-	s.stop = func() error {
+	r.stop = func() error {
 		once.Do(func() {
 			cancel()
 			select {
@@ -68,12 +58,43 @@ func start(t *testing.T, args ...string) *service {
 			case <-time.After(30 * time.Second):
 				t.Errorf("the command did not stop within 30 s")
 			}
-			conn.Close()
 		})
 		return runErr
 	}
-	t.Cleanup(func() { _ = s.stop() })
-	return s
+	t.Cleanup(func() { _ = r.stop() })
+	return r
+}
+
+// dial is a gRPC client of addr with creds (plain when nil).
+func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+	t.Helper()
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// service is the command started by start, and a client of its gRPC
+// listener.
+type service struct {
+	*running
+	t    *testing.T
+	rls  rlsv3.RateLimitServiceClient
+	conn *grpc.ClientConn
+}
+
+// start runs the command with args, its gRPC and HTTP listeners on
+// 127.0.0.1:0 and no environment, as launch does, and connects to it.
+func start(t *testing.T, args ...string) *service {
+	t.Helper()
+	r := launch(t, nil, append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)...)
+	conn := dial(t, r.addrs.grpc, nil)
+	return &service{running: r, t: t, rls: rlsv3.NewRateLimitServiceClient(conn), conn: conn}
 }
 
 func (s *service) ask(domain string, hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlsv3.RateLimitResponse {
@@ -151,7 +172,7 @@ func TestSampleEndToEnd(t *testing.T) {
 		}
 	}
 	// /json, and the metrics.
-	resp, err := http.Post("http://"+s.httpAddr+"/json", "application/json",
+	resp, err := http.Post("http://"+s.addrs.http+"/json", "application/json",
 		strings.NewReader(`{"domain":"floodgate-sample","descriptors":[{"entries":[{"key":"path","value":"/login"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +182,13 @@ func TestSampleEndToEnd(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "OVER_LIMIT") {
 		t.Fatalf("/json: %d %s", resp.StatusCode, body)
 	}
-	metrics := get(t, "http://"+s.httpAddr+"/metrics")
+	metrics := get(t, "http://"+s.addrs.http+"/metrics")
 	for _, want := range []string{`floodgate_requests_total{limit="login",outcome="denied",shadow="false",transport="envoy-rls"}`, `outcome="denied",shadow="true"`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("/metrics lacks %s:\n%s", want, metrics)
 		}
 	}
-	if got := get(t, "http://"+s.httpAddr+"/healthcheck"); got != "OK" {
+	if got := get(t, "http://"+s.addrs.http+"/healthcheck"); got != "OK" {
 		t.Fatalf("/healthcheck: %q", got)
 	}
 	// Reflection lists the service.

@@ -23,6 +23,7 @@ import (
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/internal/rls"
+	"github.com/floodgate/floodgate/internal/tlstest"
 )
 
 // fakeMulti decides each charge by its key: a key starting with "no"
@@ -299,15 +300,15 @@ func TestRedisSettings(t *testing.T) {
 // (REDIS_TLS_CLIENT_CERT, _KEY) reaches a Redis that requires both.
 func TestRedisTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t, dir, "ca")
-	serverCert, serverKey := ca.issue(t, dir, "redis", x509.ExtKeyUsageServerAuth, "127.0.0.1")
-	clientCert, clientKey := ca.issue(t, dir, "client", x509.ExtKeyUsageClientAuth, "client.test")
+	ca := tlstest.NewCA(t, dir, "ca")
+	serverCert, serverKey := ca.Issue(t, dir, "redis", x509.ExtKeyUsageServerAuth, "127.0.0.1")
+	clientCert, clientKey := ca.Issue(t, dir, "client", x509.ExtKeyUsageClientAuth, "client.test")
 	port := freePort(t)
 	srv := redistest.Start(t, redistest.WithConfig(
 		fmt.Sprintf("tls-port %d", port), "tls-cert-file "+serverCert, "tls-key-file "+serverKey,
-		"tls-ca-cert-file "+ca.file, "tls-auth-clients yes"))
+		"tls-ca-cert-file "+ca.File, "tls-auth-clients yes"))
 	tlsAddr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": tlsAddr, "REDIS_TLS": "true", "REDIS_TLS_CACERT": ca.file,
+	base := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": tlsAddr, "REDIS_TLS": "true", "REDIS_TLS_CACERT": ca.File,
 		"REDIS_TLS_CLIENT_CERT": clientCert, "REDIS_TLS_CLIENT_KEY": clientKey}
 	for name, env := range map[string]map[string]string{
 		"verified":             base,

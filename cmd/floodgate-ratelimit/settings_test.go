@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/tlstest"
 )
 
 // noEnv is an environment with nothing set.
@@ -310,10 +311,10 @@ type tlsFiles struct {
 
 func newTLSFiles(t *testing.T) tlsFiles {
 	dir := t.TempDir()
-	ca := newCA(t, dir, "ca")
-	f := tlsFiles{ca: ca.file}
-	f.serverCert, f.serverKey = ca.issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "localhost", "127.0.0.1")
-	f.clientCert, f.clientKey = ca.issue(t, dir, "client", x509.ExtKeyUsageClientAuth, "client.test")
+	ca := tlstest.NewCA(t, dir, "ca")
+	f := tlsFiles{ca: ca.File}
+	f.serverCert, f.serverKey = ca.Issue(t, dir, "server", x509.ExtKeyUsageServerAuth, "localhost", "127.0.0.1")
+	f.clientCert, f.clientKey = ca.Issue(t, dir, "client", x509.ExtKeyUsageClientAuth, "client.test")
 	return f
 }
 

@@ -79,14 +79,23 @@ func (s *server) read(t *testing.T, n int) []string {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func TestStatsd(t *testing.T) {
-	srv := listen(t, "127.0.0.1:0")
+// newStatsd is a Statsd sending to a new server on loopback, and that
+// server. Its interval is an hour, so the test flushes; cancel ends it
+// with a last flush (the test's end cancels it too).
+func newStatsd(t *testing.T) (s *rlsstats.Statsd, srv *server, cancel context.CancelFunc) {
+	t.Helper()
+	srv = listen(t, "127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	s, err := rlsstats.NewStatsd(ctx, srv.l.Addr().String(), time.Hour, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, srv, cancel
+}
+
+func TestStatsd(t *testing.T) {
+	s, srv, cancel := newStatsd(t)
 	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 2, WithinLimit: 2})
 	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 1, OverLimit: 1})
 	s.Add("rl.foo_bar", rlsstats.Counts{TotalHits: 2, OverLimit: 2, OverLimitWithLocalCache: 2})
@@ -130,14 +139,8 @@ func TestStatsd(t *testing.T) {
 // TestStatsdServerGone: a flush while the server is down loses its counts
 // and blocks nothing; once the server is back, the next flush reconnects.
 func TestStatsdServerGone(t *testing.T) {
-	srv := listen(t, "127.0.0.1:0")
+	s, srv, _ := newStatsd(t)
 	addr := srv.l.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := rlsstats.NewStatsd(ctx, addr, time.Hour, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.ConfigLoad(true)
 	s.Flush()
 	srv.read(t, 1)
@@ -162,13 +165,7 @@ func TestStatsdServerGone(t *testing.T) {
 // TestStatsdBounded: keys past the bound are counted under their domain's
 // overflow name, so a client spraying values cannot grow the map.
 func TestStatsdBounded(t *testing.T) {
-	srv := listen(t, "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := rlsstats.NewStatsd(ctx, srv.l.Addr().String(), time.Hour, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, srv, _ := newStatsd(t)
 	const n = 30000
 	for i := range n {
 		s.Add(fmt.Sprintf("edge.path_/%d", i), rlsstats.Counts{TotalHits: 1})
