@@ -83,8 +83,8 @@
 // (ChargeAlways, ChargeStopWhenOver) a rule of one fixed window counts one
 // past its limit, and its checks are answered as upstream's.
 // is_negative_hits gives the cost back (core.Limiter.Refund) instead of
-// charging it. A cost above what the
-// limit can ever admit is refused (OVER_LIMIT) without a charge.
+// charging it. A cost above what the limit can ever admit is refused
+// (OVER_LIMIT) without a charge.
 //
 // # Answers
 //
