@@ -96,6 +96,11 @@ var upstreamScripts = []struct {
 	// makes floodgate decide a step otherwise; its calls then hold
 	// floodgate's decisions.
 	differs string
+	// upstream, when set, holds upstream's decisions, which the script
+	// gets under upstream's charging: with
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT set, false (upstream's
+	// default) and true.
+	upstream []step
 }{
 	{script: "simple-get.sh", calls: repeat(1, ok, desc("foo=test", "baz=shady"))},
 	{script: "trigger-ratelimit.sh", calls: seq(
@@ -128,25 +133,54 @@ var upstreamScripts = []struct {
 		repeat(2, ok, desc("service=service_1"), desc("service=service_2")),
 		repeat(1, over, desc("service=service_1"), desc("service=service_2")))},
 	// Upstream: checks 1 to 3 pass (a check is refused once the count is
-	// past the quota of 2; the debits take it to 3), the 4th is refused.
-	// floodgate refuses a check once nothing is left: the 3rd.
+	// past the quota of 2; the debits take it to 3, the last one over the
+	// quota), the 4th is refused. floodgate's default refuses a check
+	// once nothing is left: the 3rd.
 	{script: "token-quota.sh", differs: "hits_addend: 0", calls: []step{
-		{descs: d(hits(0, "service=service_2")), want: ok}, {descs: d(hits(1, "service=service_2")), want: ok},
-		{descs: d(hits(0, "service=service_2")), want: ok}, {descs: d(hits(1, "service=service_2")), want: ok},
-		{descs: d(hits(0, "service=service_2")), want: over},
+		tokenCheck(ok, "", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "", "service_2"), debit(ok, "service_2"),
+		tokenCheck(over, "", "service_2"),
+	}, upstream: []step{
+		tokenCheck(ok, "", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "", "service_2"), debit(over, "service_2"),
+		tokenCheck(over, "", "service_2"),
 	}},
 	// Upstream: requests 1-2 go to service_1 (quota 1), 3-5 to service_2
 	// (quota 2), the 6th is refused: each check passes until its count
-	// is past the quota. floodgate: one request per service fewer.
+	// is past the quota. floodgate's default: one request per service
+	// fewer.
 	{script: "multiservice-tokenquota.sh", differs: "hits_addend: 0", calls: []step{
-		{descs: d(hits(0, "service=service_1"), hits(0, "service=service_2")), want: ok, metadata: "service_1"},
-		{descs: d(hits(1, "service=service_1")), want: ok},
-		{descs: d(hits(0, "service=service_1"), hits(0, "service=service_2")), want: ok, metadata: "service_2"},
-		{descs: d(hits(1, "service=service_2")), want: ok},
-		{descs: d(hits(0, "service=service_1"), hits(0, "service=service_2")), want: ok, metadata: "service_2"},
-		{descs: d(hits(1, "service=service_2")), want: ok},
-		{descs: d(hits(0, "service=service_1"), hits(0, "service=service_2")), want: over},
+		tokenCheck(ok, "service_1", "service_1", "service_2"), debit(ok, "service_1"),
+		tokenCheck(ok, "service_2", "service_1", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "service_2", "service_1", "service_2"), debit(ok, "service_2"),
+		tokenCheck(over, "", "service_1", "service_2"),
+	}, upstream: []step{
+		tokenCheck(ok, "service_1", "service_1", "service_2"), debit(ok, "service_1"),
+		tokenCheck(ok, "service_1", "service_1", "service_2"), debit(over, "service_1"),
+		tokenCheck(ok, "service_2", "service_1", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "service_2", "service_1", "service_2"), debit(ok, "service_2"),
+		tokenCheck(ok, "service_2", "service_1", "service_2"), debit(over, "service_2"),
+		tokenCheck(over, "", "service_1", "service_2"),
 	}},
+}
+
+// tokenCheck is the call Envoy makes as a /tokenquota or
+// /multiservice-tokenquota request arrives: hits_addend 0 on each of
+// services, routed to the service named by metadata ("": not checked).
+func tokenCheck(want rlsv3.RateLimitResponse_Code, metadata string, services ...string) step {
+	s := step{want: want, metadata: metadata}
+	for _, v := range services {
+		s.descs = append(s.descs, hits(0, "service="+v))
+	}
+	return s
+}
+
+// debit is the call Envoy makes once the request's stream is done: 1 hit
+// on the service it went to (Envoy ignores the answer; the script's
+// service asserts it).
+func debit(want rlsv3.RateLimitResponse_Code, service string) step {
+	return step{descs: d(hits(1, "service="+service)), want: want}
 }
 
 func d(ds ...*rlcommon.RateLimitDescriptor) []*rlcommon.RateLimitDescriptor { return ds }
@@ -166,41 +200,54 @@ func TestMigration(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rc.Close()
 	for _, sc := range upstreamScripts {
-		t.Run(sc.script, func(t *testing.T) {
-			// Each script starts from empty counters, as upstream's
-			// run-all.sh leaves them a minute apart.
-			if err := rc.FlushAll(context.Background()).Err(); err != nil {
-				t.Fatal(err)
-			}
-			r := launch(t, composeEnv(srv.Addr(), host, port, root), "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0")
-			if strings.Contains(r.out.String(), "level=ERROR") {
-				t.Fatalf("errors at start:\n%s", r.out)
-			}
-			client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
-			clearOfMinute(t)
-			for j, c := range sc.calls {
-				resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: c.descs})
-				if err != nil {
-					t.Fatalf("step %d: %v", j+1, err)
-				}
-				if resp.GetOverallCode() != c.want {
-					t.Fatalf("step %d: %v, want %v (%s)", j+1, resp.GetOverallCode(), c.want, resp)
-				}
-				if c.metadata != "" {
-					name := resp.GetDynamicMetadata().GetFields()["metadata"].GetStructValue().GetFields()["service_with_quota"].GetStructValue().GetFields()["name"].GetStringValue()
-					if name != c.metadata {
-						t.Fatalf("step %d: routed to %q, want %q (%s)", j+1, name, c.metadata, resp.GetDynamicMetadata())
-					}
-				}
-			}
-			if err := r.stop(); err != nil {
-				t.Fatal(err)
-			}
-		})
+		env := composeEnv(srv.Addr(), host, port, root)
+		t.Run(sc.script, func(t *testing.T) { runScript(t, rc, env, sc.calls) })
+		if sc.upstream == nil {
+			continue
+		}
+		for _, stop := range []string{"false", "true"} {
+			env := composeEnv(srv.Addr(), host, port, root)
+			env["STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"] = stop
+			t.Run(sc.script+" STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT="+stop, func(t *testing.T) { runScript(t, rc, env, sc.upstream) })
+		}
 	}
 	// The statsd counters of the detailed_metric rule carry the value.
 	sd.waitFor(t, "ratelimit.service.rate_limit.rl.unspec_unspecified_value.over_limit:1|c")
 	sd.waitFor(t, "ratelimit.service.rate_limit.rl.foo.baz_shady.shadow_mode:3|c")
+}
+
+// runScript starts the service with env, on empty counters, and checks
+// that calls get their decisions.
+func runScript(t *testing.T, rc *redis.Client, env map[string]string, calls []step) {
+	// Each script starts from empty counters, as upstream's run-all.sh
+	// leaves them a minute apart.
+	if err := rc.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := launch(t, env, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0")
+	if strings.Contains(r.out.String(), "level=ERROR") {
+		t.Fatalf("errors at start:\n%s", r.out)
+	}
+	client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
+	clearOfMinute(t)
+	for j, c := range calls {
+		resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "rl", Descriptors: c.descs})
+		if err != nil {
+			t.Fatalf("step %d: %v", j+1, err)
+		}
+		if resp.GetOverallCode() != c.want {
+			t.Fatalf("step %d: %v, want %v (%s)", j+1, resp.GetOverallCode(), c.want, resp)
+		}
+		if c.metadata != "" {
+			name := resp.GetDynamicMetadata().GetFields()["metadata"].GetStructValue().GetFields()["service_with_quota"].GetStructValue().GetFields()["name"].GetStringValue()
+			if name != c.metadata {
+				t.Fatalf("step %d: routed to %q, want %q (%s)", j+1, name, c.metadata, resp.GetDynamicMetadata())
+			}
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // clearOfMinute waits, at most two seconds, until the wall clock is not

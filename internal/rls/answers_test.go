@@ -325,6 +325,53 @@ func TestChargingPastTheLimit(t *testing.T) {
 	}
 }
 
+// TestCheckPastTheLimit: under upstream's charging a check (hits_addend
+// 0) is over the limit once the count is past the limit, as upstream's:
+// at the limit it is OK, 0 left; a charge that takes the count past the
+// limit is kept, also when another descriptor of the request refuses it
+// (with a Multi: the call that refused charged nothing). All or nothing,
+// a check is over once nothing is left.
+func TestCheckPastTheLimit(t *testing.T) {
+	a, b := perMinute("a", "a", 2), perMinute("b", "b", 3)
+	tb := table{"d|a=1": {a, "ka"}, "d|b=1": {b, "kb"}}
+	hit := func(n uint64, kv string) *rlcommon.RateLimitDescriptor {
+		d := desc(kv)
+		d.HitsAddend = wrapperspb.UInt64(n)
+		return d
+	}
+	steps := [][]*rlcommon.RateLimitDescriptor{
+		{check("a=1")}, {hit(2, "a=1")}, {check("a=1")}, // a at its limit
+		{hit(3, "b=1")},                // b at its limit
+		{hit(1, "a=1"), hit(2, "b=1")}, // a past its limit, b refuses
+		{check("a=1")}, {check("b=1")},
+	}
+	for _, c := range []struct {
+		charging rls.Charging
+		want     []string
+	}{
+		{rls.ChargeAllOrNothing, []string{"OK OK/2", "OK OK/0", "OVER_LIMIT OVER_LIMIT/0", "OK OK/0",
+			"OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0"}},
+		{rls.ChargeAlways, []string{"OK OK/2", "OK OK/0", "OK OK/0", "OK OK/0",
+			"OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0"}},
+		{rls.ChargeStopWhenOver, []string{"OK OK/2", "OK OK/0", "OK OK/0", "OK OK/0",
+			"OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0", "OVER_LIMIT OVER_LIMIT/0"}},
+	} {
+		for _, multi := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/multi=%v", c.charging, multi), func(t *testing.T) {
+				g := newRig(t, tb, rls.Config{Charging: c.charging})
+				if multi {
+					g, _ = newMultiRig(t, tb, rls.Config{Charging: c.charging})
+				}
+				for i, ds := range steps {
+					if _, got := g.ask(0, ds...); got != c.want[i] {
+						t.Fatalf("step %d: %s, want %s", i, got, c.want[i])
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestChargingModes: under upstream's charging, shadow and quota-mode
 // descriptors are decided whatever the others say; under
 // ChargeStopWhenOver one over its limit stops the charges of all the

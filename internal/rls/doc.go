@@ -27,8 +27,10 @@
 // refused by one is still charged by the others, and the one that refuses
 // is charged past its limit: ChargeAlways gives that, and
 // ChargeStopWhenOver its STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (see
-// Charging). floodgate's counters stop at the limit, so a descriptor over
-// it spends what it had left instead and reports 0 left, as upstream's.
+// Charging). Under both, a rule of one fixed window (what upstream
+// counts) has a counter that goes one past its limit, no further: a
+// descriptor over the limit takes it there, spending what was left, and
+// reports 0 left, as upstream's.
 //
 // A rule in shadow mode is decided and charged as if enforced, but, all or
 // nothing, only once the enforced descriptors admitted the request (so
@@ -77,9 +79,12 @@
 // nothing is left. envoyproxy/ratelimit's check is over the limit once its
 // count is past the limit; the two differ only for a count exactly at the
 // limit (upstream: OK, 0 left), which floodgate's counters, stopping at
-// the limit, cannot tell from one past it. is_negative_hits gives the cost
-// back (core.Limiter.Refund) instead of charging it. A cost above what the
-// limit can ever admit is refused (OVER_LIMIT) without a charge.
+// the limit, cannot tell from one past it. Under upstream's charging
+// (ChargeAlways, ChargeStopWhenOver) a rule of one fixed window counts one
+// past its limit, and its checks are answered as upstream's.
+// is_negative_hits gives the cost back (core.Limiter.Refund) instead of
+// charging it. A cost above what the limit can ever admit is refused
+// (OVER_LIMIT) without a charge.
 //
 // # Answers
 //

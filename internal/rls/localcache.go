@@ -129,12 +129,12 @@ func (lc *localCache) forget(key string, now int64) {
 	}
 }
 
-// layerOf is the index of l among c's limits, names aside (a stack's
+// layerOf is the index of l among c's limiter's limits, names aside (a stack's
 // decision names an unnamed layer); -1 if it is none of them.
 func (c *compiled) layerOf(l core.Limit) int {
 	l.Name = ""
-	for i := range c.texts {
-		m := c.texts[i].Limit
+	for i := range c.limits {
+		m := c.limits[i]
 		m.Name = ""
 		if m == l {
 			return i

@@ -52,9 +52,10 @@ type Charge struct {
 	Cost   int
 }
 
-// charge is it as a Multi takes it.
+// charge is it as a Multi takes it: under the limits its limiter
+// enforces, so that both keep the key's state alike.
 func (it *item) charge() Charge {
-	return Charge{Key: it.key, Limits: it.rule.Limits, Cost: it.cost}
+	return Charge{Key: it.key, Limits: it.c.limits, Cost: it.cost}
 }
 
 // batch is the descriptors of one Multi call: their charges, and where

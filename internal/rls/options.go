@@ -104,9 +104,11 @@ const (
 	// ChargeAlways is envoyproxy/ratelimit's default: every descriptor is
 	// decided on its own and charged whatever the others say, and one
 	// that refuses is charged too, past its limit: it reports 0
-	// remaining, and what it had left is spent (floodgate's counters stop
-	// at the limit, so the request uses up the rest of the window's
-	// quota, as upstream's count past it does).
+	// remaining, and what it had left is spent. A rule of one fixed
+	// window (what upstream counts) is enforced by a counter that goes
+	// one past the limit, no further: a charge that takes that last unit
+	// is over the limit, and kept; a check (hits_addend 0) is over only
+	// past the limit, as upstream's. Other limits stop at the limit.
 	ChargeAlways
 	// ChargeStopWhenOver is envoyproxy/ratelimit with
 	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: when any descriptor

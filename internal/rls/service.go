@@ -3,6 +3,7 @@ package rls
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,9 +65,13 @@ type state struct {
 
 // compiled is a rule with its limiter and the text of its header fields.
 type compiled struct {
-	lim   core.Limiter
-	texts []fields.PolicyText // one per limit, in order
-	list  string              // RateLimit-Policy of a stack; "" for one limit
+	lim    core.Limiter
+	limits []core.Limit        // the store's limits, which a Multi's charges name
+	texts  []fields.PolicyText // one per limit, in order (the rule's limits)
+	list   string              // RateLimit-Policy of a stack; "" for one limit
+	// past is set when the limiter counts one more than the rule's limit
+	// (see pastLimits): its last unit stands for a count past the limit.
+	past bool
 }
 
 // text returns the field text of l, one of c's limits (the first if l is
@@ -92,11 +97,12 @@ func (s *Service) compile(r *Rule) (*compiled, error) {
 // compileLimits makes the limiter of limits and the text of their header
 // fields.
 func (s *Service) compileLimits(limits []core.Limit) (*compiled, error) {
-	lim, err := s.c.Store(limits)
+	stored, past := s.pastLimits(limits)
+	lim, err := s.c.Store(stored)
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{lim: lim}
+	c := &compiled{lim: lim, limits: stored, past: past}
 	for _, l := range limits {
 		c.texts = append(c.texts, fields.NewPolicyText(l))
 	}
@@ -104,6 +110,27 @@ func (s *Service) compileLimits(limits []core.Limit) (*compiled, error) {
 		c.list = fields.JoinPolicies(limits)
 	}
 	return c, nil
+}
+
+// pastLimits returns the limits the store enforces for limits, a rule's,
+// and whether they count past the limit. Under upstream's charging
+// (ChargeAlways, ChargeStopWhenOver), one fixed window of L requests (what
+// envoyproxy/ratelimit counts) is enforced as one of L+1: upstream's
+// counter goes past the limit, and a check (hits_addend 0) is over the
+// limit only past it, so a count at the limit and one past it must differ.
+// The last unit stands for "past the limit": a charge that takes it is
+// over the limit, and kept (see markPast). Other limits, and every limit
+// under ChargeAllOrNothing, are enforced as they are.
+func (s *Service) pastLimits(limits []core.Limit) ([]core.Limit, bool) {
+	if s.c.Charging == ChargeAllOrNothing || len(limits) != 1 || limits[0].Algorithm != core.FixedWindow || limits[0].Events >= math.MaxInt32 {
+		return limits, false
+	}
+	l := limits[0]
+	l.Events++
+	if l.Burst != 0 {
+		l.Burst = l.Events // the fixed window ignores it; kept equal to Events
+	}
+	return []core.Limit{l}, true
 }
 
 // later compiles r, a rule the configuration's Rules made up after

@@ -40,6 +40,7 @@ func (s *Service) upstream(ctx context.Context, items []item) bool {
 			}
 		}
 	}
+	s.markPast(items)
 	over := false
 	for i := range items {
 		over = over || items[i].over()
@@ -56,7 +57,16 @@ func (s *Service) upstream(ctx context.Context, items []item) bool {
 			it.held = it.decided && !it.refused && !it.probe
 		}
 	}
-	s.giveBackCharges(ctx, items, func(it *item) bool { return it.probe || stop })
+	// Under ChargeStopWhenOver the descriptors over their limit keep their
+	// charge (upstream increments them), the others give it back.
+	s.giveBackCharges(ctx, items, func(it *item) bool { return it.probe || stop && !it.refused })
+	for i := range items {
+		if it := &items[i]; it.c != nil && it.c.past {
+			// What upstream reports: the unit that stands for past
+			// the limit is none of the limit's.
+			it.d.Remaining, it.left = max(it.d.Remaining-1, 0), max(it.left-1, 0)
+		}
+	}
 	refused := s.verdict(items)
 	for i := range items {
 		if it := &items[i]; it.limited() && !it.back {
@@ -64,6 +74,21 @@ func (s *Service) upstream(ctx context.Context, items []item) bool {
 		}
 	}
 	return refused
+}
+
+// markPast refuses the descriptors whose limiter, counting one past the
+// limit (compiled.past), admitted them with its last unit: their count
+// went past the limit, which is upstream's OVER_LIMIT, and their charge
+// is kept, as upstream counts refused hits. A check (hits_addend 0,
+// probed at a cost of 1) takes nothing: it is over the limit only when its
+// limiter refuses it, its count past the limit.
+func (s *Service) markPast(items []item) {
+	for i := range items {
+		it := &items[i]
+		if it.c != nil && it.c.past && it.decided && it.d.Allowed && !it.probe && !it.cached && it.left == it.cost {
+			it.refused = true
+		}
+	}
 }
 
 // over reports whether it is over its limit, as envoyproxy/ratelimit's

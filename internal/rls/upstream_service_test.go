@@ -389,7 +389,62 @@ descriptors:
 		share = append(share, portStep{req: rq("share-threshold-test", 1, desc(fmt.Sprintf("files_no_share=files_no_share/%d", i))),
 			want: resp(OK, st(OK, 10, hour, 9))})
 	}
+	// integration-test/scripts/token-quota.sh and
+	// multiservice-tokenquota.sh: Envoy checks the services with
+	// hits_addend 0 as a request arrives, routes it to the first not over
+	// its quota, and debits that one 1 hit when the stream is done.
+	// Upstream, a check is over once the count is past the quota: the
+	// last check of a window lets its request through, whose debit goes
+	// past the quota (over it, charged). floodgate's default refuses a
+	// check once nothing is left, one request fewer per window.
+	const tokens = `domain: rl
+descriptors:
+  - {key: service, value: service_1, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 1}}
+  - {key: service, value: service_2, quota_mode: true, rate_limit: {unit: minute, requests_per_unit: 2}}
+`
+	check := func(svcs ...string) *rlsv3.RateLimitRequest {
+		var ds []*rlcommon.RateLimitDescriptor
+		for _, v := range svcs {
+			ds = append(ds, dh(0, "service="+v))
+		}
+		return rq("rl", 0, ds...)
+	}
+	debit := func(v string) *rlsv3.RateLimitRequest { return rq("rl", 0, dh(1, "service="+v)) }
+	type C = rls.Counts
+	tokenQuota := []portStep{
+		{req: check("service_2"), want: resp(OK, st(OK, 2, mnt, 2))},
+		{req: debit("service_2"), want: resp(OK, st(OK, 2, mnt, 1))},
+		{req: check("service_2"), want: resp(OK, st(OK, 2, mnt, 1))},
+		{req: debit("service_2"), want: resp(OK, st(OK, 2, mnt, 0))},
+		{req: check("service_2"), want: resp(OK, st(OK, 2, mnt, 0))},
+		{req: debit("service_2"), want: resp(OVER, st(OVER, 2, mnt, 0))},
+		{req: check("service_2"), want: resp(OVER, st(OVER, 2, mnt, 0)),
+			stats: map[string]C{"rl.service_service_2": {TotalHits: 3, WithinLimit: 2, NearLimit: 1, OverLimit: 1}}},
+	}
+	both := func() *rlsv3.RateLimitRequest { return check("service_1", "service_2") }
+	multiservice := []portStep{
+		{req: both(), want: resp(OK, st(OK, 1, mnt, 1), st(OK, 2, mnt, 2))}, // service_1
+		{req: debit("service_1"), want: resp(OK, st(OK, 1, mnt, 0))},
+		{req: both(), want: resp(OK, st(OK, 1, mnt, 0), st(OK, 2, mnt, 2))}, // service_1
+		{req: debit("service_1"), want: resp(OVER, st(OVER, 1, mnt, 0))},
+		{req: both(), want: resp(OK, st(OVER, 1, mnt, 0), st(OK, 2, mnt, 2))}, // service_2
+		{req: debit("service_2"), want: resp(OK, st(OK, 2, mnt, 1))},
+		{req: both(), want: resp(OK, st(OVER, 1, mnt, 0), st(OK, 2, mnt, 1))}, // service_2
+		{req: debit("service_2"), want: resp(OK, st(OK, 2, mnt, 0))},
+		{req: both(), want: resp(OK, st(OVER, 1, mnt, 0), st(OK, 2, mnt, 0))}, // service_2
+		{req: debit("service_2"), want: resp(OVER, st(OVER, 2, mnt, 0))},
+		{req: both(), want: resp(OVER, st(OVER, 1, mnt, 0), st(OVER, 2, mnt, 0)),
+			stats: map[string]C{
+				"rl.service_service_1": {TotalHits: 2, WithinLimit: 1, NearLimit: 1, OverLimit: 1}, // the near-limit threshold is 0
+				"rl.service_service_2": {TotalHits: 3, WithinLimit: 2, NearLimit: 1, OverLimit: 1},
+			}},
+	}
+	stop := rls.Config{Charging: rls.ChargeStopWhenOver}
 	return []portRow{
+		{source: "integration-test/scripts/token-quota.sh", yaml: []string{tokens}, upstream: always, steps: tokenQuota},
+		{source: "integration-test/scripts/token-quota.sh (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true)", yaml: []string{tokens}, config: stop, steps: tokenQuota},
+		{source: "integration-test/scripts/multiservice-tokenquota.sh", yaml: []string{tokens}, upstream: always, steps: multiservice},
+		{source: "integration-test/scripts/multiservice-tokenquota.sh (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true)", yaml: []string{tokens}, config: stop, steps: multiservice},
 		// Refused by key3, the request still charges key2 upstream.
 		{source: src + "TestBasicConfig (testBasicBaseConfig)", yaml: []string{basic, another}, upstream: always, steps: base(false)},
 		{source: src + "TestBasicConfig (testBasicBaseConfig, WithstopCacheKeyIncrementWhenOverlimitConfig)", yaml: []string{basic, another},
