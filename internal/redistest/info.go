@@ -96,3 +96,21 @@ func (i Info) Commands(tb testing.TB) map[string]CommandStat {
 	}
 	return m
 }
+
+// scriptCommands are the commands floodgate's scripts run, which INFO
+// commandstats counts as if a client had sent them.
+var scriptCommands = map[string]bool{"time": true, "get": true, "set": true, "pttl": true, "pexpire": true, "del": true, "exists": true,
+	"zadd": true, "zrem": true, "zscore": true, "zrange": true, "zrangebyscore": true, "zremrangebyrank": true, "zremrangebyscore": true, "zcard": true}
+
+// ClientCalls is how many commands clients sent the server, of the
+// commandstats section: INFO itself and the commands scripts run aside.
+func (i Info) ClientCalls(tb testing.TB) int64 {
+	tb.Helper()
+	var n int64
+	for name, s := range i.Commands(tb) {
+		if name != "info" && !scriptCommands[name] {
+			n += s.Calls
+		}
+	}
+	return n
+}
