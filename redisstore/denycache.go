@@ -17,10 +17,16 @@ import (
 // It is a direct-mapped table of immutable entries: a lookup is one hash and
 // one atomic load, and a key's entry may be overwritten by another key's,
 // which only costs that key a round trip.
+//
+// A refusal in flight while units are given back must not be kept: the
+// server decided it before the refund. So each refund bumps refunds when it
+// is done, and a refusal is kept only if no refund ended since its request
+// set out (see since and keep).
 type denyCache struct {
-	seed  maphash.Seed
-	mask  uint64
-	slots []atomic.Pointer[denied]
+	seed    maphash.Seed
+	mask    uint64
+	slots   []atomic.Pointer[denied]
+	refunds atomic.Uint64
 }
 
 // denied is one refused key: refused under pol (its limit and script
@@ -55,9 +61,30 @@ func (c *denyCache) lookup(key string, p *policy, now int64) (core.Decision, int
 	return core.Decision{RetryAfter: time.Duration(e.until - now), ResetAfter: time.Duration(max(0, e.resetAt-now))}, e.layer, true
 }
 
-// store remembers that key is refused under p until until, by layer.
-func (c *denyCache) store(key string, p *policy, until, resetAt, layer int64) {
-	c.slot(key).Store(&denied{key: key, pol: p, until: until, resetAt: resetAt, layer: layer})
+// since marks when a request sets out, for keep.
+func (c *denyCache) since() uint64 { return c.refunds.Load() }
+
+// keep remembers that key is refused under p until until, by layer, unless
+// a refund ended since mark: the refusal may predate it. A refund that ends
+// while the entry is being stored finds it and forgets it, or is seen by the
+// check after the store, which takes the entry back.
+func (c *denyCache) keep(mark uint64, key string, p *policy, until, resetAt, layer int64) {
+	if c.refunds.Load() != mark {
+		return
+	}
+	s := c.slot(key)
+	e := &denied{key: key, pol: p, until: until, resetAt: resetAt, layer: layer}
+	s.Store(e)
+	if c.refunds.Load() != mark {
+		s.CompareAndSwap(e, nil)
+	}
+}
+
+// refunded forgets key once units given back for it reached the server,
+// and makes refusals then in flight go unkept.
+func (c *denyCache) refunded(key string) {
+	c.refunds.Add(1)
+	c.forget(key)
 }
 
 // forget drops key's entry: its quota changed here.

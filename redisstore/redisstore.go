@@ -167,7 +167,9 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 		return core.Decision{}, err
 	}
 	var start int64
+	var mark uint64
 	if l.deny != nil {
+		mark = l.deny.since()
 		start = l.clock.Now()
 		if cost == 1 {
 			if d, layer, ok := l.deny.lookup(key, p, start); ok {
@@ -217,7 +219,7 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	if l.deny != nil && cost == 1 && !d.Allowed && !l.leasedAt(v[4]) {
 		// Counted from before the round trip: the entry never outlives the
 		// server's own answer.
-		l.deny.store(key, p, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])
+		l.deny.keep(mark, key, p, start+int64(d.RetryAfter), start+int64(d.ResetAfter), v[4])
 	}
 	return d, nil
 }
@@ -272,7 +274,11 @@ func (l *Limiter) refund(ctx context.Context, p *policy, key string, cost int) e
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	if _, err := l.call(ctx, p, "refund", 'r', key, cost, ""); err != nil {
+	_, err := l.call(ctx, p, "refund", 'r', key, cost, "")
+	if l.deny != nil {
+		l.deny.refunded(key)
+	}
+	if err != nil {
 		return l.refundLocal(ctx, key, cost, err)
 	}
 	return nil
