@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -84,9 +85,21 @@ func sampledSpan(tb testing.TB) context.Context {
 // and shadow or not: from every core at once (par) and from one goroutine
 // (seq); in a context without a span, and in one with a sampled span,
 // which adds exemplars and the span events of refusals and store errors.
+// On the API's no-op MeterProvider (provider=noop) it measures this
+// package's own part: finding the series and calling the instruments.
 func BenchmarkObserve(b *testing.B) {
-	for _, span := range []bool{false, true} {
+	for _, bc := range []struct {
+		provider string
+		span     bool
+	}{{"sdk", false}, {"sdk", true}, {"noop", false}} {
+		span := bc.span
 		obs, _ := sdkObserver(b)
+		if bc.provider == "noop" {
+			var err error
+			if obs, err = otelobs.New(otelobs.WithMeterProvider(noop.NewMeterProvider())); err != nil {
+				b.Fatal(err)
+			}
+		}
 		events := benchEvents(1024)
 		ctx := context.Background()
 		if span {
@@ -95,13 +108,13 @@ func BenchmarkObserve(b *testing.B) {
 		for _, e := range events {
 			obs.Observe(ctx, e) // make every series first
 		}
-		b.Run(fmt.Sprintf("span=%t/mode=seq", span), func(b *testing.B) {
+		b.Run(fmt.Sprintf("provider=%s/span=%t/mode=seq", bc.provider, span), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				obs.Observe(ctx, events[i&1023])
 			}
 		})
-		b.Run(fmt.Sprintf("span=%t/mode=par", span), func(b *testing.B) {
+		b.Run(fmt.Sprintf("provider=%s/span=%t/mode=par", bc.provider, span), func(b *testing.B) {
 			var next atomic.Int64
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
