@@ -3,13 +3,13 @@
 // event to the request's span for each refusal and store failure. It
 // counts what package promobs counts, under OpenTelemetry's names, for
 // services that export through an OpenTelemetry SDK rather than a
-// Prometheus registry. It is the only floodgate package that imports
-// OpenTelemetry: core, keyfunc and httpmw stay free of it, and a program
-// that does not import otelobs compiles none of it.
+// Prometheus registry. Of the library's packages it is the only one that
+// imports OpenTelemetry: core, keyfunc and httpmw stay free of it, and a
+// program that does not import otelobs compiles none of it.
 //
 // Make an Observer on the application's MeterProvider (by default the
-// global one) and hand it to the adapters, after the tracing middleware
-// that starts the request's span:
+// global one), hand it to the adapters, and put the tracing middleware,
+// which starts the request's span, in front of them:
 //
 //	obs, err := otelobs.New(otelobs.WithMeterProvider(provider))
 //	if err != nil {
@@ -22,7 +22,7 @@
 //	http.Handle("/", otelhttp.NewHandler(mw.Handler(app), "api"))
 //
 // To feed Prometheus and OpenTelemetry at once, join the two:
-// core.JoinObservers(prom, otel).
+// core.JoinObservers(promObs, otelObs).
 //
 // # Metrics
 //
@@ -31,7 +31,8 @@
 // exporter to Prometheus that turns dots into underscores and adds the
 // unit and _total suffixes gives promobs's names (floodgate.requests
 // becomes floodgate_requests_total, floodgate.decision.duration
-// floodgate_decision_duration_seconds).
+// floodgate_decision_duration_seconds), with the same label values
+// (TestSameAsPromobs feeds both the same events and compares).
 //
 //   - floodgate.requests{limit, transport, outcome, shadow}: every request
 //     an adapter checked. limit is the name of the limit that decided
