@@ -117,9 +117,12 @@ func TestAPI(t *testing.T) {
 	// Issue 19's budget: at most two thirds of the 695 names and at most
 	// 70 of the 110 With* functions and methods counted the same way
 	// before it. A surface that grows past it is a decision to make in
-	// review, not by accident.
-	if total > 463 || options > 70 {
-		t.Errorf("%d exported names (budget 463) and %d With* functions or methods (budget 70): cut before adding", total, options)
+	// review, not by accident. Issue 30 added the otelobs package and its
+	// two options, WithMeterProvider (OpenTelemetry's convention for
+	// where instruments are made) and WithHealth (promobs's, meaning the
+	// same): 72.
+	if total > 463 || options > 72 {
+		t.Errorf("%d exported names (budget 463) and %d With* functions or methods (budget 72): cut before adding", total, options)
 	}
 	t.Logf("%d exported names in %d public packages, %d of them With* functions or methods", total, len(pkgs), options)
 }

@@ -9,7 +9,8 @@ import (
 // TestLightPackagesStayLight: a net/http user compiles only the standard
 // library, x/time/rate and golang-lru. core, keyfunc, httpmw, debugpage
 // and slogobs must never pull a web framework, gRPC, a Redis
-// client or the Prometheus client, directly or through another package.
+// client, the Prometheus client or OpenTelemetry, directly or through
+// another package.
 func TestLightPackagesStayLight(t *testing.T) {
 	forbidden := []string{
 		"github.com/gin-gonic/",
@@ -22,6 +23,10 @@ func TestLightPackagesStayLight(t *testing.T) {
 		// Metrics live in promobs; the light packages report through
 		// core.Observer and never pull the Prometheus client.
 		"github.com/prometheus/",
+		// So do they OpenTelemetry, which only otelobs imports: a
+		// net/http user who does not import otelobs compiles none of it.
+		"go.opentelemetry.io/",
+		"github.com/floodgate/floodgate/otelobs",
 	}
 	allowedThirdParty := []string{
 		"github.com/floodgate/floodgate",
@@ -60,11 +65,11 @@ func TestLightPackagesStayLight(t *testing.T) {
 	}
 }
 
-// TestObserversStayOffStores: promobs and debugpage read a store's health
-// through core.HealthReporter and never import redisstore or a Redis
-// client.
+// TestObserversStayOffStores: promobs, otelobs and debugpage read a
+// store's health through core.HealthReporter and never import redisstore
+// or a Redis client.
 func TestObserversStayOffStores(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./promobs", "./debugpage").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", "./promobs", "./otelobs", "./debugpage").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
@@ -74,7 +79,7 @@ func TestObserversStayOffStores(t *testing.T) {
 	}
 	for _, dep := range deps {
 		if strings.HasPrefix(dep, "github.com/floodgate/floodgate/redisstore") || strings.HasPrefix(dep, "github.com/redis/") {
-			t.Errorf("promobs or debugpage depends on %s", dep)
+			t.Errorf("promobs, otelobs or debugpage depends on %s", dep)
 		}
 	}
 }
@@ -118,16 +123,21 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 	}
 }
 
-// TestOptionalPackagesStayLight: the client transports and the rules file
-// pull in the light packages and their own library (the Structured Field
-// parser; a YAML parser and fsnotify), never gRPC, a web framework or a
-// Redis client; rules/grpcrules holds the rules' gRPC interceptors.
+// TestOptionalPackagesStayLight: the client transports, the rules file
+// and the OpenTelemetry observer pull in the light packages and their own
+// library (the Structured Field parser; a YAML parser and fsnotify; the
+// OpenTelemetry API and what it imports), never gRPC, a web framework, a
+// Redis client or the Prometheus client; rules/grpcrules holds the rules'
+// gRPC interceptors.
 func TestOptionalPackagesStayLight(t *testing.T) {
 	light := []string{"github.com/floodgate/floodgate/", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2"}
-	heavy := []string{"grpcmw", "ginmw", "echomw", "redisstore", "rules/grpcrules"}
+	heavy := []string{"grpcmw", "ginmw", "echomw", "redisstore", "rules/grpcrules", "promobs"}
 	for pkg, own := range map[string][]string{
 		"./httpclient": {"github.com/dunglas/httpsfv"},
 		"./rules":      {"go.yaml.in/yaml/v3", "github.com/fsnotify/fsnotify", "golang.org/x/sys"},
+		// The API's global providers log through logr; attribute sets
+		// hash with xxhash; the trace API's auto/sdk.
+		"./otelobs": {"go.opentelemetry.io/otel", "go.opentelemetry.io/auto/sdk", "github.com/go-logr/", "github.com/cespare/xxhash/v2"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {

@@ -12,8 +12,9 @@ import (
 )
 
 // demo sends 15 requests from one client to the API, then reads what the
-// operators see: the request counters of the metrics endpoint, and the
-// debug page's totals, refused without the token and served with it.
+// operators see: the request counters of the metrics endpoint, the same
+// from OpenTelemetry, and the debug page's totals, refused without the
+// token and served with it.
 func demo(ctx context.Context, out io.Writer, apiURL, adminURL, token string) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func(url, auth string) (int, string, error) {
@@ -53,6 +54,20 @@ func demo(ctx context.Context, out io.Writer, apiURL, adminURL, token string) er
 	fmt.Fprintln(out, "\nGET /metrics (the request counters):")
 	for sc := bufio.NewScanner(strings.NewReader(body)); sc.Scan(); {
 		if strings.HasPrefix(sc.Text(), "floodgate_requests_total{") {
+			fmt.Fprintln(out, "  "+sc.Text())
+		}
+	}
+
+	code, body, err = get(adminURL+"/otel-metrics", "")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET /otel-metrics: %d", code)
+	}
+	fmt.Fprintln(out, "\nGET /otel-metrics (the same counters, from OpenTelemetry):")
+	for sc := bufio.NewScanner(strings.NewReader(body)); sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "floodgate.requests{") {
 			fmt.Fprintln(out, "  "+sc.Text())
 		}
 	}

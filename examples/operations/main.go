@@ -1,15 +1,17 @@
 // Command operations runs a rate-limited API the way one deploys it with
-// floodgate's operational pieces: Prometheus metrics (promobs), log lines
-// (slogobs) and the live debug page (debugpage), all fed by the one
-// observer the middleware reports to.
+// floodgate's operational pieces: Prometheus metrics (promobs), the same
+// metrics through OpenTelemetry (otelobs), log lines (slogobs) and the
+// live debug page (debugpage), all fed by the one observer the middleware
+// reports to.
 //
 //	go run ./examples/operations          # serve, send some traffic, print what the metrics say, exit
 //	go run ./examples/operations -serve   # then keep serving, until Ctrl-C or SIGTERM
 //
 // It listens on two loopback ports, as a deployment would on two
 // interfaces: the API (GET /api/hello, 10 requests a minute per client
-// IP) and an admin port for operators, with /metrics for Prometheus and
-// the debug page at /debug/floodgate/. The debug page tells outsiders who
+// IP) and an admin port for operators, with /metrics for Prometheus,
+// /otel-metrics showing what the OpenTelemetry instruments hold, and the
+// debug page at /debug/floodgate/. The debug page tells outsiders who
 // your clients are, so it sits behind a token: FLOODGATE_DEBUG_TOKEN (16
 // characters at least), or else one drawn at random and printed at start.
 // Send it as a bearer token, or, from a browser, as the password of the
@@ -122,6 +124,7 @@ func run(ctx context.Context, cfg config) error {
 	apiURL, adminURL := "http://"+apiLn.Addr().String(), "http://"+adminLn.Addr().String()
 	fmt.Fprintf(cfg.out, "API at %s/api/hello (10 requests a minute per client IP)\n", apiURL)
 	fmt.Fprintf(cfg.out, "metrics at %s/metrics\n", adminURL)
+	fmt.Fprintf(cfg.out, "OpenTelemetry metrics at %s/otel-metrics\n", adminURL)
 	fmt.Fprintf(cfg.out, "debug page at %s/debug/floodgate/\n", adminURL)
 	if drawn {
 		fmt.Fprintf(cfg.out, "debug page token: %s (drawn at random; set %s to choose one)\n", token, tokenVar)
@@ -157,7 +160,7 @@ func debugToken(given string) (token string, drawn bool, err error) {
 
 // servers builds the API server, limited per client IP, and the admin
 // server with the metrics and the debug page; one observer made of the
-// three reporters sees every decision.
+// four reporters sees every decision.
 func servers(log *slog.Logger, token string) (api, admin *http.Server, err error) {
 	lim, err := core.New(core.PerMinute(10).WithName("api"))
 	if err != nil {
@@ -165,6 +168,10 @@ func servers(log *slog.Logger, token string) (api, admin *http.Server, err error
 	}
 	reg := prometheus.NewRegistry()
 	metrics, err := promobs.New(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	otelObs, otelPage, err := otelMetrics()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +186,7 @@ func servers(log *slog.Logger, token string) (api, admin *http.Server, err error
 	// The socket peer is the client. Behind a proxy, say which:
 	// keyfunc.MustClientIP(keyfunc.WithTrustedProxies("10.0.0.0/8")).
 	mw, err := httpmw.New(lim, keyfunc.MustClientIP(),
-		httpmw.WithObserver(core.JoinObservers(metrics, logs, page)))
+		httpmw.WithObserver(core.JoinObservers(metrics, otelObs, logs, page)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,6 +197,7 @@ func servers(log *slog.Logger, token string) (api, admin *http.Server, err error
 	})
 	adminMux := http.NewServeMux()
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	adminMux.Handle("GET /otel-metrics", otelPage)
 	adminMux.Handle("/debug/floodgate/", requireToken(token, page))
 	return &http.Server{Handler: mw.Handler(apiMux), ReadHeaderTimeout: 5 * time.Second},
 		&http.Server{Handler: adminMux, ReadHeaderTimeout: 5 * time.Second}, nil

@@ -15,9 +15,9 @@ import (
 )
 
 // TestRun runs the demo against the real loopback servers and checks what
-// it printed: the addresses, a drawn token, the refusals, the metrics, the
-// debug page refusing and then serving, and the shutdown; and that the
-// refusals were logged.
+// it printed: the addresses, a drawn token, the refusals, the metrics of
+// Prometheus and of OpenTelemetry, the debug page refusing and then
+// serving, and the shutdown; and that the refusals were logged.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	var logs coretest.Buffer
@@ -30,6 +30,7 @@ func TestRun(t *testing.T) {
 	}
 	want := regexp.MustCompile(`^API at http://127\.0\.0\.1:\d+/api/hello \(10 requests a minute per client IP\)
 metrics at http://127\.0\.0\.1:(\d+)/metrics
+OpenTelemetry metrics at http://127\.0\.0\.1:(\d+)/otel-metrics
 debug page at http://127\.0\.0\.1:(\d+)/debug/floodgate/
 debug page token: [0-9a-f]{32} \(drawn at random; set FLOODGATE_DEBUG_TOKEN to choose one\)
 
@@ -38,6 +39,10 @@ debug page token: [0-9a-f]{32} \(drawn at random; set FLOODGATE_DEBUG_TOKEN to c
 GET /metrics \(the request counters\):
   floodgate_requests_total\{limit="api",outcome="allowed",shadow="false",transport="http"\} 10
   floodgate_requests_total\{limit="api",outcome="denied",shadow="false",transport="http"\} 5
+
+GET /otel-metrics \(the same counters, from OpenTelemetry\):
+  floodgate\.requests\{limit=api,outcome=allowed,shadow=false,transport=http\} 10
+  floodgate\.requests\{limit=api,outcome=denied,shadow=false,transport=http\} 5
 
 GET /debug/floodgate/ without the token: 401
 GET /debug/floodgate/ with the token: 200, 10 allowed and 5 denied so far
@@ -56,7 +61,7 @@ $`)
 
 // TestServe keeps the servers running as an operator would, with the
 // token from the environment, and checks the admin port from outside: the
-// metrics scrape, the debug page refuses a missing or wrong token and
+// metrics scrape, the OpenTelemetry metrics, the debug page refuses a missing or wrong token and
 // serves the right one as a bearer token and as a browser's password; the
 // token is never printed; stopped, the servers say so.
 func TestServe(t *testing.T) {
@@ -123,6 +128,11 @@ func TestServe(t *testing.T) {
 	resp, metrics := get(a.admin+"/metrics", nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(metrics, `floodgate_requests_total{limit="api",outcome="denied",shadow="false",transport="http"} 6`) {
 		t.Errorf("metrics: %d\n%s", resp.StatusCode, metrics)
+	}
+
+	resp, otelMetrics := get(a.admin+"/otel-metrics", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(otelMetrics, "floodgate.requests{limit=api,outcome=denied,shadow=false,transport=http} 6\n") {
+		t.Errorf("OpenTelemetry metrics: %d\n%s", resp.StatusCode, otelMetrics)
 	}
 
 	page := a.admin + "/debug/floodgate/"

@@ -1,0 +1,68 @@
+package otelobs
+
+import (
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/option"
+)
+
+// Option configures an [Observer] made by [New].
+type Option func(*options)
+
+// options is what the Options set, with errs collecting their mistakes.
+type options struct {
+	provider metric.MeterProvider // nil: the global one, read at New
+	breakers []breakerSource
+	errs     option.Errors
+}
+
+// breakerSource is one store's health, which the callback reads at each
+// collection.
+type breakerSource struct {
+	name   string
+	health core.HealthReporter
+}
+
+// WithMeterProvider sets where the instruments are made (default: the
+// global MeterProvider, otel.GetMeterProvider(), as read when [New] runs;
+// until the application sets one, the global provider forwards to it once
+// it does). The Observer asks it for the meter named
+// "github.com/floodgate/floodgate/otelobs".
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) {
+		if o.errs.Require(mp != nil, "WithMeterProvider(nil); leave the option out for the global MeterProvider") {
+			o.provider = mp
+		}
+	}
+}
+
+// WithHealth reports the health of a limiter's shared store, read from r
+// at each collection (a redisstore Limiter, Stack or Dynamic: see
+// core.HealthReporter), as floodgate.breaker.state{breaker=name, state}:
+// 1 for the state its circuit breaker is in, 0 for the others; and the
+// store's counters floodgate.fallback.decisions{breaker=name, side},
+// floodgate.fallback.primary_failures, floodgate.breaker.opens,
+// floodgate.store.leases and floodgate.store.returned_units. name tells
+// stores apart ("redis") and must be unique among them. The option means
+// what promobs's WithHealth means.
+func WithHealth(name string, r core.HealthReporter) Option {
+	return func(o *options) {
+		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to report, such as a redisstore.Limiter", name) {
+			o.addBreaker(breakerSource{name: name, health: r})
+		}
+	}
+}
+
+// addBreaker adds b unless it has no name or the name of another.
+func (o *options) addBreaker(b breakerSource) {
+	if !o.errs.Require(b.name != "", "breaker name is empty; name it after what it guards (\"redis\")") {
+		return
+	}
+	for _, x := range o.breakers {
+		if !o.errs.Require(x.name != b.name, "two breakers are named %q; give each its own name", b.name) {
+			return
+		}
+	}
+	o.breakers = append(o.breakers, b)
+}
