@@ -1,0 +1,313 @@
+package floodgate_test
+
+import (
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/rls"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+// TestTransportsDocumented: core.Event.Transport's documentation and
+// promobs's, whose transport label it becomes, name every transport an
+// adapter or the Envoy service reports, quoted as it is reported.
+func TestTransportsDocumented(t *testing.T) {
+	var seen []string
+	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if !slices.Contains(seen, e.Transport) {
+			seen = append(seen, e.Transport)
+		}
+	})
+	lim := core.MustNew(core.PerSecond(10))
+	h := httpmw.MustNew(lim, keyfunc.MustClientIP(), httpmw.WithObserver(obs)).Handler(http.NotFoundHandler())
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	unary := grpcmw.MustNew(lim, grpcmw.KeyByMethod(), grpcmw.WithObserver(obs)).UnaryServerInterceptor()
+	_, err := unary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/shop.Orders/Create"},
+		func(context.Context, any) (any, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen = append(seen, rls.Transport) // the service reports through its own observer
+	if len(seen) != 3 {
+		t.Fatalf("transports seen: %q, want http's, grpc's and the service's", seen)
+	}
+	docs := map[string]string{
+		"core.Event.Transport": fieldDoc(t, "core/observer.go", "Event", "Transport"),
+		"promobs":              packageDoc(t, "promobs/doc.go"),
+	}
+	for where, text := range docs {
+		for _, tr := range seen {
+			if !strings.Contains(text, `"`+tr+`"`) {
+				t.Errorf("%s's documentation does not name the transport %q", where, tr)
+			}
+		}
+	}
+}
+
+// TestDocsImportNoInternalName: no package comment or exported
+// declaration's doc comment of a library package (non-internal, not a
+// command) sends a reader to an identifier of one of the module's internal
+// packages (say coretest.Clock), which no program outside the module can
+// import. Naming the directory (internal/coretest) as where something
+// lives is fine.
+func TestDocsImportNoInternalName(t *testing.T) {
+	pkgs := listPackages(t, "./...")
+	var internal []string
+	for _, p := range pkgs {
+		if isInternal(p.ImportPath) {
+			internal = append(internal, regexp.QuoteMeta(p.Name))
+		}
+	}
+	if len(internal) < 5 {
+		t.Fatalf("found only %d internal packages", len(internal))
+	}
+	use := regexp.MustCompile(`(^|[^\w/.])(` + strings.Join(internal, "|") + `)\.[A-Z]\w*`)
+	for _, p := range pkgs {
+		if isInternal(p.ImportPath) || p.Name == "main" {
+			continue
+		}
+		fset := token.NewFileSet()
+		files, err := parseFiles(fset, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			for _, g := range exportedDocComments(f) {
+				for _, c := range g.List {
+					if m := use.FindString(c.Text); m != "" {
+						p := fset.Position(c.Pos())
+						t.Errorf("%s:%d: %q names an internal package's identifier, which a user cannot import", p.Filename, p.Line, strings.TrimLeft(m, " \t(\"'`"))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReadmeNetHTTPDeps: the modules the README says a net/http user
+// compiles are those `go list -deps ./httpmw` lists beside the standard
+// library and floodgate itself.
+func TestReadmeNetHTTPDeps(t *testing.T) {
+	claim := readmeParagraph(t, "a net/http user compiles")
+	said := backquotedPaths(claim)
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", "./httpmw").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./httpmw: %v", err)
+	}
+	var deps []string
+	for _, m := range strings.Fields(string(out)) {
+		if m != "github.com/floodgate/floodgate" && !slices.Contains(deps, m) {
+			deps = append(deps, m)
+		}
+	}
+	slices.Sort(deps)
+	if !slices.Equal(said, deps) {
+		t.Errorf("README says a net/http user compiles %q beside the standard library; go list -deps ./httpmw says %q\n%s", said, deps, claim)
+	}
+}
+
+// TestReadmeRedisTestPackages: the packages the README says start their
+// own redis-server in their tests are those whose tests depend on
+// internal/redistest or internal/redisproc (the module's two ways of
+// starting one), and those two.
+func TestReadmeRedisTestPackages(t *testing.T) {
+	claim := readmeParagraph(t, "start their own `redis-server`")
+	list := regexp.MustCompile("\\(([^()]*)\\)\\s+start their own `redis-server`").FindStringSubmatch(claim)
+	if list == nil {
+		t.Fatalf("README.md does not list the packages, in parentheses, before \"start their own `redis-server`\":\n%s", claim)
+	}
+	var said []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(list[1], -1) {
+		said = append(said, m[1])
+	}
+	slices.Sort(said)
+	const mod = "github.com/floodgate/floodgate/"
+	out, err := exec.Command("go", "list", "-test", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list -test: %v", err)
+	}
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		pkg, isTest := strings.CutSuffix(f[0], ".test")
+		if !isTest && f[0] != mod+"internal/redistest" && f[0] != mod+"internal/redisproc" {
+			continue
+		}
+		if isTest && !slices.Contains(f[1:], mod+"internal/redistest") && !slices.Contains(f[1:], mod+"internal/redisproc") {
+			continue
+		}
+		if dir := strings.TrimPrefix(pkg, mod); !slices.Contains(want, dir) {
+			want = append(want, dir)
+		}
+	}
+	slices.Sort(want)
+	if len(want) < 3 {
+		t.Fatalf("go list found only %q", want)
+	}
+	if !slices.Equal(said, want) {
+		t.Errorf("README names %q as the packages whose tests start redis-server; go list says %q\n%s", said, want, claim)
+	}
+}
+
+// exportedDocComments returns the package comment of f and the doc
+// comments of its exported declarations: what go doc shows a user.
+func exportedDocComments(f *ast.File) []*ast.CommentGroup {
+	var out []*ast.CommentGroup
+	add := func(g *ast.CommentGroup) {
+		if g != nil {
+			out = append(out, g)
+		}
+	}
+	add(f.Doc)
+	fields := func(t ast.Expr) {
+		var list *ast.FieldList
+		switch t := t.(type) {
+		case *ast.StructType:
+			list = t.Fields
+		case *ast.InterfaceType:
+			list = t.Methods
+		}
+		if list == nil {
+			return
+		}
+		for _, fl := range list.List {
+			if len(fl.Names) > 0 && fl.Names[0].IsExported() {
+				add(fl.Doc)
+			}
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv.List[0].Type)) {
+				add(d.Doc)
+			}
+		case *ast.GenDecl:
+			exported := false
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						exported = true
+						add(s.Doc)
+						fields(s.Type)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							exported = true
+							add(s.Doc)
+							break
+						}
+					}
+				}
+			}
+			if exported {
+				add(d.Doc)
+			}
+		}
+	}
+	return out
+}
+
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(t ast.Expr) bool {
+	for {
+		switch e := t.(type) {
+		case *ast.StarExpr:
+			t = e.X
+		case *ast.IndexExpr:
+			t = e.X
+		case *ast.IndexListExpr:
+			t = e.X
+		case *ast.Ident:
+			return e.IsExported()
+		default:
+			return false
+		}
+	}
+}
+
+// readmeParagraph returns the paragraph of README.md that holds phrase.
+func readmeParagraph(t *testing.T, phrase string) string {
+	t.Helper()
+	md, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, p := range strings.Split(string(md), "\n\n") {
+		if strings.Contains(p, phrase) {
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("README.md has %d paragraphs saying %q, want 1", len(found), phrase)
+	}
+	return found[0]
+}
+
+// backquotedPaths returns the module paths a text quotes, sorted.
+func backquotedPaths(text string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("`([a-z0-9.-]+\\.[a-z]+/[^` ]+)`").FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// packageDoc returns the package comment of a file.
+func packageDoc(t *testing.T, file string) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Doc.Text()
+}
+
+// fieldDoc returns the doc comment of a struct field declared in file.
+func fieldDoc(t *testing.T, file, typ, field string) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != typ {
+			return true
+		}
+		for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+			for _, name := range fl.Names {
+				if name.Name == field {
+					doc = fl.Doc.Text()
+				}
+			}
+		}
+		return false
+	})
+	if doc == "" {
+		t.Fatalf("%s: no documented field %s.%s", file, typ, field)
+	}
+	return doc
+}
