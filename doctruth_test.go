@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -239,6 +240,89 @@ func exportedRecv(t ast.Expr) bool {
 			return e.IsExported()
 		default:
 			return false
+		}
+	}
+}
+
+// TestEnvoyFlagsDocumented: docs/envoy.md's Flags table has one row per
+// flag of floodgate-ratelimit, and each row's second cell names the
+// variables of floodgate's own that set the flag (read in main.go's parse
+// as the flag's default), or says none.
+func TestEnvoyFlagsDocumented(t *testing.T) {
+	const src = "cmd/floodgate-ratelimit/main.go"
+	f, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string][]string{} // flag: the variables read for its default
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || len(call.Args) < 3 {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "fs" {
+			return true
+		}
+		args := call.Args
+		if strings.HasSuffix(sel.Sel.Name, "Var") {
+			args = args[1:]
+		}
+		name, ok := args[0].(*ast.BasicLit)
+		if !ok || name.Kind != token.STRING {
+			return true
+		}
+		vars := []string{}
+		ast.Inspect(args[1], func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "get" {
+					vars = append(vars, strings.Trim(c.Args[0].(*ast.BasicLit).Value, `"`))
+				}
+			}
+			return true
+		})
+		flags["-"+strings.Trim(name.Value, `"`)] = vars
+		return true
+	})
+	if len(flags) < 8 {
+		t.Fatalf("%s: found only %d flags: %v", src, len(flags), flags)
+	}
+	md, err := os.ReadFile("docs/envoy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(md), "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) > 3 && strings.HasPrefix(strings.TrimSpace(cells[1]), "`-") {
+			rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = strings.TrimSpace(cells[2])
+		}
+	}
+	names := slices.Sorted(maps.Keys(flags))
+	for _, flag := range names {
+		vars := flags[flag]
+		cell, ok := rows[flag]
+		switch {
+		case !ok:
+			t.Errorf("docs/envoy.md's Flags table has no row for %s", flag)
+		case len(vars) == 0 && cell != "none":
+			t.Errorf("docs/envoy.md: %s has no variable of floodgate's own, but its row says %q", flag, cell)
+		case len(vars) > 0:
+			var said []string
+			for _, m := range regexp.MustCompile("`([A-Z_]+)`").FindAllStringSubmatch(cell, -1) {
+				said = append(said, m[1])
+			}
+			if !slices.Equal(said, vars) {
+				t.Errorf("docs/envoy.md: %s is set by %q, but its row says %q", flag, vars, cell)
+			}
+		}
+	}
+	for _, flag := range slices.Sorted(maps.Keys(rows)) {
+		if _, ok := flags[flag]; !ok {
+			t.Errorf("docs/envoy.md's Flags table has a row for %s, which %s does not define", flag, src)
 		}
 	}
 }
