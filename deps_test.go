@@ -7,7 +7,8 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw, debugpage
+// library and golang-lru (TestReadmeNetHTTPDeps holds the README to the
+// same list). core, keyfunc, httpmw, debugpage
 // and slogobs must never pull a web framework, gRPC, a Redis
 // client or the Prometheus client, directly or through another package.
 func TestLightPackagesStayLight(t *testing.T) {
@@ -25,7 +26,6 @@ func TestLightPackagesStayLight(t *testing.T) {
 	}
 	allowedThirdParty := []string{
 		"github.com/floodgate/floodgate",
-		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
 	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./debugpage", "./slogobs"} {
@@ -123,7 +123,7 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 // parser; a YAML parser and fsnotify), never gRPC, a web framework or a
 // Redis client; rules/grpcrules holds the rules' gRPC interceptors.
 func TestOptionalPackagesStayLight(t *testing.T) {
-	light := []string{"github.com/floodgate/floodgate/", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2"}
+	light := []string{"github.com/floodgate/floodgate/", "github.com/hashicorp/golang-lru/v2"}
 	heavy := []string{"grpcmw", "ginmw", "echomw", "redisstore", "rules/grpcrules"}
 	for pkg, own := range map[string][]string{
 		"./httpclient": {"github.com/dunglas/httpsfv"},

@@ -23,7 +23,7 @@ import (
 // brackets, and one to a name that lives only in a test file (say a
 // method export_test.go adds) points a reader at nothing.
 func TestDocLinks(t *testing.T) {
-	r := newDocResolver(t)
+	r := newDocResolver(t, "./...")
 	n := 0
 	for _, p := range listPackages(t, "./...") {
 		if isInternal(p.ImportPath) {
@@ -94,15 +94,19 @@ type docResolver struct {
 	docs   map[string]*doc.Package
 }
 
-func newDocResolver(t *testing.T) *docResolver {
+// newDocResolver returns a resolver that knows the packages patterns
+// match and their dependencies at once, and asks go list for any other.
+func newDocResolver(t *testing.T, patterns ...string) *docResolver {
 	r := &docResolver{t: t, listed: map[string]listedPackage{}, docs: map[string]*doc.Package{}}
-	for _, p := range listPackages(t, "-deps", "./...") {
-		r.listed[p.ImportPath] = p
+	if len(patterns) > 0 {
+		for _, p := range listPackages(t, append([]string{"-deps"}, patterns...)...) {
+			r.listed[p.ImportPath] = p
+		}
 	}
 	return r
 }
 
-// listed returns what go list says of the package at path.
+// list returns what go list says of the package at path.
 func (r *docResolver) list(path string) (listedPackage, bool) {
 	if p, ok := r.listed[path]; ok {
 		return p, p.Dir != ""

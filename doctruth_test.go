@@ -10,10 +10,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"google.golang.org/grpc"
 
@@ -104,7 +106,7 @@ func TestDocsImportNoInternalName(t *testing.T) {
 // compiles are those `go list -deps ./httpmw` lists beside the standard
 // library and floodgate itself.
 func TestReadmeNetHTTPDeps(t *testing.T) {
-	claim := readmeParagraph(t, "a net/http user compiles")
+	claim := readmeParagraph(t, "net/http user compiles")
 	said := backquotedPaths(claim)
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", "./httpmw").Output()
 	if err != nil {
@@ -394,4 +396,79 @@ func fieldDoc(t *testing.T, file, typ, field string) string {
 		t.Fatalf("%s: no documented field %s.%s", file, typ, field)
 	}
 	return doc
+}
+
+// TestMarkdownLinks: every relative link of README.md and docs/*.md names
+// a file of the repository, and a #fragment names a heading of its page
+// (as GitHub makes heading anchors), so that moving text between pages
+// breaks no link.
+func TestMarkdownLinks(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{"README.md"}, pages...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	n := 0
+	for _, page := range pages {
+		md, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(md), "\n") {
+			for _, m := range link.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				n++
+				file, frag, _ := strings.Cut(target, "#")
+				path := page
+				if file != "" {
+					path = filepath.Join(filepath.Dir(page), file)
+				}
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s:%d: link %s: no file %s", page, i+1, target, path)
+					continue
+				}
+				if frag != "" && !slices.Contains(headingAnchors(t, path), frag) {
+					t.Errorf("%s:%d: link %s: %s has no heading #%s", page, i+1, target, path, frag)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found only %d relative links", n)
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown file: lower case, spaces to hyphens, punctuation dropped.
+func headingAnchors(t *testing.T, path string) []string {
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inCode := false
+	for _, l := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(l, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
