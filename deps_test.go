@@ -7,7 +7,8 @@ import (
 )
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
-// library, x/time/rate and golang-lru. core, keyfunc, httpmw, debugpage
+// library and golang-lru (TestReadmeNetHTTPDeps holds the README to the
+// same list). core, keyfunc, httpmw, debugpage
 // and slogobs must never pull a web framework, gRPC, a Redis
 // client, the Prometheus client or OpenTelemetry, directly or through
 // another package.
@@ -30,7 +31,6 @@ func TestLightPackagesStayLight(t *testing.T) {
 	}
 	allowedThirdParty := []string{
 		"github.com/floodgate/floodgate",
-		"golang.org/x/time",
 		"github.com/hashicorp/golang-lru/v2",
 	}
 	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./debugpage", "./slogobs"} {
@@ -130,7 +130,7 @@ func TestGRPCStaysOffHTTP(t *testing.T) {
 // Redis client or the Prometheus client; rules/grpcrules holds the rules'
 // gRPC interceptors.
 func TestOptionalPackagesStayLight(t *testing.T) {
-	light := []string{"github.com/floodgate/floodgate/", "golang.org/x/time", "github.com/hashicorp/golang-lru/v2"}
+	light := []string{"github.com/floodgate/floodgate/", "github.com/hashicorp/golang-lru/v2"}
 	heavy := []string{"grpcmw", "ginmw", "echomw", "redisstore", "rules/grpcrules", "promobs"}
 	for pkg, own := range map[string][]string{
 		"./httpclient": {"github.com/dunglas/httpsfv"},

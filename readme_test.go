@@ -11,14 +11,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// snippetImports are the packages README snippets may name without
-// importing them, by the name they are used under.
+// snippetImports are the packages the snippets of README.md and docs/*.md
+// may name without importing them, by the name they are used under.
 var snippetImports = map[string]string{
 	"context":    "context",
 	"errors":     "errors",
@@ -49,50 +50,58 @@ var snippetImports = map[string]string{
 	"grpc":       "google.golang.org/grpc",
 }
 
-// snippetPrelude declares the names README snippets use without
-// defining them: what a reader's program already has.
+// snippetPrelude declares the only names snippets use without defining
+// them: what a reader's program already has before it adds rate limits.
+// Every limiter, middleware and observer a snippet uses, it builds.
 const snippetPrelude = `
 var (
-	addr                               string
-	mux, admin                         *http.ServeMux
-	lim, loginLim, createLim, ordersLim core.Limiter
-	rdb                                redis.UniversalClient
-	shared                             *redisstore.Limiter
-	r                                  *gin.Engine
-	e                                  *echo.Echo
-	loginGin                           gin.HandlerFunc
-	loginEcho                          echo.HandlerFunc
-	handler                            http.Handler
-	logger                             *slog.Logger
-	requireOperator                    func(http.Handler) http.Handler
+	addr            string                          // where the server listens
+	mux             *http.ServeMux                  // the application's routes
+	rdb             redis.UniversalClient           // the application's Redis client, in the Redis pages
+	requireOperator func(http.Handler) http.Handler // the application's own authentication, for admin pages
 )
 `
 
-// TestReadmeSnippets type-checks every Go block of README.md against the
-// module as it is, so that the README never shows an API that is gone. A
-// block that starts with "package" is a whole file; any other block is a
-// function body (its top-level declarations aside), checked with the
-// prelude's names in scope. Unused variables and imports are not errors
-// here: a snippet shows a step, not a program.
+// TestReadmeSnippets type-checks every Go block of README.md and
+// docs/*.md against the module as it is, so that no page shows an API that
+// is gone or a name it never builds. A block that starts with "package" is
+// a whole file; any other block is a function body (its top-level
+// declarations aside), checked with only the prelude's names in scope.
+// Unused variables and imports are not errors here: a snippet shows a
+// step, not a program.
 func TestReadmeSnippets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the export data of the packages the snippets name")
 	}
-	md, err := os.ReadFile("README.md")
+	pages, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlocks(string(md))
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no Go blocks")
-	}
+	pages = append([]string{"README.md"}, pages...)
 	imp := exportImporter(t)
+	total := 0
+	for _, page := range pages {
+		md, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := goBlocks(string(md))
+		total += len(blocks)
+		checkSnippets(t, imp, page, blocks)
+	}
+	if total < 10 {
+		t.Fatalf("found only %d Go blocks in %q", total, pages)
+	}
+}
+
+// checkSnippets type-checks the Go blocks of one page.
+func checkSnippets(t *testing.T, imp types.Importer, page string, blocks []block) {
 	for i, b := range blocks {
 		src := snippetFile(b.code)
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, "snippet.go", src, parser.SkipObjectResolution)
 		if err != nil {
-			t.Errorf("README.md:%d: block %d does not parse: %v\n%s", b.line, i+1, err, b.code)
+			t.Errorf("%s:%d: block %d does not parse: %v\n%s", page, b.line, i+1, err, b.code)
 			continue
 		}
 		var errs []string
@@ -105,7 +114,7 @@ func TestReadmeSnippets(t *testing.T) {
 		}}
 		conf.Check("snippet", fset, []*ast.File{f}, nil)
 		if len(errs) > 0 {
-			t.Errorf("README.md:%d: block %d does not compile against the module:\n\t%s\n%s", b.line, i+1, strings.Join(errs, "\n\t"), b.code)
+			t.Errorf("%s:%d: block %d does not compile against the module:\n\t%s\n%s", page, b.line, i+1, strings.Join(errs, "\n\t"), b.code)
 		}
 	}
 }

@@ -48,14 +48,14 @@ func newEchoLimiter(tb testing.TB, events, burst int) http.Handler {
 }
 
 // newEchomw is floodgate's echomw in the same router, as a comparison with
-// Echo's limiter on equal footing.
-func newEchomw(alg core.Algorithm) func(testing.TB, int, int) http.Handler {
+// Echo's limiter on equal footing, with httpmw's options opts.
+func newEchomw(alg core.Algorithm, opts ...httpmw.Option) func(testing.TB, int, int) http.Handler {
 	return func(tb testing.TB, events, burst int) http.Handler {
 		lim, err := core.New((core.Limit{Events: events, Period: period, Burst: burst, Name: "bench"}).WithAlgorithm(alg))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		l, err := httpmw.New(lim, keyfunc.MustClientIP())
+		l, err := httpmw.New(lim, keyfunc.MustClientIP(), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -64,9 +64,10 @@ type middleware struct {
 	// base names the row this one's overhead is taken over: "bare" for
 	// net/http middleware, "echo-bare" for Echo's; "" for those two.
 	base string
-	// quiet: the middleware sends no rate-limit header on an admitted
-	// request (Echo's limiter sends none).
-	quiet bool
+	// fields is how many rate-limit fields the middleware sends on an
+	// admitted request (TestMiddlewarePolicy checks it): the comparisons
+	// are on equal terms only between rows that send as many.
+	fields int
 	// new returns the handler under test around bare, configured with policy
 	// (events per period, burst), keyed by the socket peer.
 	new func(tb testing.TB, events, burst int) http.Handler
@@ -75,19 +76,23 @@ type middleware struct {
 // middlewares lists each library's own net/http middleware with its default
 // response headers, keyed by the client address in RemoteAddr.
 var middlewares = []middleware{
-	{"bare", "", false, func(testing.TB, int, int) http.Handler { return bare }},
-	{"floodgate", "bare", false, newFloodgateMW(core.TokenBucket)},
-	{"floodgate-gcra", "bare", false, newFloodgateMW(core.GCRA)},
-	// The same without its five header fields (WithHeaders(HeadersNone)):
-	// not a configuration to compare with the others, which send theirs,
-	// but what the fields cost, measured beside Echo's limiter, which
-	// sends none.
-	{"floodgate-gcra-quiet", "bare", true, newFloodgateMW(core.GCRA, httpmw.WithHeaders(core.HeadersNone))},
-	{"echo-bare", "", false, newEchoBare},
-	{"echo-limiter", "echo-bare", true, newEchoLimiter},
-	{"floodgate-echomw", "echo-bare", false, newEchomw(core.TokenBucket)},
-	{"floodgate-echomw-gcra", "echo-bare", false, newEchomw(core.GCRA)},
-	{"sethvargo", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
+	{"bare", "", 0, func(testing.TB, int, int) http.Handler { return bare }},
+	{"floodgate", "bare", 5, newFloodgateMW(core.TokenBucket)},
+	{"floodgate-gcra", "bare", 5, newFloodgateMW(core.GCRA)},
+	// Quiet mode (WithHeaders(HeadersNone)) sends no field on an admitted
+	// request, as Echo's limiter does: the rows to set beside it. The
+	// legacy style sends the three X-RateLimit-* fields, as many as each
+	// peer below.
+	{"floodgate-quiet", "bare", 0, newFloodgateMW(core.TokenBucket, httpmw.WithHeaders(core.HeadersNone))},
+	{"floodgate-gcra-quiet", "bare", 0, newFloodgateMW(core.GCRA, httpmw.WithHeaders(core.HeadersNone))},
+	{"floodgate-legacy", "bare", 3, newFloodgateMW(core.TokenBucket, httpmw.WithHeaders(core.HeadersLegacy))},
+	{"echo-bare", "", 0, newEchoBare},
+	{"echo-limiter", "echo-bare", 0, newEchoLimiter},
+	{"floodgate-echomw", "echo-bare", 5, newEchomw(core.TokenBucket)},
+	{"floodgate-echomw-gcra", "echo-bare", 5, newEchomw(core.GCRA)},
+	{"floodgate-echomw-quiet", "echo-bare", 0, newEchomw(core.TokenBucket, httpmw.WithHeaders(core.HeadersNone))},
+	{"floodgate-echomw-gcra-quiet", "echo-bare", 0, newEchomw(core.GCRA, httpmw.WithHeaders(core.HeadersNone))},
+	{"sethvargo", "bare", 3, func(tb testing.TB, events, burst int) http.Handler {
 		// Tokens is both the refill per Interval and the burst. A tick
 		// refills interval/Tokens tokens (in nanoseconds, truncated), so
 		// with more Tokens than nanoseconds in the Interval (2³⁰ a second)
@@ -108,16 +113,16 @@ var middlewares = []middleware{
 		}
 		return m.Handle(bare)
 	}},
-	{"httprate", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
+	{"httprate", "bare", 3, func(tb testing.TB, events, burst int) http.Handler {
 		// A sliding-window counter: the quota per window is the only number.
 		return httprate.LimitByIP(burst, period)(bare)
 	}},
-	{"ulule", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
+	{"ulule", "bare", 3, func(tb testing.TB, events, burst int) http.Handler {
 		// A fixed window: Limit per Period is the only number.
 		l := ulule.New(ululemem.NewStore(), ulule.Rate{Period: period, Limit: int64(burst)})
 		return stdlib.NewMiddleware(l).Handler(bare)
 	}},
-	{"throttled", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
+	{"throttled", "bare", 3, func(tb testing.TB, events, burst int) http.Handler {
 		st, err := memstore.New(core.DefaultCapacity)
 		if err != nil {
 			tb.Fatal(err)
@@ -128,7 +133,7 @@ var middlewares = []middleware{
 		}
 		return (&throttled.HTTPRateLimiter{RateLimiter: l, VaryBy: &throttled.VaryBy{RemoteAddr: true}}).RateLimit(bare)
 	}},
-	{"tollbooth", "bare", false, func(tb testing.TB, events, burst int) http.Handler {
+	{"tollbooth", "bare", 6, func(tb testing.TB, events, burst int) http.Handler {
 		lmt := tollbooth.NewLimiter(float64(events), nil)
 		lmt.SetBurst(burst)
 		// The socket peer only, like every other middleware here (its

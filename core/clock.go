@@ -8,8 +8,22 @@ import "time"
 //
 // The default clock ([SystemClock]) is monotonic: it reads the wall clock once
 // at start-up and adds monotonic time elapsed since, so that it costs one
-// monotonic read per call and ignores wall-clock jumps. Tests use
-// coretest.Clock, which only moves when told to.
+// monotonic read per call and ignores wall-clock jumps.
+//
+// A test clock is a few lines of your own; this module's is internal
+// (internal/coretest), so it cannot be imported. One that moves only when
+// told to:
+//
+//	type testClock struct{ ns atomic.Int64 }
+//
+//	func (c *testClock) Now() int64 { return c.ns.Load() }
+//	func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+//
+//	clock := &testClock{}
+//	clock.ns.Store(time.Unix(0, 0).UnixNano())
+//	lim, err := core.New(core.PerSecond(10), core.WithClock(clock))
+//
+// [WithClock]'s example runs it.
 type Clock interface {
 	Now() int64
 }

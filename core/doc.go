@@ -104,11 +104,11 @@
 // never after Commit, whoever calls either and however often (ad serving:
 // check the frequency cap before the auction, keep the unit only for the ad
 // shown). A refund never lifts a key above a whole quota; the shared
-// decision tables of core/coretest play refunds on every store.
+// decision tables (internal/coretest) play refunds on every store.
 //
 // Time is injected: limiters read a [Clock] once per decision. The default
-// is monotonic and cheap; tests use coretest.Clock, which moves only when
-// told to, so that every expected value is exact.
+// is monotonic and cheap; tests pass a clock that moves only when told to
+// ([Clock] shows one), so that every expected value is exact.
 //
 //	lim, err := core.New(core.PerSecond(10).WithBurst(20))
 //	if err != nil { ... }

@@ -65,8 +65,9 @@ func (o Outcome) String() string {
 // [Observer]. It is passed by value and must not be kept past the call
 // except by copying what is needed.
 type Event struct {
-	// Transport is the adapter family: "http" (net/http, Gin, Echo) or
-	// "grpc".
+	// Transport is the adapter family: "http" (net/http, Gin, Echo),
+	// "grpc", or "envoy-rls" (the Envoy rate-limit service,
+	// cmd/floodgate-ratelimit).
 	Transport string
 	// Outcome is how the request ended.
 	Outcome Outcome

@@ -33,7 +33,7 @@ func defaultOptions() options {
 }
 
 // WithClock sets the clock decisions read (default [SystemClock]). Tests pass
-// a coretest.Clock.
+// a clock that moves only when told to ([Clock] shows one).
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithCapacity sets the most keys the limiter tracks at once (default

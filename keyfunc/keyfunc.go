@@ -47,7 +47,7 @@ var (
 // key. When the header appears more than once the first value is used,
 // like http.Header.Get, so the key matches what the rest of the handler
 // chain reads. A missing or empty header is an error matching ErrNoKey; a
-// value longer than maxKeyLen is an error matching clientip.ErrTooLarge.
+// value longer than 4096 bytes is an error matching core.ErrKeyTooLarge.
 //
 // Header panics if name is not a valid header name, as that is a
 // programming error best found at startup.
@@ -102,7 +102,8 @@ func path(r *http.Request) (string, error) {
 }
 
 // Method keys by the request method. An empty method is GET, as net/http
-// defines it; one longer than maxKeyLen is an error matching clientip.ErrTooLarge.
+// defines it; one longer than 4096 bytes is an error matching
+// core.ErrKeyTooLarge.
 func Method() Func {
 	return method
 }

@@ -28,7 +28,8 @@
 //     request an adapter checked. limit is the name of the limit that
 //     decided (core.Limit.Name, set with WithName), "" when no limit did:
 //     a bad key or cost, an error, a store failure. transport is "http"
-//     (net/http, Gin, Echo) or "grpc"; outcome is one of allowed, shaped,
+//     (net/http, Gin, Echo), "grpc", or "envoy-rls" (the Envoy rate-limit
+//     service, cmd/floodgate-ratelimit); outcome is one of allowed, shaped,
 //     denied, bad_key, bad_cost, error, store_error, canceled
 //     (core.Outcome.String); shadow is "true" for requests a limiter in
 //     shadow mode let through whatever its outcome says.

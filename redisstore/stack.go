@@ -21,9 +21,10 @@ import (
 // same limit named) and plays the same tables.
 //
 // A layer's state is held where a Limiter with that layer's limit and
-// algorithm, and the stack's prefix, would hold it (see [Stack.Keys]); the
-// keys of one request share a hash slot, so a stack runs on a Cluster as
-// one script on one master. A layer may be any algorithm; with a
+// algorithm, and the stack's prefix, would hold it (the package
+// documentation's Keys section gives the layout); the keys of one request
+// share a hash slot, so a stack runs on a Cluster as one script on one
+// master. A layer may be any algorithm; with a
 // concurrency layer (core.Concurrency) every admission carries a Lease,
 // held in each concurrency layer, renewed every third of WithLeaseTTL while
 // held and released in one round trip: release

@@ -30,7 +30,8 @@
 // SIGTERM it stops taking calls, gives those in flight up to -grace, and
 // exits.
 //
-// Every flag has an environment variable; run with -h for the list.
+// Most flags have an environment variable of floodgate's own (-check,
+// -grace and -merge-domains do not); run with -h for the list.
 // envoyproxy/ratelimit's own variables (HOST, PORT, GRPC_PORT, REDIS_URL,
 // RUNTIME_ROOT, ...: all 114 of them) are each honoured with its meaning
 // or refused at start by name, with what to use instead (settings.go;
