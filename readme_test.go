@@ -42,6 +42,7 @@ var snippetImports = map[string]string{
 	"redisstore": "github.com/floodgate/floodgate/redisstore",
 	"rules":      "github.com/floodgate/floodgate/rules",
 	"slogobs":    "github.com/floodgate/floodgate/slogobs",
+	"otelobs":    "github.com/floodgate/floodgate/otelobs",
 	"gin":        "github.com/gin-gonic/gin",
 	"echo":       "github.com/labstack/echo/v4",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
