@@ -138,7 +138,7 @@ func TestCompileErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
 		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:5: rules[0].algorithm: core: SlidingLog: 100000 events`},
 		{"log too long in the limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s algorithm=sliding-log\n", `r.yaml:4: rules[0].limit: core: limit "100000/s algorithm=sliding-log": SlidingLog: 100000 events`},
-		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: rules: no key named "tenant"; register it with rules.WithKey`},
+		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: unknown key "tenant"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered none`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,5 +322,28 @@ func TestBurstZero(t *testing.T) {
 	zero, none := rule("5/s burst=0"), rule("5/s")
 	if !reflect.DeepEqual(zero, none) || zero.policy() != none.policy() || zero.Limits[0].EffectiveBurst() != 5 {
 		t.Errorf("burst=0: %+v (policy %s); without: %+v (policy %s)", zero, zero.policy(), none, none.policy())
+	}
+}
+
+// TestUnknownKey: a key that is neither built in nor registered is
+// reported with every key the file could have used, so that a typo shows
+// beside what was meant.
+func TestUnknownKey(t *testing.T) {
+	const src = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: ipp\n"
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"none registered", nil, `r.yaml:2: rules[0].key: unknown key "ipp"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered none`},
+		{"two registered", []Option{WithKey("user", keyfunc.Constant("u")), WithKey("tenant", keyfunc.Constant("t"))},
+			`r.yaml:2: rules[0].key: unknown key "ipp"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered tenant, user`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New("r.yaml", []byte(src), tc.opts...)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error:\n got %v\nwant %s", err, tc.want)
+			}
+		})
 	}
 }
