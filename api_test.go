@@ -7,8 +7,11 @@ import (
 	"go/token"
 	"go/types"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -266,4 +269,51 @@ func typeAPI(s *ast.TypeSpec) []string {
 		return out
 	}
 	return []string{name + " " + types.ExprString(s.Type)}
+}
+
+// TestAPINoInternalType: no exported function, method, field or variable
+// shows a type of an internal package, which a user cannot import and so
+// cannot name. Such a type gets an exported alias (keyfunc.Option,
+// grpcmw.IPOption), and the signatures use the alias.
+func TestAPINoInternalType(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, dir := range apiPackages(t) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var internal []*regexp.Regexp
+			for _, imp := range f.Imports {
+				p, err := strconv.Unquote(imp.Path.Value)
+				if err != nil || !strings.Contains(p+"/", "/internal/") {
+					continue
+				}
+				name := path.Base(p)
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				internal = append(internal, regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\.`))
+			}
+			for _, d := range f.Decls {
+				for _, l := range declAPI(d) {
+					if strings.HasPrefix(l, "type ") && strings.Contains(l, " = ") {
+						continue // the alias is the name users have
+					}
+					for _, re := range internal {
+						if re.MatchString(l) {
+							t.Errorf("%s: %q shows an internal package's type, which users cannot name; give it an exported alias and use that", file, l)
+						}
+					}
+				}
+			}
+		}
+	}
 }
