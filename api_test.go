@@ -2,13 +2,17 @@ package floodgate_test
 
 import (
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"go/types"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -172,10 +176,62 @@ func apiOf(dir string) ([]string, error) {
 		}
 		for _, d := range f.Decls {
 			lines = append(lines, declAPI(d)...)
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, spec := range g.Specs {
+					more, err := aliasAPI(f, spec.(*ast.TypeSpec))
+					if err != nil {
+						return nil, err
+					}
+					lines = append(lines, more...)
+				}
+			}
 		}
 	}
 	slices.Sort(lines)
 	return slices.Compact(lines), nil
+}
+
+// aliasAPI returns what an exported alias to a type of one of this
+// module's internal packages gives its users besides the alias: the
+// type's exported fields and methods, under the alias's name, so that the
+// snapshot watches them as it watches a type declared in the package.
+func aliasAPI(f *ast.File, s *ast.TypeSpec) ([]string, error) {
+	sel, ok := s.Type.(*ast.SelectorExpr)
+	if !s.Assign.IsValid() || !s.Name.IsExported() || !ok {
+		return nil, nil
+	}
+	x, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return nil, nil
+	}
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			return nil, err
+		}
+		name := path.Base(p)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		dir, ok := strings.CutPrefix(p, "github.com/floodgate/floodgate/")
+		if name != x.Name || !ok || !strings.HasPrefix(dir, "internal/") {
+			continue
+		}
+		target, err := apiOf(filepath.FromSlash(dir))
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, l := range target {
+			for _, form := range []string{"type %s, ", "method (%s) ", "method (*%s) "} {
+				if rest, ok := strings.CutPrefix(l, fmt.Sprintf(form, sel.Sel.Name)); ok {
+					out = append(out, fmt.Sprintf(form, s.Name.Name)+rest)
+				}
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
 }
 
 // declAPI returns the surface lines of one declaration.
@@ -269,4 +325,51 @@ func typeAPI(s *ast.TypeSpec) []string {
 		return out
 	}
 	return []string{name + " " + types.ExprString(s.Type)}
+}
+
+// TestAPINoInternalType: no exported function, method, field or variable
+// shows a type of an internal package, which a user cannot import and so
+// cannot name. Such a type gets an exported alias (keyfunc.Option,
+// grpcmw.IPOption), and the signatures use the alias.
+func TestAPINoInternalType(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, dir := range apiPackages(t) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var internal []*regexp.Regexp
+			for _, imp := range f.Imports {
+				p, err := strconv.Unquote(imp.Path.Value)
+				if err != nil || !strings.Contains(p+"/", "/internal/") {
+					continue
+				}
+				name := path.Base(p)
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				internal = append(internal, regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\.`))
+			}
+			for _, d := range f.Decls {
+				for _, l := range declAPI(d) {
+					if strings.HasPrefix(l, "type ") && strings.Contains(l, " = ") {
+						continue // the alias is the name users have
+					}
+					for _, re := range internal {
+						if re.MatchString(l) {
+							t.Errorf("%s: %q shows an internal package's type, which users cannot name; give it an exported alias and use that", file, l)
+						}
+					}
+				}
+			}
+		}
+	}
 }

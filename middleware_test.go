@@ -561,7 +561,7 @@ func buildEcho(_ *testing.T, a app) client {
 	e := echo.New()
 	skip := globalSkip(a)
 	e.Use(echomw.New(httpLimiter(a, a.global, globalOpts(a)...),
-		echomw.WithSkipper(func(c echo.Context) bool { return skip(c.Request()) })))
+		echomw.WithSkip(func(c echo.Context) bool { return skip(c.Request()) })))
 	e.GET("/", h)
 	e.GET("/health", h)
 	e.GET("/login", h, echomw.New(httpLimiter(a, a.login, loginOpts(a)...)))

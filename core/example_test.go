@@ -37,7 +37,7 @@ func ExampleParseLimit() {
 	fmt.Println(err)
 	// Output:
 	// 1000 1h0m0s 50 search <nil>
-	// core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
+	// core: limit "100/fortnight": period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 }
 
 // A policy is one comparable value: the same one built fluently or parsed

@@ -90,7 +90,9 @@ func InFlight(n int) Limit {
 	return Limit{Events: n, Period: time.Second, Burst: n, Algorithm: Concurrency}
 }
 
-// WithBurst returns a copy of l with the given burst.
+// WithBurst returns a copy of l with the given burst. 0 means the same as
+// Events, as it does in ParseLimit ("5/s burst=0") and in the rate-limit
+// service's YAML (burst: 0): the default, as when the burst is left out.
 func (l Limit) WithBurst(burst int) Limit { l.Burst = burst; return l }
 
 // WithName returns a copy of l with the given policy name.

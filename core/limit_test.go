@@ -56,6 +56,10 @@ func TestParseLimit(t *testing.T) {
 		{"3/2min", core.Limit{Events: 3, Period: 2 * time.Minute, Burst: 3}},
 		{"3/minutes", core.PerMinute(3)},
 		{"1/ms", core.Limit{Events: 1, Period: ms, Burst: 1}},
+		// A setting of 0 is its default, as the zero value of its field is.
+		{"5/s burst=0", core.PerSecond(5)},
+		{"5/s burst=0 name=a", core.PerSecond(5).WithName("a")},
+		{"5/s algorithm=sliding-log max-entries=0", core.PerSecond(5).WithAlgorithm(core.SlidingLog)},
 	}
 	for _, c := range ok {
 		got, err := core.ParseLimit(c.in)
@@ -77,12 +81,11 @@ func TestParseLimit(t *testing.T) {
 		{"5/0s", "period \"0s\""},
 		{"5/-1s", "period \"-1s\""},
 		{"5/s burst", "not key=value"},
-		{"5/s burst=0", "burst \"0\""},
 		{"5/s burst=x", "burst \"x\""},
 		{"5/s burst=1 burst=2", "given twice"},
-		{"5/s color=red", "unknown limit option \"color\""},
+		{"5/s color=red", "unknown option \"color\""},
 		{"5/s name=", "name is empty"},
-		{"5/s name=a\"b", "limit name"},
+		{"5/s name=a\"b", "name \"a\\\"b\""},
 		{"5/s name=" + strings.Repeat("x", 65), "at most 64"},
 		{"1/d burst=2000000000", "lower the burst"},
 		{"5/99999999999h", "period"},
@@ -151,9 +154,9 @@ func TestParsePolicy(t *testing.T) {
 		{"10/s algorithm=bucket", `unknown algorithm "bucket"`},
 		{"10/s overdraft=yes", "want true or false"},
 		{"10/s cold-factor=3", "apply to the WarmUp algorithm only"},
-		{"10/s warm-up=soon", `limit warm-up "soon"`},
-		{"10/s sub-windows=1", "sub-windows must be from 2"},
-		{"10/s flavour=mint", "unknown limit option"},
+		{"10/s warm-up=soon", `warm-up "soon"`},
+		{"10/s sub-windows=1", `sub-windows "1": want a whole number from 2 to`},
+		{"10/s flavour=mint", "unknown option"},
 	} {
 		if _, err := core.ParseLimit(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseLimit(%q): %v, want an error saying %q", c.in, err, c.want)
@@ -185,4 +188,63 @@ func FuzzParseLimit(f *testing.F) {
 			t.Fatalf("round trip of %q: %q -> %+v, %v", s, l.String(), again, err)
 		}
 	})
+}
+
+// TestParseLimitMessages: every error quotes the whole string, whatever
+// part is wrong, and a number out of range gets one wording whether it is
+// negative, zero or not a number.
+func TestParseLimitMessages(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"5 per second", `core: limit "5 per second": no '/'; write events/period, like "5/second"`},
+		{"5 a minute", `core: limit "5 a minute": no '/'; write events/period, like "100/s"`},
+		{"-5/s", `core: limit "-5/s": events "-5": want a whole number from 1 to 2147483647`},
+		{"0/s", `core: limit "0/s": events "0": want a whole number from 1 to 2147483647`},
+		{"five/s", `core: limit "five/s": events "five": want a whole number from 1 to 2147483647`},
+		{"5/s burst=-5", `core: limit "5/s burst=-5": burst "-5": want a whole number from 0 to 2147483647`},
+		{"5/s burst=x", `core: limit "5/s burst=x": burst "x": want a whole number from 0 to 2147483647`},
+		{"5/s sub-windows=0", `core: limit "5/s sub-windows=0": sub-windows "0": want a whole number from 2 to 2147483647`},
+		{"5/s sub-windows=-5", `core: limit "5/s sub-windows=-5": sub-windows "-5": want a whole number from 2 to 2147483647`},
+		{"5/fortnight", `core: limit "5/fortnight": period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s`},
+		{"5/", `core: limit "5/": the period is empty; use a unit like s, min, h, d or a duration like 10s`},
+		{"5/s color=red", `core: limit "5/s color=red": unknown option "color"; use burst, name, algorithm, overdraft, max-delay, warm-up, cold-factor, sub-windows, max-entries`},
+		{"5/s algorithm=bucket", `core: limit "5/s algorithm=bucket": unknown algorithm "bucket"; use token-bucket, gcra, fixed-window, sliding-window, leaky-bucket, warm-up, sliding-log or concurrency`},
+		{"5/s algorithm=gcra overdraft=true", `core: limit "5/s algorithm=gcra overdraft=true": Overdraft applies to the token bucket only, not gcra`},
+		{"1/d burst=2000000000", `core: limit "1/d burst=2000000000": burst 2000000000 at one event per 24h0m0s spans more than 640511h56m49.213693951s; lower the burst or raise the rate`},
+		{" ", `core: empty limit; write it like "100/s" or "5/min burst=10"`},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			if _, err := core.ParseLimit(c.in); err == nil || err.Error() != c.want {
+				t.Errorf("ParseLimit(%q) error:\n got %v\nwant %s", c.in, err, c.want)
+			}
+		})
+	}
+}
+
+// TestBurstZero: a burst of 0 means the same as events wherever it is
+// said, and the same as leaving the burst out: a fresh key takes 5 at
+// once and not a sixth.
+func TestBurstZero(t *testing.T) {
+	t.Parallel()
+	for name, l := range map[string]core.Limit{
+		"WithBurst(0)":         core.PerSecond(5).WithBurst(0),
+		"Limit without Burst":  {Events: 5, Period: time.Second},
+		`ParseLimit burst=0`:   core.MustParseLimit("5/s burst=0"),
+		"ParseLimit, no burst": core.MustParseLimit("5/s"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if l.EffectiveBurst() != 5 || !sameLimit(l, core.PerSecond(5)) {
+				t.Errorf("%+v is not PerSecond(5)", l)
+			}
+			lim, _ := newLimiter(t, l)
+			for i := range 5 {
+				if d := allow(t, lim, "k", 1); !d.Allowed || d.Remaining != 4-i {
+					t.Fatalf("request %d: %+v, want allowed with %d remaining", i+1, d, 4-i)
+				}
+			}
+			if d := allow(t, lim, "k", 1); d.Allowed {
+				t.Errorf("request 6: %+v, want refused", d)
+			}
+		})
+	}
 }

@@ -38,21 +38,40 @@ var units = map[string]time.Duration{
 //
 // Algorithms are named as [Algorithm.String] names them. Unit words may be
 // plural and any case. Options are separated by spaces and appear at most
-// once. The result is validated; the error names the part that is wrong.
-// [Limit.String] writes what ParseLimit reads.
+// once. A setting of 0 means what the zero value of its [Limit] field
+// means, its default: burst=0 is a burst of events, as is leaving burst
+// out, and so are cold-factor=0, max-delay=0 and max-entries=0.
+//
+// The result is validated. An error quotes the whole string and names the
+// part that is wrong. [Limit.String] writes what ParseLimit reads.
 func ParseLimit(s string) (Limit, error) {
-	fields := strings.Fields(s)
-	if len(fields) == 0 {
+	if strings.TrimSpace(s) == "" {
 		return Limit{}, errors.New("core: empty limit; write it like \"100/s\" or \"5/min burst=10\"")
 	}
+	l, err := parseLimit(s)
+	if err != nil {
+		return Limit{}, fmt.Errorf("core: limit %q: %s", s, err)
+	}
+	return l, nil
+}
+
+// parseLimit is ParseLimit without its errors' prefix, which names the
+// string. Validate's errors lose their own "core: limit", which the
+// prefix says.
+func parseLimit(s string) (Limit, error) {
+	fields := strings.Fields(s)
 	rate, opts := fields[0], fields[1:]
 	num, per, ok := strings.Cut(rate, "/")
 	if !ok {
-		return Limit{}, fmt.Errorf("core: limit %q has no '/'; write events/period like \"100/s\"", rate)
+		like := "100/s"
+		if len(fields) >= 3 && strings.EqualFold(fields[1], "per") {
+			like = fields[0] + "/" + fields[2]
+		}
+		return Limit{}, fmt.Errorf("no '/'; write events/period, like %q", like)
 	}
-	events, err := parseCount(num)
+	events, err := parseCount(num, 1)
 	if err != nil {
-		return Limit{}, fmt.Errorf("core: limit events %q: %v", num, err)
+		return Limit{}, fmt.Errorf("events %q: %v", num, err)
 	}
 	period, err := parsePeriod(per)
 	if err != nil {
@@ -63,16 +82,21 @@ func ParseLimit(s string) (Limit, error) {
 	for _, o := range opts {
 		k, v, ok := strings.Cut(o, "=")
 		if !ok {
-			return Limit{}, fmt.Errorf("core: limit option %q is not key=value; use one of %s", o, limitOptions)
+			return Limit{}, fmt.Errorf("option %q is not key=value; use one of %s", o, limitOptions)
 		}
 		k = strings.ToLower(k)
 		if seen[k] {
-			return Limit{}, fmt.Errorf("core: limit option %q given twice", k)
+			return Limit{}, fmt.Errorf("option %q given twice", k)
 		}
 		seen[k] = true
 		if err := l.set(k, v); err != nil {
 			return Limit{}, err
 		}
+	}
+	if l.Burst == 0 {
+		// burst=0 is the default, so that it parses as leaving burst out
+		// does and the two compare equal.
+		l.Burst = events
 	}
 	if seen["algorithm"] {
 		// An explicit algorithm wins over the one a setting implies, so
@@ -81,7 +105,7 @@ func ParseLimit(s string) (Limit, error) {
 		l.Algorithm = a
 	}
 	if err := l.Validate(); err != nil {
-		return Limit{}, err
+		return Limit{}, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "core: "), "limit "))
 	}
 	return l, nil
 }
@@ -94,16 +118,16 @@ func (l *Limit) set(k, v string) error {
 	var err error
 	switch k {
 	case "burst":
-		l.Burst, err = parseCount(v)
+		l.Burst, err = parseCount(v, 0)
 	case "name":
 		if v == "" {
-			return errors.New("core: limit name is empty")
+			return errors.New("the name is empty")
 		}
 		l.Name = v
 	case "algorithm":
 		l.Algorithm, err = ParseAlgorithm(v)
 		if err != nil {
-			return err
+			return errors.New(strings.TrimPrefix(err.Error(), "core: "))
 		}
 	case "overdraft":
 		switch strings.ToLower(v) {
@@ -123,14 +147,14 @@ func (l *Limit) set(k, v string) error {
 		l.ColdFactor, err = strconv.ParseFloat(v, 64)
 	case "sub-windows":
 		l.Algorithm = SlidingWindow
-		l.SubWindows, err = parseCount(v)
+		l.SubWindows, err = parseCount(v, 2)
 	case "max-entries":
-		l.MaxEntries, err = parseCount(v)
+		l.MaxEntries, err = parseCount(v, 0)
 	default:
-		return fmt.Errorf("core: unknown limit option %q; use %s", k, limitOptions)
+		return fmt.Errorf("unknown option %q; use %s", k, limitOptions)
 	}
 	if err != nil {
-		return fmt.Errorf("core: limit %s %q: %v", k, v, err)
+		return fmt.Errorf("%s %q: %v", k, v, err)
 	}
 	return nil
 }
@@ -167,29 +191,29 @@ func MustParseLimit(s string) Limit {
 	return l
 }
 
-// parseCount reads a positive decimal integer without sign or spaces.
-func parseCount(s string) (int, error) {
+// parseCount reads a decimal integer from lo to 2³¹−1 without sign or
+// spaces. Every number it refuses, -5 as much as 0 or 1.5, gets the same
+// message: the range to write one in.
+func parseCount(s string, lo int) (int, error) {
+	bad := fmt.Errorf("want a whole number from %d to %d", lo, math.MaxInt32)
 	if s == "" {
-		return 0, errors.New("want a positive whole number")
+		return 0, bad
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, errors.New("want a positive whole number")
+			return 0, bad
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("want at most %d", math.MaxInt32)
-	}
-	if n < 1 {
-		return 0, errors.New("must be >= 1")
+	if err != nil || n < int64(lo) {
+		return 0, bad
 	}
 	return int(n), nil
 }
 
 func parsePeriod(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, errors.New("core: limit period is empty; use a unit like s, min, h, d or a duration like 10s")
+		return 0, errors.New("the period is empty; use a unit like s, min, h, d or a duration like 10s")
 	}
 	w := strings.ToLower(s)
 	if d, ok := units[w]; ok {
@@ -204,7 +228,7 @@ func parsePeriod(s string) (time.Duration, error) {
 			return d, nil
 		}
 	}
-	return 0, fmt.Errorf("core: limit period %q is not a unit (s, min, h, d) or a positive duration like 10s", s)
+	return 0, fmt.Errorf("period %q is not a unit (s, min, h, d) or a positive duration like 10s", s)
 }
 
 // parseDuration accepts Go durations and also a number followed by one of

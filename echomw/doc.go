@@ -14,7 +14,7 @@
 // The package is a thin shell around [httpmw]: the Limiter's options are
 // httpmw's (cost, header style, deny and error handlers, skip,
 // problem+json, failure mode), and New takes what Echo users expect of a
-// middleware beside them: a Skipper on the echo.Context ([WithSkipper])
+// middleware beside them: a Skipper on the echo.Context ([WithSkip])
 // and errors returned to Echo ([WithHTTPErrors]). By default every
 // response, allowed or refused, carries exactly the headers and body that
 // httpmw's net/http middleware would write, and a refusal is written by

@@ -21,15 +21,17 @@ type options struct {
 	httpErrors bool
 }
 
-// WithSkipper exempts the requests for which s returns true, before
-// anything else runs: they are neither counted nor limited and get no
-// rate-limit headers. Default (and for a nil s): middleware.DefaultSkipper,
-// which skips nothing. httpmw.WithSkip does the same on the *http.Request.
-func WithSkipper(s middleware.Skipper) Option {
+// WithSkip exempts the requests for which s, an Echo Skipper, returns
+// true, before anything else runs: they are neither counted nor limited
+// and get no rate-limit headers. A nil s skips nothing, which is the
+// default (middleware.DefaultSkipper), as in httpmw.WithSkip, which does
+// the same on the *http.Request, and grpcmw.WithSkip.
+func WithSkip(s middleware.Skipper) Option {
 	return func(o *options) {
-		if s != nil {
-			o.skip = s
+		if s == nil {
+			s = middleware.DefaultSkipper
 		}
+		o.skip = s
 	}
 }
 

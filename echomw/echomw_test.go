@@ -63,7 +63,7 @@ func build(cfg config) (echo.MiddlewareFunc, error) {
 	}
 	var opts []echomw.Option
 	if cfg.Skipper != nil {
-		opts = append(opts, echomw.WithSkipper(cfg.Skipper))
+		opts = append(opts, echomw.WithSkip(cfg.Skipper))
 	}
 	if cfg.HTTPErrors {
 		opts = append(opts, echomw.WithHTTPErrors())
@@ -334,7 +334,7 @@ func TestHTTPErrorsCustomHandler(t *testing.T) {
 	}
 }
 
-// TestSkipper checks that WithSkipper exempts requests before anything
+// TestSkipper checks that WithSkip exempts requests before anything
 // is counted, and that a route without the middleware is not limited.
 func TestSkipper(t *testing.T) {
 	t.Parallel()
@@ -355,8 +355,9 @@ func TestSkipper(t *testing.T) {
 	}
 }
 
-// TestConstructors checks that New panics without a Limiter, and that a
-// nil Skipper or Option is left out.
+// TestConstructors checks that New panics without a Limiter, that
+// WithSkip(nil) skips nothing, as in httpmw and grpcmw, even after a
+// Skipper that skips everything, and that a nil Option is left out.
 func TestConstructors(t *testing.T) {
 	t.Parallel()
 	func() {
@@ -369,7 +370,7 @@ func TestConstructors(t *testing.T) {
 	}()
 	l := httpmw.MustNew(core.MustNew(api), keyfunc.Constant("all"))
 	e := echo.New()
-	e.GET("/", echo.WrapHandler(hello), echomw.New(l, echomw.WithSkipper(nil), nil))
+	e.GET("/", echo.WrapHandler(hello), echomw.New(l, echomw.WithSkip(func(echo.Context) bool { return true }), echomw.WithSkip(nil), nil))
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	if w.Code != http.StatusNoContent || w.Header().Get("RateLimit") == "" {

@@ -78,7 +78,7 @@ func clientEnv(t *testing.T, sl *sleeper, opts ...grpcclient.Option) (*grpctest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithSkip(func(context.Context, string) bool { return false })),
+	e := serveLimiter(t, grpcmw.MustNew(rec, grpcmw.Constant("k"), grpcmw.WithSkip(nil)),
 		grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 	return e, rec
 }

@@ -38,7 +38,7 @@
 // The health service (grpc.health.v1.Health) and server reflection are
 // skipped by default (SkipInfrastructure), so that load balancers' health
 // checks and grpcurl spend no quota and are never refused; a WithSkip
-// function replaces that default.
+// function replaces that default, and WithSkip(nil) limits every call.
 //
 // A refused call, and an admitted one that leaves at most a tenth of its
 // policy's burst (Events when Burst is 0), carries the rate-limit fields in

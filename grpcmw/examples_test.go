@@ -28,8 +28,8 @@ func Example() {
 	lim := core.MustNew(core.PerMinute(1).WithName("api"), core.WithClock(clock))
 	limiter := grpcmw.MustNew(lim, grpcmw.KeyByMetadata("x-api-key"),
 		// The example serves the health service, which is skipped by
-		// default (SkipInfrastructure): limit every method.
-		grpcmw.WithSkip(func(context.Context, string) bool { return false }))
+		// default (SkipInfrastructure): WithSkip(nil) limits every method.
+		grpcmw.WithSkip(nil))
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(

@@ -33,8 +33,8 @@ func ExampleWithRefundOnInnerRefusal() {
 	// WithHeaders(core.HeadersBoth): every call's metadata, to show the quotas.
 	global := grpcmw.MustNew(nil, key, grpcmw.WithHeaders(core.HeadersBoth),
 		// The example serves the health service, which is skipped by
-		// default (SkipInfrastructure): limit every method.
-		grpcmw.WithSkip(func(context.Context, string) bool { return false }),
+		// default (SkipInfrastructure): WithSkip(nil) limits every method.
+		grpcmw.WithSkip(nil),
 		grpcmw.WithRefundOnInnerRefusal(),
 		grpcmw.WithLimiterFunc(func(ctx context.Context, _ string) core.Limiter {
 			if k := metadata.ValueFromIncomingContext(ctx, "x-api-key"); len(k) == 1 && strings.HasPrefix(k[0], "paid-") {

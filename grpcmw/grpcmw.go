@@ -52,9 +52,10 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // KeyByMetadata, KeyByMethod, Constant and JoinKeys are the usual ones.
 // lim is required too, unless WithLimiterFunc chooses the limiter per
 // call: lim must then be nil. Options default to: cost 1 per call, every
-// method limited but health and reflection (SkipInfrastructure), rate-limit
-// metadata on refusals and near the limit (see WithHeaders),
-// core.FailClosed, no observer, streams checked only when they open.
+// method limited but health and reflection (SkipInfrastructure;
+// WithSkip(nil) limits those too), rate-limit metadata on refusals and
+// near the limit (see WithHeaders), core.FailClosed, no observer, streams
+// checked only when they open.
 func New(lim core.Limiter, key KeyFunc, opts ...Option) (*Limiter, error) {
 	l := &Limiter{lim: lim}
 	l.o.Prefix = "grpcmw: "

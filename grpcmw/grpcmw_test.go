@@ -47,7 +47,7 @@ func hookErrors(f func(err error)) grpcmw.Option {
 
 // limitAll replaces the default skip function (SkipInfrastructure): the
 // tests call the health service.
-var limitAll = grpcmw.WithSkip(func(context.Context, string) bool { return false })
+var limitAll = grpcmw.WithSkip(nil)
 
 // gcra makes an in-memory limiter on clock. GCRA's integer arithmetic
 // makes every expected value exact: 3 per minute is one unit per 20s.
@@ -830,7 +830,6 @@ func TestNewValidates(t *testing.T) {
 		{"nil observer", lim, key, []grpcmw.Option{grpcmw.WithObserver(nil)}},
 		{"bad hold", lim, key, []grpcmw.Option{grpcmw.WithDenialHold(0, 1)}},
 		{"nil cost", lim, key, []grpcmw.Option{grpcmw.WithCost(nil)}},
-		{"nil skip", lim, key, []grpcmw.Option{grpcmw.WithSkip(nil)}},
 		{"bad mode", lim, key, []grpcmw.Option{grpcmw.WithFailureMode(7)}},
 		{"bad style", lim, key, []grpcmw.Option{grpcmw.WithHeaders(9)}},
 	}

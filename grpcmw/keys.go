@@ -13,9 +13,15 @@ import (
 	"github.com/floodgate/floodgate/internal/clientip"
 )
 
+// IPOption configures [KeyByPeerIP]. keyfunc's client-IP options
+// (keyfunc.WithTrustedProxies, WithHeader, WithPrefixes) are IPOptions:
+// the type is keyfunc.Option, named here too because grpcmw does not
+// import keyfunc, whose key functions take an *http.Request.
+type IPOption = clientip.Option
+
 // KeyByPeerIP keys by the client's IP address with keyfunc.ClientIP's
-// rules and options: opts are keyfunc's IP options (keyfunc.Option is this
-// type), such as keyfunc.WithTrustedProxies. By default the key is the connection's peer address
+// rules and options, such as keyfunc.WithTrustedProxies (see
+// [IPOption]). By default the key is the connection's peer address
 // and no metadata is read. With keyfunc.WithTrustedProxies, a call whose
 // peer is a trusted gateway (an Envoy, a grpc-gateway, a load balancer) is
 // keyed by the client address in the gateway's proxy header, read from the
@@ -27,7 +33,7 @@ import (
 // an in-memory bufconn listener), is an error matching
 // keyfunc.ErrInvalidRemoteAddr. KeyByPeerIP returns an error, starting
 // with "keyfunc: ", for invalid options.
-func KeyByPeerIP(opts ...clientip.Option) (KeyFunc, error) {
+func KeyByPeerIP(opts ...IPOption) (KeyFunc, error) {
 	res, err := clientip.New(opts...)
 	if err != nil {
 		return nil, err
@@ -62,7 +68,7 @@ func KeyByPeerIP(opts ...clientip.Option) (KeyFunc, error) {
 
 // MustKeyByPeerIP is like KeyByPeerIP but panics on invalid options, for
 // package-level variables.
-func MustKeyByPeerIP(opts ...clientip.Option) KeyFunc {
+func MustKeyByPeerIP(opts ...IPOption) KeyFunc {
 	f, err := KeyByPeerIP(opts...)
 	if err != nil {
 		panic(err)

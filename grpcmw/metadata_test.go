@@ -1,7 +1,6 @@
 package grpcmw_test
 
 import (
-	"context"
 	"testing"
 
 	"google.golang.org/grpc/metadata"
@@ -20,7 +19,7 @@ func TestDefaultMetadataNearLimit(t *testing.T) {
 	const policy = `"api";q=20;w=60`
 	limit := core.PerMinute(20).WithName("api")
 	clock := coretest.NewClock(t0)
-	e := serveLimiter(t, grpcmw.MustNew(gcra(t, limit, clock), grpcmw.Constant("k"), grpcmw.WithSkip(func(context.Context, string) bool { return false })))
+	e := serveLimiter(t, grpcmw.MustNew(gcra(t, limit, clock), grpcmw.Constant("k"), grpcmw.WithSkip(nil)))
 	ctx := callCtx(t)
 	for i := range 20 {
 		h, _, err := e.Check(ctx)
@@ -46,7 +45,7 @@ func TestDefaultMetadataNearLimit(t *testing.T) {
 
 	// The full metadata on every call, as before this default.
 	e = serveLimiter(t, grpcmw.MustNew(gcra(t, limit, coretest.NewClock(t0)), grpcmw.Constant("k"),
-		grpcmw.WithSkip(func(context.Context, string) bool { return false }), grpcmw.WithHeaders(core.HeadersBoth)))
+		grpcmw.WithSkip(nil), grpcmw.WithHeaders(core.HeadersBoth)))
 	h, _, err = e.Check(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,9 @@ type Option func(*options)
 type options struct {
 	option.Adapter[call]
 	meter bool
-	// skip is the WithSkip function, or SkipInfrastructure. The
-	// interceptors call it before the pipeline, so that a skipped call
-	// costs one call of it.
+	// skip is the WithSkip function, SkipInfrastructure or skipNothing,
+	// never nil. The interceptors call it before the pipeline, so that a
+	// skipped call costs one call of it.
 	skip func(ctx context.Context, fullMethod string) bool
 }
 
@@ -36,20 +36,31 @@ func onCall[T any](f func(context.Context, string) T) func(call) T {
 // WithSkip exempts the calls for which f returns true: they are neither
 // counted nor limited and get no rate-limit metadata. f runs on every call
 // before anything else, so keep it cheap. It replaces the default,
-// [SkipInfrastructure], which skips the health and reflection services;
-// to limit those too, give a function that does not skip them:
+// [SkipInfrastructure], which skips the health and reflection services.
+// A nil f skips nothing, as in httpmw.WithSkip and echomw.WithSkip: every
+// call is limited, health checks and reflection too,
+//
+//	grpcmw.WithSkip(nil)
+//
+// and to skip calls of your own beside the infrastructure, call
+// SkipInfrastructure from f:
 //
 //	grpcmw.WithSkip(func(ctx context.Context, m string) bool {
 //		return m == "/admin.v1.Admin/Drain" || grpcmw.SkipInfrastructure(ctx, m)
 //	})
 func WithSkip(f func(ctx context.Context, fullMethod string) bool) Option {
 	return func(o *options) {
-		o.Skip(onCall(f)) // validates f
-		if f != nil {
-			o.skip = f
+		if f == nil {
+			f = skipNothing
 		}
+		o.skip = f
 	}
 }
+
+// skipNothing is WithSkip(nil)'s function: the interceptors call the skip
+// function on every call, so that one with nothing to skip costs what any
+// other does.
+func skipNothing(context.Context, string) bool { return false }
 
 // WithCost sets how many units a call spends (default: 1, without calling
 // any function); f can price each method its own way. 0 means the call is

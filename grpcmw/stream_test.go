@@ -98,7 +98,8 @@ func TestMeteredPushbackOnce(t *testing.T) {
 }
 
 // TestInfrastructureExempt: health and reflection are not limited by
-// default, and are when a WithSkip function replaces the default.
+// default, and are under WithSkip(nil), which skips nothing, as a WithSkip
+// function that skips nothing does.
 func TestInfrastructureExempt(t *testing.T) {
 	t.Parallel()
 	methods := []string{
@@ -108,10 +109,14 @@ func TestInfrastructureExempt(t *testing.T) {
 		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 	}
 	limited := []string{"/grpc.healthy.v1.Health/Check", "/shop.Orders/Create", "/grpc.health.v1.Healthz/Check"}
-	for _, infra := range []bool{false, true} {
+	for _, skip := range []string{"default", "nil", "none"} {
+		infra := skip != "default"
 		opts := []grpcmw.Option{}
-		if infra {
-			opts = append(opts, limitAll)
+		switch skip {
+		case "nil":
+			opts = append(opts, grpcmw.WithSkip(nil))
+		case "none":
+			opts = append(opts, grpcmw.WithSkip(func(context.Context, string) bool { return false }))
 		}
 		for _, m := range append(methods, limited...) {
 			lim := gcra(t, core.PerMinute(1), coretest.NewClock(t0))
@@ -125,7 +130,7 @@ func TestInfrastructureExempt(t *testing.T) {
 			}
 			exempt := !infra && slices.Contains(methods, m)
 			if refusedLast := status.Code(errs[2]) == codes.ResourceExhausted; refusedLast == exempt {
-				t.Errorf("infra limited=%v, %s: errors %v; exempt=%v", infra, m, errs, exempt)
+				t.Errorf("skip %s, %s: errors %v; exempt=%v", skip, m, errs, exempt)
 			}
 		}
 	}

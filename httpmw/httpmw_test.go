@@ -413,6 +413,20 @@ func TestSkip(t *testing.T) {
 	}
 }
 
+// TestSkipNil: WithSkip(nil) skips nothing, as in grpcmw and echomw: every
+// request is counted, the last one given a skip function included.
+func TestSkipNil(t *testing.T) {
+	t.Parallel()
+	k, _ := newKeyed(t, demo)
+	h := mustMiddleware(t, k, byAddr, httpmw.WithSkip(func(r *http.Request) bool { return true }), httpmw.WithSkip(nil))
+	for i, want := range []string{"5", "4"} {
+		w := do(h, httptest.NewRequest("GET", "/healthz", nil))
+		if w.Code != 200 || w.Header().Get("X-RateLimit-Remaining") != want {
+			t.Fatalf("request %d: status %d, remaining %q; want 200 and %s", i+1, w.Code, w.Header().Get("X-RateLimit-Remaining"), want)
+		}
+	}
+}
+
 // drained returns a handler in front of a "demo" limiter whose key has spent
 // its whole burst, so the next request is denied.
 func drained(t *testing.T, opts ...httpmw.Option) http.Handler {
@@ -718,7 +732,6 @@ func TestNew(t *testing.T) {
 		{"nil key", lim, nil, nil},
 		{"nil option", lim, byAddr, []httpmw.Option{nil}},
 		{"nil cost", lim, byAddr, []httpmw.Option{httpmw.WithCost(nil)}},
-		{"nil skip", lim, byAddr, []httpmw.Option{httpmw.WithSkip(nil)}},
 		{"nil deny handler", lim, byAddr, []httpmw.Option{httpmw.WithDenyHandler(nil)}},
 		{"nil error handler", lim, byAddr, []httpmw.Option{httpmw.WithErrorHandler(nil)}},
 		{"bad style", lim, byAddr, []httpmw.Option{httpmw.WithHeaders(9)}},

@@ -105,8 +105,9 @@ func WithErrorHandler(h ErrorHandler) Option {
 
 // WithSkip exempts requests for which f returns true (health checks, an
 // allowlist): they are neither counted nor limited and get no rate-limit
-// headers. Default: no request is skipped. f runs before anything else,
-// on every request, so keep it cheap.
+// headers. f runs before anything else, on every request, so keep it
+// cheap. A nil f skips nothing, which is the default here; it means the
+// same in grpcmw.WithSkip and echomw.WithSkip.
 func WithSkip(f func(*http.Request) bool) Option {
 	return func(o *options) { o.Skip(f) }
 }

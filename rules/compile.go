@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/floodgate/floodgate/core"
@@ -91,7 +93,7 @@ func (s *Set) httpKey(r *Rule) (keyfunc.Func, error) {
 		default:
 			f, ok := s.o.keys[part]
 			if !ok {
-				return nil, fmt.Errorf("rules: no key named %q; register it with rules.WithKey", part)
+				return nil, unknownKey(part, s.o.keys)
 			}
 			fns = append(fns, f)
 		}
@@ -120,4 +122,15 @@ func (s *Set) Middleware(next http.Handler) http.Handler {
 		defer a.End()
 		next.ServeHTTP(w, a.Request())
 	})
+}
+
+// unknownKey is the error of a rule whose key names a part that is
+// neither built in nor registered with WithKey. It lists both, so that a
+// typo ("ipp") shows beside what was meant.
+func unknownKey(part string, given map[string]keyfunc.Func) error {
+	names := "none"
+	if len(given) > 0 {
+		names = strings.Join(slices.Sorted(maps.Keys(given)), ", ")
+	}
+	return fmt.Errorf("unknown key %q; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered %s", part, names)
 }

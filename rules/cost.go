@@ -7,13 +7,15 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/internal/yamlpos"
 )
 
 func (p *parser) cost(n *yaml.Node, field string, r *Rule) error {
 	if n != nil && n.Kind == yaml.ScalarNode {
 		var c int
 		if n.ShortTag() != "!!int" || n.Decode(&c) != nil || c < 1 || c > 1<<30 {
-			return p.errf(n, field, "want a whole number of units from 1 up, or content-length: SIZE, got %s", kindName(n))
+			return p.errf(n, field, "want a whole number of units from 1 up, or content-length: SIZE, got %s", yamlpos.KindName(n))
 		}
 		r.Cost = c
 		return nil
@@ -46,7 +48,7 @@ func (p *parser) cost(n *yaml.Node, field string, r *Rule) error {
 		case u.Kind == yaml.ScalarNode && u.ShortTag() == "!!int" && u.Decode(&c) == nil && c >= 1 && c <= 1<<30:
 			r.CostUnknown = c
 		default:
-			return p.errf(u, field+".unknown", "want refuse or the units a body of unknown length costs, got %s", kindName(u))
+			return p.errf(u, field+".unknown", "want refuse or the units a body of unknown length costs, got %s", yamlpos.KindName(u))
 		}
 	}
 	return nil

@@ -79,7 +79,7 @@
 // fail on the first problem with a *[Error] that names the file, the line
 // and the field, as compilers do:
 //
-//	rules.yaml:7: rules[1].limit: core: limit period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
+//	rules.yaml:7: rules[1].limit: core: limit "5/fortnight": period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s
 //
 // Unknown and repeated fields, a rule without a name, a match or a limit,
 // limit and limits together, duplicate rule names, unknown algorithms,

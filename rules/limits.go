@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/floodgate/floodgate/core"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/yamlpos"
 )
 
 func (p *parser) limits(n *yaml.Node, f map[string]*yaml.Node, field string, r *Rule) error {
@@ -92,7 +94,7 @@ func (p *parser) algorithm(f map[string]*yaml.Node, field string, r *Rule) error
 		}
 		var x float64
 		if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") || v.Decode(&x) != nil || !(x >= 1 && x <= 1000) {
-			return p.errf(v, field+".cold-factor", "want a number from 1 to 1000, got %s", kindName(v))
+			return p.errf(v, field+".cold-factor", "want a number from 1 to 1000, got %s", yamlpos.KindName(v))
 		}
 		set.ColdFactor = x
 	}

@@ -3,7 +3,6 @@ package rules
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,32 +25,15 @@ const maxRules = 1000
 // duplicate names. Keys registered with [WithKey] are checked when the
 // rules are compiled.
 func parse(file string, data []byte) ([]Rule, error) {
-	if len(data) > maxFileSize {
-		return nil, &Error{File: file, Err: fmt.Errorf("the file is %d bytes, more than %d", len(data), maxFileSize)}
+	root, second, err := yamlpos.Read(file, data, maxFileSize, "a rules: list")
+	if err != nil {
+		return nil, err
 	}
-	doc, err := decode(data)
-	var e *Error
-	switch {
-	case errors.Is(err, io.EOF):
-		return nil, &Error{File: file, Err: errors.New("the file is empty; it needs a rules: list")}
-	case errors.As(err, &e):
-		e.File = file
-		return nil, e
-	case err != nil:
-		return nil, yamlError(file, data, err)
+	if second > 0 {
+		return nil, &Error{File: file, Line: second, Err: errors.New("a second YAML document; a rules file holds one")}
 	}
 	p := parser{file: file}
-	return p.document(doc)
-}
-
-// decode reads the one YAML document data holds: io.EOF when there is
-// none, an *Error without its file when there is a second.
-func decode(data []byte) (*yaml.Node, error) {
-	doc, second, err := yamlpos.One(data)
-	if err == nil && second > 0 {
-		return nil, &Error{Line: second, Err: errors.New("a second YAML document; a rules file holds one")}
-	}
-	return doc, err
+	return p.document(root)
 }
 
 type parser struct {
@@ -59,78 +41,41 @@ type parser struct {
 }
 
 func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	return &Error{File: p.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
-}
-
-// resolve follows an alias to the node it names.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
-		n = n.Alias
-	}
-	return n
+	return yamlpos.At(p.file, n, field, format, args...)
 }
 
 // fields reads a mapping's keys, refusing unknown and repeated ones.
 func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string]*yaml.Node, error) {
-	n = resolve(n)
+	n = yamlpos.Resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
-		return nil, p.errf(n, field, "want a mapping (key: value lines), got %s", kindName(n))
+		return nil, p.errf(n, field, "want a mapping (key: value lines), got %s", yamlpos.KindName(n))
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
 	keys := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := yamlpos.Resolve(n.Content[i]), n.Content[i+1]
 		if k == nil || k.Kind != yaml.ScalarNode {
 			return nil, p.errf(k, field, "a key must be a plain word")
 		}
 		if prev, ok := keys[k.Value]; ok {
-			return nil, p.errf(k, join(field, k.Value), "given twice (first at line %d)", prev)
+			return nil, p.errf(k, yamlpos.Join(field, k.Value), "given twice (first at line %d)", prev)
 		}
 		ok := false
 		for _, w := range known {
 			ok = ok || w == k.Value
 		}
 		if !ok {
-			return nil, p.errf(k, join(field, k.Value), "unknown field; use %s", strings.Join(known, ", "))
+			return nil, p.errf(k, yamlpos.Join(field, k.Value), "unknown field; use %s", strings.Join(known, ", "))
 		}
 		keys[k.Value] = k.Line
-		out[k.Value] = resolve(v)
+		out[k.Value] = yamlpos.Resolve(v)
 	}
 	return out, nil
 }
 
-func join(parent, field string) string {
-	if parent == "" {
-		return field
-	}
-	return parent + "." + field
-}
-
-func kindName(n *yaml.Node) string {
-	if n == nil {
-		return "nothing"
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "something else"
-}
-
 func (p *parser) str(n *yaml.Node, field string) (string, error) {
 	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return "", p.errf(n, field, "want a single value, got %s", kindName(n))
+		return "", p.errf(n, field, "want a single value, got %s", yamlpos.KindName(n))
 	}
 	return n.Value, nil
 }
@@ -142,7 +87,7 @@ func (p *parser) boolean(n *yaml.Node, field string) (bool, error) {
 			return b, nil
 		}
 	}
-	return false, p.errf(n, field, "want true or false, got %s", kindName(n))
+	return false, p.errf(n, field, "want true or false, got %s", yamlpos.KindName(n))
 }
 
 // list reads a list of strings; a single value is a list of one.
@@ -151,7 +96,7 @@ func (p *parser) list(n *yaml.Node, field string) ([]string, []*yaml.Node, error
 		return []string{n.Value}, []*yaml.Node{n}, nil
 	}
 	if n == nil || n.Kind != yaml.SequenceNode {
-		return nil, nil, p.errf(n, field, "want a list, got %s", kindName(n))
+		return nil, nil, p.errf(n, field, "want a list, got %s", yamlpos.KindName(n))
 	}
 	if len(n.Content) == 0 {
 		return nil, nil, p.errf(n, field, "the list is empty; leave the field out instead")
@@ -159,7 +104,7 @@ func (p *parser) list(n *yaml.Node, field string) ([]string, []*yaml.Node, error
 	var out []string
 	var nodes []*yaml.Node
 	for i, e := range n.Content {
-		e = resolve(e)
+		e = yamlpos.Resolve(e)
 		s, err := p.str(e, fmt.Sprintf("%s[%d]", field, i))
 		if err != nil {
 			return nil, nil, err
@@ -170,24 +115,17 @@ func (p *parser) list(n *yaml.Node, field string) ([]string, []*yaml.Node, error
 	return out, nodes, nil
 }
 
-func (p *parser) document(doc *yaml.Node) ([]Rule, error) {
-	root := doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return nil, &Error{File: p.file, Err: errors.New("the file is empty; it needs a rules: list")}
-		}
-		root = root.Content[0]
-	}
+func (p *parser) document(root *yaml.Node) ([]Rule, error) {
 	top, err := p.fields(root, "", "rules")
 	if err != nil {
 		return nil, err
 	}
 	rs, ok := top["rules"]
 	if !ok {
-		return nil, p.errf(resolve(root), "", "no rules: list")
+		return nil, p.errf(yamlpos.Resolve(root), "", "no rules: list")
 	}
 	if rs == nil || rs.Kind != yaml.SequenceNode {
-		return nil, p.errf(rs, "rules", "want a list of rules, got %s", kindName(rs))
+		return nil, p.errf(rs, "rules", "want a list of rules, got %s", yamlpos.KindName(rs))
 	}
 	if len(rs.Content) > maxRules {
 		return nil, p.errf(rs, "rules", "%d rules, more than %d", len(rs.Content), maxRules)
@@ -195,12 +133,12 @@ func (p *parser) document(doc *yaml.Node) ([]Rule, error) {
 	var out []Rule
 	names := map[string]int{}
 	for i, n := range rs.Content {
-		r, err := p.rule(resolve(n), fmt.Sprintf("rules[%d]", i))
+		r, err := p.rule(yamlpos.Resolve(n), fmt.Sprintf("rules[%d]", i))
 		if err != nil {
 			return nil, err
 		}
 		if prev, ok := names[r.Name]; ok {
-			return nil, p.errf(resolve(n), fmt.Sprintf("rules[%d].name", i), "%q is the name of the rule at line %d too; names must be distinct", r.Name, prev)
+			return nil, p.errf(yamlpos.Resolve(n), fmt.Sprintf("rules[%d].name", i), "%q is the name of the rule at line %d too; names must be distinct", r.Name, prev)
 		}
 		names[r.Name] = r.Line
 		out = append(out, r)

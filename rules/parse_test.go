@@ -87,10 +87,13 @@ func TestParseErrors(t *testing.T) {
 		{"methods alone", "rules:\n  - name: a\n    match: {methods: [GET]}\n", `r.yaml:3: rules[0].match.methods: methods need paths`},
 		{"bad grpc", "rules:\n  - name: a\n    match: {grpc: [pkg.S/M]}\n", `r.yaml:3: rules[0].match.grpc[0]: "pkg.S/M": want a full method`},
 		{"no limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n", `r.yaml:2: rules[0]: no limit; give limit:`},
-		{"bad limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/fortnight\n", `r.yaml:4: rules[0].limit: core: limit period "fortnight" is not a unit`},
-		{"bad burst", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/s burst=x\n", `r.yaml:4: rules[0].limit: core: limit burst "x": want a positive whole number`},
+		{"bad limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/fortnight\n", `r.yaml:4: rules[0].limit: core: limit "5/fortnight": period "fortnight" is not a unit (s, min, h, d) or a positive duration like 10s`},
+		{"bad burst", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/s burst=x\n", `r.yaml:4: rules[0].limit: core: limit "5/s burst=x": burst "x": want a whole number from 0 to 2147483647`},
+		{"negative burst", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5/s burst=-5\n", `r.yaml:4: rules[0].limit: core: limit "5/s burst=-5": burst "-5": want a whole number from 0 to 2147483647`},
+		{"words for a rate", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 5 per second\n", `r.yaml:4: rules[0].limit: core: limit "5 per second": no '/'; write events/period, like "5/second"`},
 		{"limit and limits", ok + "    limits: [1/s]\n", `r.yaml:5: rules[0].limits: give limit or limits, not both`},
-		{"bad layer", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits:\n      - 1/s\n      - 0/h\n", `r.yaml:6: rules[0].limits[1]: core: limit events "0": must be >= 1`},
+		{"bad layer", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits:\n      - 1/s\n      - 0/h\n", `r.yaml:6: rules[0].limits[1]: core: limit "0/h": events "0": want a whole number from 1 to 2147483647`},
+		{"negative layer", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits:\n      - 1/s\n      - -5/h\n", `r.yaml:6: rules[0].limits[1]: core: limit "-5/h": events "-5": want a whole number from 1 to 2147483647`},
 		{"same layer twice", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limits: [1/s, 1/s]\n", `r.yaml:4: rules[0].limits[1]: limits 0 and 1 are both named "a-1-per-1s"; add name= to one`},
 		{"unknown algorithm", ok + "    algorithm: token_bucket\n", `r.yaml:5: rules[0].algorithm: unknown algorithm "token_bucket"; use token-bucket, gcra,`},
 		{"warm-up without it", ok + "    warm-up: 10s\n", `r.yaml:5: rules[0].warm-up: only the warm-up algorithm has a warm-up period`},
@@ -134,8 +137,8 @@ func TestParseErrors(t *testing.T) {
 func TestCompileErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
 		{"log too long", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s\n    algorithm: sliding-log\n", `r.yaml:5: rules[0].algorithm: core: SlidingLog: 100000 events`},
-		{"log too long in the limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s algorithm=sliding-log\n", `r.yaml:4: rules[0].limit: core: SlidingLog: 100000 events`},
-		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: rules: no key named "tenant"; register it with rules.WithKey`},
+		{"log too long in the limit", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 100000/s algorithm=sliding-log\n", `r.yaml:4: rules[0].limit: core: limit "100000/s algorithm=sliding-log": SlidingLog: 100000 events`},
+		{"unregistered key", "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: tenant\n", `r.yaml:2: rules[0].key: unknown key "tenant"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered none`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,6 +302,47 @@ func TestYAMLErrorLines(t *testing.T) {
 			want := fmt.Sprintf("r.yaml:%d: yaml: %s", tt.line, tt.msg)
 			if err.Error() != want {
 				t.Errorf("error\n %s\nwant\n %s", err, want)
+			}
+		})
+	}
+}
+
+// TestBurstZero: burst=0 in a rule's limit is the default burst, as in
+// core.ParseLimit and the service's YAML: the rule is the one without it,
+// so that a reload from one to the other keeps the rule's counts.
+func TestBurstZero(t *testing.T) {
+	rule := func(limit string) Rule {
+		t.Helper()
+		rs, err := parse("r.yaml", []byte("rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: "+limit+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs[0]
+	}
+	zero, none := rule("5/s burst=0"), rule("5/s")
+	if !reflect.DeepEqual(zero, none) || zero.policy() != none.policy() || zero.Limits[0].EffectiveBurst() != 5 {
+		t.Errorf("burst=0: %+v (policy %s); without: %+v (policy %s)", zero, zero.policy(), none, none.policy())
+	}
+}
+
+// TestUnknownKey: a key that is neither built in nor registered is
+// reported with every key the file could have used, so that a typo shows
+// beside what was meant.
+func TestUnknownKey(t *testing.T) {
+	const src = "rules:\n  - name: a\n    match: {paths: [/a]}\n    limit: 1/s\n    key: ipp\n"
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"none registered", nil, `r.yaml:2: rules[0].key: unknown key "ipp"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered none`},
+		{"two registered", []Option{WithKey("user", keyfunc.Constant("u")), WithKey("tenant", keyfunc.Constant("t"))},
+			`r.yaml:2: rules[0].key: unknown key "ipp"; the built-in keys are ip, header:NAME, path, method and global, and rules.WithKey registered tenant, user`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New("r.yaml", []byte(src), tc.opts...)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error:\n got %v\nwant %s", err, tc.want)
 			}
 		})
 	}

@@ -171,7 +171,7 @@ func TestReloadKeepsState(t *testing.T) {
 	// An invalid file: the rules in force stay, and it is reported.
 	bad := strings.Replace(v2, "5/min", "5/minn", 1)
 	err = s.Apply([]byte(bad))
-	if err == nil || !strings.HasPrefix(err.Error(), `r.yaml:7: rules[1].limit: core: limit period "minn"`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `r.yaml:7: rules[1].limit: core: limit "5/minn": period "minn"`) {
 		t.Fatalf("Apply(bad) = %v", err)
 	}
 	if s.Table() != after {

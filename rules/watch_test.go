@@ -114,7 +114,7 @@ func TestWatchWhileTrafficRuns(t *testing.T) {
 	// An invalid edit: reported, and the raised limit stays in force.
 	writeFile(t, path, strings.Replace(tight, "1/h", "lots", 1))
 	err = waitReload(t, reloads)
-	if err == nil || !strings.HasPrefix(err.Error(), path+":4: rules[0].limit: core: limit \"lots\" has no '/'") {
+	if err == nil || !strings.HasPrefix(err.Error(), path+":4: rules[0].limit: core: limit \"lots\": no '/'") {
 		t.Fatalf("invalid edit: %v", err)
 	}
 	phase.Store(2)

@@ -7,8 +7,10 @@
 //
 // It serves on a loopback port and, as a client, calls GET /hello once and
 // POST /login four times: the fourth login within a minute is refused with
-// 429 and headers that say when to try again. Stopped, it shuts down
-// gracefully: requests in flight may finish, for up to five seconds.
+// 429 and headers that say when to try again. With -serve it then serves a
+// fresh application on -addr, whose limits the demo did not spend, so that
+// a first curl is admitted. Stopped, it shuts down gracefully: requests in
+// flight may finish, for up to five seconds.
 package main
 
 import (
@@ -17,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -71,32 +72,39 @@ func main() {
 // flight.
 const gracePeriod = 5 * time.Second
 
-// run serves, runs the demo against the server and, with keepServing,
-// serves on until ctx ends.
+// run runs the demo against a server of its own and, with keepServing,
+// then serves a fresh application on addr until ctx ends, so that the
+// demo's requests spend none of the quota the curl it suggests needs: its
+// fourth login is refused for 20 s.
 func run(ctx context.Context, out io.Writer, addr string, keepServing bool) error {
-	ln, err := net.Listen("tcp", addr)
+	demoAddr := addr
+	if keepServing {
+		demoAddr = "127.0.0.1:0"
+	}
+	d, err := start(ctx, demoAddr)
 	if err != nil {
 		return err
 	}
-	// An *echo.Echo is an http.Handler, so a plain http.Server serves it.
-	srv := &http.Server{Handler: newServer(), ReadHeaderTimeout: 5 * time.Second}
-	serveCtx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	served := make(chan error, 1)
-	go func() { served <- graceful.Serve(serveCtx, srv, ln, gracePeriod) }()
-	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "Echo behind floodgate at %s\n\n", base)
-
-	if err := demo(ctx, out, base); err != nil || !keepServing {
-		stopServing()
-		return errors.Join(err, <-served)
+	fmt.Fprintf(out, "Echo behind floodgate at %s\n\n", d.URL)
+	if err := errors.Join(demo(ctx, out, d.URL), d.Stop()); err != nil || !keepServing {
+		return err
 	}
-	fmt.Fprintf(out, "\nserving until Ctrl-C or SIGTERM; try: curl -i -X POST %s/login\n", base)
-	if err := <-served; err != nil {
+	s, err := start(ctx, addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nserving at %s with fresh limits until Ctrl-C or SIGTERM; try: curl -i -X POST %s/login\n", s.URL, s.URL)
+	if err := s.Wait(); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "stopped")
 	return nil
+}
+
+// start serves a new application, and so new limiters, on addr until ctx
+// ends. An *echo.Echo is an http.Handler, so a plain http.Server serves it.
+func start(ctx context.Context, addr string) (*graceful.Server, error) {
+	return graceful.Start(ctx, &http.Server{Handler: newServer(), ReadHeaderTimeout: 5 * time.Second}, addr, gracePeriod)
 }
 
 // demo calls GET /hello once and POST /login four times, prints what came

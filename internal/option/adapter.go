@@ -37,12 +37,8 @@ func (a *Adapter[R]) Cost(f func(R) (int, error)) {
 	}
 }
 
-// Skip is WithSkip(f).
-func (a *Adapter[R]) Skip(f func(R) bool) {
-	if a.Require(f != nil, "WithSkip(nil); leave the option out for the default") {
-		a.Pipeline.Skip = f
-	}
-}
+// Skip is WithSkip(f); nil skips nothing, in every adapter.
+func (a *Adapter[R]) Skip(f func(R) bool) { a.Pipeline.Skip = f }
 
 // FailureMode is WithFailureMode(m).
 func (a *Adapter[R]) FailureMode(m core.FailureMode) {

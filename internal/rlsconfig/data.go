@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/internal/yamlpos"
 )
 
 // DomainData is a configuration file's content as Go values, for
@@ -150,12 +152,12 @@ func (b *dataBuilder) descriptor(d DescriptorData, field, fullKey string, depth 
 	if d.Metadata != nil {
 		var m yaml.Node
 		if err := m.Encode(d.Metadata); err != nil {
-			b.stop = &Error{File: b.file, Field: join(field, "metadata"), Err: err}
+			b.stop = &Error{File: b.file, Field: yamlpos.Join(field, "metadata"), Err: err}
 			return n
 		}
 		n.Content = append(n.Content, str("metadata"), &m)
 	}
-	if list := b.descriptors(d.Descriptors, join(field, "descriptors"), fullKey, depth+1); list != nil {
+	if list := b.descriptors(d.Descriptors, yamlpos.Join(field, "descriptors"), fullKey, depth+1); list != nil {
 		n.Content = append(n.Content, str("descriptors"), list)
 	}
 	return n

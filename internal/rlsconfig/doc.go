@@ -29,10 +29,11 @@
 // [core.ParseAlgorithm] reads, but leaky-bucket and concurrency, which a
 // service that answers at once cannot use; by default fixed-window, the
 // windows of envoyproxy/ratelimit, aligned to multiples of the unit since
-// the Unix epoch), burst (for token-bucket and gcra), and limits, a list of further
-// limits ({unit, requests_per_unit, burst, algorithm}, the algorithm by
-// default rate_limit's) that apply together with the first, all or
-// nothing:
+// the Unix epoch), burst (for token-bucket and gcra; 0, as when it is left
+// out, is requests_per_unit, as core.ParseLimit's burst=0 is events), and
+// limits, a list of further limits ({unit, requests_per_unit, burst,
+// algorithm}, the algorithm by default rate_limit's) that apply together
+// with the first, all or nothing:
 //
 //	rate_limit:
 //	  unit: second

@@ -6,6 +6,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/floodgate/floodgate/internal/yamlpos"
+
 	"github.com/floodgate/floodgate/core"
 )
 
@@ -37,26 +39,26 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
 	if !ok {
 		return
 	}
-	r.Name, _ = p.str(f["name"], join(field, "name"))
-	p.replaces(f["replaces"], join(field, "replaces"), r)
-	r.Unlimited, _ = p.boolean(f["unlimited"], join(field, "unlimited"))
+	r.Name, _ = p.str(f["name"], yamlpos.Join(field, "name"))
+	p.replaces(f["replaces"], yamlpos.Join(field, "replaces"), r)
+	r.Unlimited, _ = p.boolean(f["unlimited"], yamlpos.Join(field, "unlimited"))
 	if r.Unlimited {
 		// As in envoyproxy/ratelimit, a unit it does not know is ignored,
 		// and so is requests_per_unit.
-		unitText, _ := p.str(f["unit"], join(field, "unit"))
+		unitText, _ := p.str(f["unit"], yamlpos.Join(field, "unit"))
 		if u, ok := f["unit"]; ok && parseUnit(unitText) != UnitUnknown {
-			p.fail(u, join(field, "unit"), "unlimited: true takes no unit; remove one of them")
+			p.fail(u, yamlpos.Join(field, "unit"), "unlimited: true takes no unit; remove one of them")
 		}
 		for _, k := range []string{"algorithm", "burst", "limits"} {
 			if v, ok := f[k]; ok {
-				p.fail(v, join(field, k), "unlimited: true takes no %s; remove one of them", k)
+				p.fail(v, yamlpos.Join(field, k), "unlimited: true takes no %s; remove one of them", k)
 			}
 		}
 		return
 	}
 	top, ok := p.layer(n, f, field, defaultAlgorithm)
 	layers := []layer{top}
-	for i, ln := range p.list(f["limits"], join(field, "limits"), "limits") {
+	for i, ln := range p.list(f["limits"], yamlpos.Join(field, "limits"), "limits") {
 		if ln == nil {
 			ok = false
 			continue
@@ -104,45 +106,45 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
 func (p *parser) layer(n *yaml.Node, f map[string]*yaml.Node, field string, alg core.Algorithm) (l layer, ok bool) {
 	l = layer{alg: alg, node: n, field: field}
 	before := p.count()
-	if text, tok := p.str(f["unit"], join(field, "unit")); tok {
+	if text, tok := p.str(f["unit"], yamlpos.Join(field, "unit")); tok {
 		if l.unit = parseUnit(text); l.unit == UnitUnknown {
 			at := n
 			if u, ok := f["unit"]; ok {
 				at = u
 			}
-			p.fail(at, join(field, "unit"), "invalid rate limit unit %q; use second, minute, hour, day, week, month or year (or unlimited: true)", text)
+			p.fail(at, yamlpos.Join(field, "unit"), "invalid rate limit unit %q; use second, minute, hour, day, week, month or year (or unlimited: true)", text)
 		}
 	}
-	if v := f["requests_per_unit"]; !isNull(v) {
+	if v := f["requests_per_unit"]; !yamlpos.IsNull(v) {
 		var x uint64
 		if v.Kind != yaml.ScalarNode || v.Decode(&x) != nil || x > math.MaxUint32 {
-			p.fail(v, join(field, "requests_per_unit"), "want a whole number from 0 to %d, got %s", uint32(math.MaxUint32), kindName(v))
+			p.fail(v, yamlpos.Join(field, "requests_per_unit"), "want a whole number from 0 to %d, got %s", uint32(math.MaxUint32), yamlpos.KindName(v))
 		}
 		l.rpu = uint32(x)
 	}
 	if v, has := f["algorithm"]; has {
 		l.alg = noAlgorithm
-		if text, tok := p.str(v, join(field, "algorithm")); tok {
+		if text, tok := p.str(v, yamlpos.Join(field, "algorithm")); tok {
 			a, err := core.ParseAlgorithm(text)
 			switch {
 			case err != nil:
-				p.fail(v, join(field, "algorithm"), "%v", err)
+				p.fail(v, yamlpos.Join(field, "algorithm"), "%v", err)
 			case a == core.Concurrency:
-				p.fail(v, join(field, "algorithm"), "concurrency counts requests in flight, and the rate-limit service never learns when one ends; use a rate algorithm")
+				p.fail(v, yamlpos.Join(field, "algorithm"), "concurrency counts requests in flight, and the rate-limit service never learns when one ends; use a rate algorithm")
 			case a == core.LeakyBucket:
-				p.fail(v, join(field, "algorithm"), "leaky-bucket admits a request after a wait for its turn, and Envoy never waits: the rate-limit service answers at once; use a rate algorithm (gcra spaces requests as evenly, refusing those that would wait)")
+				p.fail(v, yamlpos.Join(field, "algorithm"), "leaky-bucket admits a request after a wait for its turn, and Envoy never waits: the rate-limit service answers at once; use a rate algorithm (gcra spaces requests as evenly, refusing those that would wait)")
 			default:
 				l.alg = a
 			}
 		}
 	}
-	if v := f["burst"]; !isNull(v) {
+	if v := f["burst"]; !yamlpos.IsNull(v) {
 		var x int64
 		switch {
 		case v.Kind != yaml.ScalarNode || v.Decode(&x) != nil || x < 0 || x > math.MaxInt32:
-			p.fail(v, join(field, "burst"), "want a whole number from 0 to %d, got %s", math.MaxInt32, kindName(v))
+			p.fail(v, yamlpos.Join(field, "burst"), "want a whole number from 0 to %d, got %s", math.MaxInt32, yamlpos.KindName(v))
 		case x > 0 && l.alg != noAlgorithm && l.alg != core.TokenBucket && l.alg != core.GCRA:
-			p.fail(v, join(field, "burst"), "%v ignores burst; set algorithm: token-bucket or gcra, or remove burst", l.alg)
+			p.fail(v, yamlpos.Join(field, "burst"), "%v ignores burst; set algorithm: token-bucket or gcra, or remove burst", l.alg)
 		default:
 			l.burst = int(x)
 		}
@@ -163,13 +165,13 @@ func (p *parser) replaces(n *yaml.Node, field string, r *Rule) {
 		if !ok {
 			continue
 		}
-		name, ok := p.str(f["name"], join(ef, "name"))
+		name, ok := p.str(f["name"], yamlpos.Join(ef, "name"))
 		switch {
 		case !ok:
 		case name == "":
-			p.fail(e, join(ef, "name"), "an empty replaces entry; name the rate_limit it replaces")
+			p.fail(e, yamlpos.Join(ef, "name"), "an empty replaces entry; name the rate_limit it replaces")
 		case name == r.Name:
-			p.fail(e, join(ef, "name"), "replaces its own rate_limit's name %q; a rule cannot replace itself", name)
+			p.fail(e, yamlpos.Join(ef, "name"), "replaces its own rate_limit's name %q; a rule cannot replace itself", name)
 		default:
 			r.Replaces = append(r.Replaces, name)
 		}

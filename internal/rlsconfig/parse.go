@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,22 +52,12 @@ const maxErrors = 100
 
 // parse is Parse, with its errors apart.
 func parse(file string, data []byte) (*Domain, []error) {
-	if len(data) > maxFileSize {
-		return nil, []error{&Error{File: file, Err: fmt.Errorf("the file is %d bytes, more than %d", len(data), maxFileSize)}}
-	}
-	doc, second, err := yamlpos.One(data)
-	switch {
-	case errors.Is(err, io.EOF):
-		return nil, []error{&Error{File: file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")}}
-	case err != nil:
-		line, msg := yamlpos.Line(data, err, func(b []byte) error {
-			_, _, err := yamlpos.One(b)
-			return err
-		})
-		return nil, []error{&Error{File: file, Line: line, Err: errors.New(msg)}}
+	root, second, err := yamlpos.Read(file, data, maxFileSize, "a domain: and its descriptors:")
+	if err != nil {
+		return nil, []error{err}
 	}
 	p := parser{file: file, seen: map[string]bool{}}
-	d := p.document(doc)
+	d := p.document(root)
 	if second > 0 {
 		p.add(&Error{File: file, Line: second, Err: errors.New("a second YAML document; a file holds one domain (envoyproxy/ratelimit reads only the first); split it into files")})
 	}
@@ -100,11 +89,7 @@ type parser struct {
 }
 
 func (p *parser) errf(n *yaml.Node, field, format string, args ...any) *Error {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	return &Error{File: p.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
+	return yamlpos.At(p.file, n, field, format, args...)
 }
 
 // fail reports an error at n.
@@ -131,16 +116,8 @@ func (p *parser) add(e *Error) {
 	p.errs = append(p.errs, e)
 }
 
-func (p *parser) document(doc *yaml.Node) *Domain {
-	root := doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			p.add(&Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")})
-			return nil
-		}
-		root = root.Content[0]
-	}
-	if isNull(root) {
+func (p *parser) document(root *yaml.Node) *Domain {
+	if yamlpos.IsNull(root) {
 		p.add(&Error{File: p.file, Err: errors.New("the file is empty; it needs a domain: and its descriptors:")})
 		return nil
 	}
@@ -150,14 +127,14 @@ func (p *parser) document(doc *yaml.Node) *Domain {
 	}
 	name, ok := p.str(top["domain"], "domain")
 	if ok && name == "" {
-		at := resolve(root)
+		at := yamlpos.Resolve(root)
 		if n, ok := top["domain"]; ok {
 			at = n
 		}
 		p.fail(at, "domain", "the domain is empty; every file needs one (domain: name)")
 	}
 	p.domain = name
-	d := &Domain{Name: name, File: p.file, Line: resolve(root).Line, root: newNode()}
+	d := &Domain{Name: name, File: p.file, Line: yamlpos.Resolve(root).Line, root: newNode()}
 	if n, ok := top["domain"]; ok {
 		d.Line = n.Line
 	}
@@ -198,7 +175,7 @@ func (p *parser) descriptor(dn *yaml.Node, field string, parent *node, fullKey s
 	s.value, okValue = p.str(f["value"], field+".value")
 	named := ok && okValue
 	if ok && s.key == "" {
-		p.fail(dn, join(field, "key"), "the descriptor has an empty key; every descriptor needs one (key: name)")
+		p.fail(dn, yamlpos.Join(field, "key"), "the descriptor has an empty key; every descriptor needs one (key: name)")
 		named = false
 	}
 	composite := s.key
@@ -216,10 +193,10 @@ func (p *parser) descriptor(dn *yaml.Node, field string, parent *node, fullKey s
 	if strings.Contains(s.value, "*") {
 		s.parts = strings.Split(s.value, "*")
 	}
-	s.share, _ = p.boolean(f["share_threshold"], join(field, "share_threshold"))
-	s.valueToMetric, _ = p.boolean(f["value_to_metric"], join(field, "value_to_metric"))
+	s.share, _ = p.boolean(f["share_threshold"], yamlpos.Join(field, "share_threshold"))
+	s.valueToMetric, _ = p.boolean(f["value_to_metric"], yamlpos.Join(field, "value_to_metric"))
 	if s.share && okValue && !strings.Contains(composite, "*") {
-		p.fail(f["share_threshold"], join(field, "share_threshold"), "share_threshold applies only to a wildcard value (one with '*'), and %q has none", s.value)
+		p.fail(f["share_threshold"], yamlpos.Join(field, "share_threshold"), "share_threshold applies only to a wildcard value (one with '*'), and %q has none", s.value)
 	}
 
 	n := newNode()
@@ -227,31 +204,31 @@ func (p *parser) descriptor(dn *yaml.Node, field string, parent *node, fullKey s
 	myPath := append(slices.Clip(path), s)
 	var r *Rule
 	rl := f["rate_limit"]
-	if !isNull(rl) {
+	if !yamlpos.IsNull(rl) {
 		r = &Rule{Domain: p.domain, FullKey: myKey, File: p.file, Line: dn.Line, ValueToMetric: s.valueToMetric, path: myPath,
-			limitLine: rl.Line, limitField: join(field, "rate_limit")}
+			limitLine: rl.Line, limitField: yamlpos.Join(field, "rate_limit")}
 	}
 	// The flags mean nothing without a rule, but must still be well
 	// formed.
 	var flags [3]bool
 	for i, name := range []string{"shadow_mode", "quota_mode", "detailed_metric"} {
-		flags[i], _ = p.boolean(f[name], join(field, name))
+		flags[i], _ = p.boolean(f[name], yamlpos.Join(field, name))
 	}
 	m := f["metadata"]
-	if !isNull(m) && m.Kind != yaml.MappingNode {
-		p.fail(m, join(field, "metadata"), "want a mapping, got %s", kindName(m))
-	} else if !isNull(m) && r != nil {
+	if !yamlpos.IsNull(m) && m.Kind != yaml.MappingNode {
+		p.fail(m, yamlpos.Join(field, "metadata"), "want a mapping, got %s", yamlpos.KindName(m))
+	} else if !yamlpos.IsNull(m) && r != nil {
 		if err := m.Decode(&r.Metadata); err != nil {
-			p.fail(m, join(field, "metadata"), "%v", err)
+			p.fail(m, yamlpos.Join(field, "metadata"), "%v", err)
 		}
 	}
 	if r != nil {
 		r.ShadowMode, r.QuotaMode, r.DetailedMetric = flags[0], flags[1], flags[2]
-		p.rateLimit(rl, join(field, "rate_limit"), r)
+		p.rateLimit(rl, yamlpos.Join(field, "rate_limit"), r)
 		n.rule = r
 		p.rules = append(p.rules, r)
 	}
-	p.descriptors(f["descriptors"], join(field, "descriptors"), n, myKey, myPath)
+	p.descriptors(f["descriptors"], yamlpos.Join(field, "descriptors"), n, myKey, myPath)
 	if named {
 		parent.add(s, n, place{p.file, dn.Line}, composite)
 	}

@@ -6,40 +6,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/internal/yamlpos"
 )
-
-func join(parent, field string) string {
-	if parent == "" {
-		return field
-	}
-	return parent + "." + field
-}
-
-// resolve follows an alias to the node it names.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-func kindName(n *yaml.Node) string {
-	switch {
-	case isNull(n):
-		return "nothing"
-	case n.Kind == yaml.MappingNode:
-		return "a mapping"
-	case n.Kind == yaml.SequenceNode:
-		return "a list"
-	case n.Kind == yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "something else"
-}
 
 // Where each of envoyproxy/ratelimit's keys belongs, for the error of a
 // key in the wrong place (which it accepts and ignores).
@@ -59,32 +28,32 @@ var belongs = map[string]string{
 // merge key ("<<: *anchor") takes the anchored mapping's keys that the
 // mapping does not set itself. ok is false when n is not a mapping.
 func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string]*yaml.Node, bool) {
-	n = resolve(n)
+	n = yamlpos.Resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
-		p.fail(n, field, "want a mapping (key: value lines), got %s", kindName(n))
+		p.fail(n, field, "want a mapping (key: value lines), got %s", yamlpos.KindName(n))
 		return nil, false
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
 	lines := make(map[string]int, len(n.Content)/2)
 	var merged []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := yamlpos.Resolve(n.Content[i]), n.Content[i+1]
 		switch {
 		case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
-			merged = append(merged, resolve(v))
+			merged = append(merged, yamlpos.Resolve(v))
 		case k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str":
-			p.fail(k, field, "the key %s is not a string; use one of %s", kindName(k), strings.Join(known, ", "))
+			p.fail(k, field, "the key %s is not a string; use one of %s", yamlpos.KindName(k), strings.Join(known, ", "))
 		case lines[k.Value] > 0:
-			p.fail(k, join(field, k.Value), "given twice (first at line %d); keep one", lines[k.Value])
+			p.fail(k, yamlpos.Join(field, k.Value), "given twice (first at line %d); keep one", lines[k.Value])
 		case !slices.Contains(known, k.Value):
 			if where, ok := belongs[k.Value]; ok {
-				p.fail(k, join(field, k.Value), "unknown key here; it belongs in %s (envoyproxy/ratelimit ignores it here)", where)
+				p.fail(k, yamlpos.Join(field, k.Value), "unknown key here; it belongs in %s (envoyproxy/ratelimit ignores it here)", where)
 			} else {
-				p.fail(k, join(field, k.Value), "unknown key %q; use one of %s", k.Value, strings.Join(known, ", "))
+				p.fail(k, yamlpos.Join(field, k.Value), "unknown key %q; use one of %s", k.Value, strings.Join(known, ", "))
 			}
 		default:
 			lines[k.Value] = max(k.Line, 1)
-			out[k.Value] = resolve(v)
+			out[k.Value] = yamlpos.Resolve(v)
 		}
 	}
 	for _, m := range merged {
@@ -105,11 +74,11 @@ func (p *parser) fields(n *yaml.Node, field string, known ...string) (map[string
 // number stays as written); nothing is "". ok is false, the error
 // reported, for anything else.
 func (p *parser) str(n *yaml.Node, field string) (string, bool) {
-	if isNull(n) {
+	if yamlpos.IsNull(n) {
 		return "", true
 	}
 	if n.Kind != yaml.ScalarNode {
-		p.fail(n, field, "want a single value, got %s", kindName(n))
+		p.fail(n, field, "want a single value, got %s", yamlpos.KindName(n))
 		return "", false
 	}
 	return n.Value, true
@@ -119,7 +88,7 @@ func (p *parser) str(n *yaml.Node, field string) (string, bool) {
 // that envoyproxy/ratelimit's decoder accepts; nothing is false. ok is
 // false, the error reported, for anything else.
 func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
-	if isNull(n) {
+	if yamlpos.IsNull(n) {
 		return false, true
 	}
 	if n.Kind == yaml.ScalarNode && (n.Tag == "" || n.ShortTag() == "!!bool" || n.ShortTag() == "!!str") {
@@ -130,7 +99,7 @@ func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
 			return false, true
 		}
 	}
-	p.fail(n, field, "want true or false, got %s", kindName(n))
+	p.fail(n, field, "want true or false, got %s", yamlpos.KindName(n))
 	return false, false
 }
 
@@ -138,18 +107,18 @@ func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
 // is not a mapping is reported and nil in the list, so that the others
 // keep their indexes.
 func (p *parser) list(n *yaml.Node, field, what string) []*yaml.Node {
-	if isNull(n) {
+	if yamlpos.IsNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.fail(n, field, "want a list of %s, got %s", what, kindName(n))
+		p.fail(n, field, "want a list of %s, got %s", what, yamlpos.KindName(n))
 		return nil
 	}
 	out := make([]*yaml.Node, len(n.Content))
 	for i, e := range n.Content {
-		e = resolve(e)
+		e = yamlpos.Resolve(e)
 		if e.Kind != yaml.MappingNode {
-			p.fail(e, fmt.Sprintf("%s[%d]", field, i), "want %s (a mapping, key: value lines), got %s", what, kindName(e))
+			p.fail(e, fmt.Sprintf("%s[%d]", field, i), "want %s (a mapping, key: value lines), got %s", what, yamlpos.KindName(e))
 			continue
 		}
 		out[i] = e

@@ -1,5 +1,7 @@
-// Package yamlpos finds the line of a YAML document where a decoding error
-// is, for the error messages of packages rules and rlsconfig.
+// Package yamlpos is what packages rules and rlsconfig share in reading a
+// YAML file: [Read], which decodes its one document and finds the line of
+// a decoding error ([Line]), the [Error] that names the file, line and
+// field of every problem, and helpers for the nodes both walk.
 package yamlpos
 
 import (
@@ -8,7 +10,6 @@ import (
 	"io"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -90,24 +91,4 @@ func Line(data []byte, err error, decode func([]byte) error) (int, string) {
 		}
 	}
 	return k, msg
-}
-
-// Message formats an error of a YAML file as rules.Error and
-// rlsconfig.Error read: "file:line: field: why", the form compilers use,
-// so that editors can jump to it; the line is left out when it is 0, the
-// field when it is empty.
-func Message(file string, line int, field string, err error) string {
-	var b strings.Builder
-	b.WriteString(file)
-	if line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(line))
-	}
-	b.WriteString(": ")
-	if field != "" {
-		b.WriteString(field)
-		b.WriteString(": ")
-	}
-	b.WriteString(err.Error())
-	return b.String()
 }

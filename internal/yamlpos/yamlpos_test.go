@@ -52,7 +52,9 @@ func ExampleLine() {
 	// Output: 5 yaml: did not find expected '-' indicator
 }
 
-func TestMessage(t *testing.T) {
+// TestError: the form compilers use, the line and the field left out
+// when they are not known, and the cause open to errors.Is.
+func TestError(t *testing.T) {
 	why := errors.New("must be positive")
 	for _, tc := range []struct {
 		line  int
@@ -64,8 +66,75 @@ func TestMessage(t *testing.T) {
 		{7, "", "a.yaml:7: must be positive"},
 		{0, "", "a.yaml: must be positive"},
 	} {
-		if got := yamlpos.Message("a.yaml", tc.line, tc.field, why); got != tc.want {
-			t.Errorf("Message(line %d, field %q) = %q, want %q", tc.line, tc.field, got, tc.want)
+		e := &yamlpos.Error{File: "a.yaml", Line: tc.line, Field: tc.field, Err: why}
+		if got := e.Error(); got != tc.want || !errors.Is(e, why) {
+			t.Errorf("line %d, field %q: %q, want %q and the cause", tc.line, tc.field, got, tc.want)
 		}
+	}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: "x", Line: 4}
+	if got := yamlpos.At("b.yaml", n, "k", "want %d", 2).Error(); got != "b.yaml:4: k: want 2" {
+		t.Errorf("At: %q", got)
+	}
+	if got := yamlpos.At("b.yaml", nil, "k", "no node").Error(); got != "b.yaml: k: no node" {
+		t.Errorf("At(nil): %q", got)
+	}
+}
+
+// TestRead: the preamble rules and rlsconfig share, each refusal an
+// *Error at its line.
+func TestRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		max        int
+		want       string // the error, or the top node's kind and the second document's line
+	}{
+		{"one", "a: 1\n", 100, "mapping, second 0"},
+		{"two", "a: 1\n---\nb: 2\n", 100, "mapping, second 2"},
+		{"too long", "a: 1\n", 4, "f.yaml: the file is 5 bytes, more than 4"},
+		{"empty", "", 100, "f.yaml: the file is empty; it needs a list"},
+		{"comments only", "# nothing\n", 100, "f.yaml: the file is empty; it needs a list"},
+		{"broken", "a: 1\nb:\n  - 2\n  - [3\nc: 4\n", 100, "f.yaml:4: yaml: did not find expected ',' or ']'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top, second, err := yamlpos.Read("f.yaml", []byte(tc.data), tc.max, "a list")
+			got := ""
+			if err != nil {
+				var e *yamlpos.Error
+				if !errors.As(err, &e) {
+					t.Fatalf("%v is no *Error", err)
+				}
+				got = err.Error()
+			} else if top.Kind == yaml.MappingNode {
+				got = fmt.Sprintf("mapping, second %d", second)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKindName: what an error says a node was.
+func TestKindName(t *testing.T) {
+	for _, tc := range []struct {
+		n    *yaml.Node
+		want string
+	}{
+		{nil, "nothing"},
+		{&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "~"}, "nothing"},
+		{&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "3"}, `"3"`},
+		{&yaml.Node{Kind: yaml.MappingNode}, "a mapping"},
+		{&yaml.Node{Kind: yaml.SequenceNode}, "a list"},
+		{&yaml.Node{Kind: yaml.DocumentNode}, "something else"},
+	} {
+		if got := yamlpos.KindName(tc.n); got != tc.want {
+			t.Errorf("KindName(%+v) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := yamlpos.Join("", "rules"); got != "rules" {
+		t.Errorf("Join at the top: %q", got)
+	}
+	if got := yamlpos.Join("rules[0]", "limit"); got != "rules[0].limit" {
+		t.Errorf("Join: %q", got)
 	}
 }

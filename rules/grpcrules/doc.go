@@ -24,6 +24,6 @@
 // force stay.
 //
 // Like grpcmw, each rule's Limiter skips the health and reflection
-// services (grpcmw.SkipInfrastructure) unless a grpcmw.WithSkip function
-// among the options replaces that default.
+// services (grpcmw.SkipInfrastructure) unless a grpcmw.WithSkip among the
+// options replaces that default: grpcmw.WithSkip(nil) limits them too.
 package grpcrules

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -138,7 +140,11 @@ func (ic *Interceptors) key(r *rules.Rule) (grpcmw.KeyFunc, error) {
 		default:
 			f, ok := ic.o.keys[part]
 			if !ok {
-				return nil, fmt.Errorf("no gRPC key named %q; register it with grpcrules.WithKey", part)
+				names := "none"
+				if len(ic.o.keys) > 0 {
+					names = strings.Join(slices.Sorted(maps.Keys(ic.o.keys)), ", ")
+				}
+				return nil, fmt.Errorf("unknown gRPC key %q; the built-in keys are ip, header:NAME, method and global, and grpcrules.WithKey registered %s", part, names)
 			}
 			fns = append(fns, f)
 		}

@@ -92,7 +92,7 @@ func TestUnary(t *testing.T) {
 	// A key this package does not know: the file is rejected, the rules stay.
 	before := s.Table()
 	err = s.Apply([]byte(strings.Replace(file, "key: header:X-Tenant", "key: tenant", 1)))
-	if err == nil || !strings.Contains(err.Error(), `grpcrules: rules[1] (index, line 5): no gRPC key named "tenant"`) {
+	if err == nil || !strings.Contains(err.Error(), `grpcrules: rules[1] (index, line 5): unknown gRPC key "tenant"; the built-in keys are ip, header:NAME, method and global, and grpcrules.WithKey registered none`) {
 		t.Errorf("Apply with an unknown gRPC key: %v", err)
 	}
 	if s.Table() != before {

@@ -23,3 +23,25 @@ func ExampleServe() {
 	fmt.Println("stopped:", err)
 	// Output: stopped: <nil>
 }
+
+// Start returns at once, with the URL to send requests to; Stop shuts the
+// server down gracefully.
+func ExampleStart() {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") })}
+	s, err := graceful.Start(context.Background(), srv, "127.0.0.1:0", time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := http.Get(s.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	fmt.Println("stopped:", s.Stop())
+	// Output:
+	// 200 OK
+	// stopped: <nil>
+}
