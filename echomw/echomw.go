@@ -9,6 +9,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/option"
 	"github.com/floodgate/floodgate/keyfunc"
 )
 
@@ -63,16 +64,14 @@ var ErrDenied = errors.New("echomw: rate limit exceeded")
 // Before it runs l, it records the matched route's template (c.Path(),
 // such as "/users/:id") in the request's Pattern, where net/http's
 // ServeMux records its own, so that keyfunc.Route keys every /users/…
-// request by "/users/:id". It panics if l is nil.
+// request by "/users/:id". It panics if l or an option is nil.
 func New(l *httpmw.Limiter, opts ...Option) echo.MiddlewareFunc {
 	if l == nil {
 		panic(errors.New("echomw: nil *httpmw.Limiter; make one with httpmw.New"))
 	}
 	o := options{skip: middleware.DefaultSkipper}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	if err := option.Apply(&o, &option.Errors{Prefix: "echomw: "}, opts); err != nil {
+		panic(err)
 	}
 	skip := o.skip
 	if !o.httpErrors {

@@ -2,6 +2,7 @@ package echomw_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -369,8 +370,16 @@ func TestConstructors(t *testing.T) {
 		echomw.New(nil)
 	}()
 	l := httpmw.MustNew(core.MustNew(api), keyfunc.Constant("all"))
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "echomw: nil Option (argument 2)") {
+				t.Errorf("New with a nil option: panic %v, want one naming the nil Option", r)
+			}
+		}()
+		echomw.New(l, echomw.WithHTTPErrors(), nil)
+	}()
 	e := echo.New()
-	e.GET("/", echo.WrapHandler(hello), echomw.New(l, echomw.WithSkip(func(echo.Context) bool { return true }), echomw.WithSkip(nil), nil))
+	e.GET("/", echo.WrapHandler(hello), echomw.New(l, echomw.WithSkip(func(echo.Context) bool { return true }), echomw.WithSkip(nil)))
 	w := httptest.NewRecorder()
 	e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	if w.Code != http.StatusNoContent || w.Header().Get("RateLimit") == "" {
