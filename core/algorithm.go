@@ -163,7 +163,32 @@ type algo interface {
 	refund(s state, now, cost int64) (state, bool)
 	// maxCost is the largest cost that can ever be admitted at once.
 	maxCost() int64
+	// spare reports whether a full table may give up s at now to make
+	// room for a new key (table.reuse): a key given up comes back as new,
+	// so its owner regains what s had spent, and spare holds while that
+	// is at most half the quota, or one unit when the quota is smaller.
+	// So no key is handed back more than half a quota, a drained key
+	// keeps its state, and a key charged once, which regains one unit,
+	// is spare whatever the quota.
+	spare(s state, now int64) bool
 }
+
+// ranker is implemented by the algorithms whose idle instant does not
+// tell which key loses least when given up (the windows' keys share the
+// instant their window ends; warm-up's keys cool long after their debt
+// is paid), which a full table therefore indexes by rank as well.
+type ranker interface {
+	// rank orders states by what giving them up would hand back, least
+	// first, for states live at one instant. It depends on s alone, so
+	// that a key keeps its rank while its state stands still; an
+	// admission raises it or leaves it (but see slidingWindow.rank), and
+	// a refund, which may lower it, has its key indexed anew.
+	rank(s state) int64
+}
+
+// spareUnits is how many units a key may have spent and still be given up
+// when the table is full: half of whole, at least one.
+func spareUnits(whole int64) int64 { return max(1, whole/2) }
 
 // newAlgo returns l's algorithm, for the algorithms whose state is 16
 // bytes (nil for SlidingLog, whose state lives in the extended table).

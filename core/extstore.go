@@ -15,9 +15,11 @@ import (
 //
 // It keeps the main table's rules: the whole table holds at most capacity
 // keys (one atomic count); keys whose quota is whole again are dropped
-// first; when none can be dropped, the FullPolicy decides (FullOverflow: one
-// shared overflow log; FullEvictLRU: the least recently charged key goes).
-// There is no deny cache: every decision takes the shard's lock.
+// first; when none can be dropped, the FullPolicy decides (FullOverflow:
+// the key of the shard whose log counts least gives up its place if it is
+// spare, else one shared overflow log; FullEvictLRU: the least recently
+// charged key goes). There is no deny cache: every decision takes the
+// shard's lock.
 //
 // Finding idle keys: each shard keeps every key in a min-heap by an instant
 // no later than the key's idleAt (xlog.due). Admissions only move idleAt
@@ -27,12 +29,17 @@ import (
 // which an admission since it was placed pays for. So every idle key of a
 // shard is found at amortised O(log n) per operation, with one heap slot
 // (8 bytes) per key.
+//
+// Finding the key that loses least: a bounded index by rank, the sum of the
+// key's log (an upper bound of what it counts at any later instant), kept as
+// the main table keeps its own (see index.go): about one byte per key.
 type extTable struct {
 	alg      *windowLog
 	shards   []extShard
 	mask     uint64
 	full     FullPolicy
 	capacity int64
+	idxCap   int          // the most candidates a shard's index by rank holds
 	held     atomic.Int64 // keys held by all the shards
 
 	overflowMu sync.Mutex
@@ -41,10 +48,11 @@ type extTable struct {
 
 // extShard is one lock's worth of keys, padded to its own cache lines.
 type extShard struct {
-	mu   sync.Mutex
-	lru  *simplelru.LRU[uint64, *xlog]
-	heap []*xlog // idle index: a min-heap by due
-	_    [128 - 8 - 8 - 24]byte
+	mu    sync.Mutex
+	lru   *simplelru.LRU[uint64, *xlog]
+	heap  []*xlog // idle index: a min-heap by due
+	light index   // candidates for reuse, by the sum of their logs
+	_     [128 - 8 - 8 - 24 - 32]byte
 }
 
 func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTable {
@@ -54,16 +62,19 @@ func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTabl
 	for shards > 1 && shards > capacity {
 		shards /= 2
 	}
+	share := (capacity + shards - 1) / shards
 	t := &extTable{
 		alg:      alg,
 		shards:   make([]extShard, shards),
 		mask:     uint64(shards - 1),
 		full:     full,
 		capacity: int64(capacity),
+		idxCap:   max(32, share/16),
 	}
 	for i := range t.shards {
 		// As in the main table, the LRU never evicts by itself.
 		t.shards[i].lru, _ = simplelru.NewLRU[uint64, *xlog](capacity+1, nil)
+		t.shards[i].light.floor = maxInstant
 	}
 	return t
 }
@@ -111,6 +122,7 @@ func (t *extTable) insert(s *extShard, h uint64, now, cost int64) (verdict, bool
 	s.lru.Add(h, x)
 	x.due = t.alg.idleAt(x)
 	s.push(x)
+	s.light.push(x.sum, h, t.idxCap)
 	s.mu.Unlock()
 	return v, false
 }
@@ -125,13 +137,14 @@ func (t *extTable) refund(h uint64, now, cost int64) {
 			x.due = at
 			s.up(x.pos)
 		}
+		s.light.push(x.sum, h, t.idxCap)
 	}
 	s.mu.Unlock()
 }
 
 // makeRoom makes s ready to take a new key, called with s locked: it drops
 // the idle keys of s that are due, then claims room from the table, then
-// applies the FullPolicy.
+// applies the FullPolicy (under FullOverflow, reuse).
 func (t *extTable) makeRoom(s *extShard, now int64) bool {
 	if dropped := t.sweep(s, now); dropped > 0 {
 		// One key's room goes to the arriving key.
@@ -150,7 +163,57 @@ func (t *extTable) makeRoom(s *extShard, now int64) bool {
 	if t.full == FullEvictLRU {
 		return t.evictOldest(s)
 	}
-	return false
+	return t.reuse(s, now)
+}
+
+// reuse gives up the key of s whose log counts least, if it is spare (at
+// most half of Events, or one), to make room for a new key, as the main
+// table's reuse does, and reports whether it did. s holds no idle key.
+func (t *extTable) reuse(s *extShard, now int64) bool {
+	ix := &s.light
+	rescanned := false
+	for {
+		if len(ix.c) == 0 && (rescanned || ix.floor == maxInstant) {
+			return false
+		}
+		if len(ix.c) > 0 {
+			c := ix.c[0]
+			x, ok := s.lru.Peek(c.h)
+			if !ok {
+				ix.pop()
+				continue
+			}
+			if x.sum > c.at {
+				// Charged since it was indexed: back at its true rank.
+				ix.pop()
+				ix.push(x.sum, c.h, t.idxCap)
+				continue
+			}
+			if x.sum <= ix.floor || rescanned {
+				if !t.alg.spare(x, now) {
+					return false
+				}
+				ix.pop()
+				s.remove(x)
+				return true
+			}
+		}
+		// Keys missing from the index may count less than any in it.
+		rescanned = true
+		t.rescan(s)
+	}
+}
+
+// rescan indexes every key of s afresh by rank. Each key goes to the front
+// as it is passed, so that a whole round leaves the recency order as it
+// was.
+func (t *extTable) rescan(s *extShard) {
+	s.light.reset()
+	for i := s.lru.Len(); i > 0; i-- {
+		h, x, _ := s.lru.GetOldest()
+		s.lru.Get(h)
+		s.light.push(x.sum, h, t.idxCap)
+	}
 }
 
 // sweep drops the keys of s that are idle at now and returns how many.

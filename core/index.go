@@ -37,11 +37,26 @@ import (
 // share/16). The index costs 16 bytes per candidate: about one byte per key
 // of capacity. In practice the old-end drop finds most idle keys first and
 // rescans are rare (TestEvictionWorkIsAmortised measures it).
+//
+// Finding the key that loses least. When the table is full and no key of
+// the shard is idle, a new key takes the place of the key whose loss is
+// least (table.reuse), found the same way in an index by rank: a value
+// that orders keys by what giving them up would hand back, stands still
+// while the state does, and (nearly always) only grows with admissions.
+// For the token bucket, GCRA and the leaky bucket the rank is the idle
+// instant (the sooner whole, the less spent), so the idle index serves;
+// the windows and warm-up, whose keys of one window share an idle instant,
+// keep a second index of the same kind by their own rank (algo ranker).
+// The popped candidate is the least of the index when its key's rank is
+// still the one indexed (else it goes back at its true rank, paid for by
+// an admission), and the least of the shard when that rank is at most the
+// index's floor (else a rescan rebuilds the index, paid for as above).
 
 // maxInstant is later than every idle instant.
 const maxInstant = math.MaxInt64
 
-// due is an eviction candidate: key hash h is idle no earlier than at.
+// due is a candidate of an index: key hash h ranks, or is idle, no
+// earlier than at.
 type due struct {
 	at int64
 	h  uint64
@@ -49,42 +64,57 @@ type due struct {
 
 func (d due) less(e due) bool { return d.at < e.at || d.at == e.at && d.h < e.h }
 
-// track indexes key h as a candidate idle from at.
-func (s *shard) track(at int64, h uint64) {
-	if len(s.idx) == s.idxCap {
-		s.compact()
+// index is a bounded min-heap of candidates. No key missing from it ranks
+// below floor.
+type index struct {
+	c     []due
+	floor int64
+}
+
+// push indexes key h as a candidate from at; the index holds at most
+// capacity candidates (at least 2).
+func (x *index) push(at int64, h uint64, capacity int) {
+	if len(x.c) == capacity {
+		x.compact()
 	}
-	if len(s.idx) == cap(s.idx) {
-		s.idx = slices.Grow(s.idx, min(s.idxCap, max(8, 2*cap(s.idx)))-len(s.idx))
+	if len(x.c) == cap(x.c) {
+		x.c = slices.Grow(x.c, min(capacity, max(8, 2*cap(x.c)))-len(x.c))
 	}
-	s.idx = append(s.idx, due{at, h})
-	for i := len(s.idx) - 1; i > 0; {
+	x.c = append(x.c, due{at, h})
+	for i := len(x.c) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !s.idx[i].less(s.idx[p]) {
+		if !x.c[i].less(x.c[p]) {
 			break
 		}
-		s.idx[i], s.idx[p] = s.idx[p], s.idx[i]
+		x.c[i], x.c[p] = x.c[p], x.c[i]
 		i = p
 	}
 }
 
 // compact halves a full index, keeping the earliest candidates, and lowers
 // floor to the earliest it drops. It selects in linear time (quickselect)
-// and rebuilds the heap from the kept half: O(idxCap) per idxCap/2 pushes.
-func (s *shard) compact() {
-	half := len(s.idx) / 2
-	selectEarliest(s.idx, half)
-	dropped := s.idx[half]
-	for _, d := range s.idx[half+1:] {
+// and rebuilds the heap from the kept half: O(capacity) per capacity/2
+// pushes.
+func (x *index) compact() {
+	half := len(x.c) / 2
+	selectEarliest(x.c, half)
+	dropped := x.c[half]
+	for _, d := range x.c[half+1:] {
 		if d.less(dropped) {
 			dropped = d
 		}
 	}
-	s.floor = min(s.floor, dropped.at)
-	s.idx = s.idx[:half]
+	x.floor = min(x.floor, dropped.at)
+	x.c = x.c[:half]
 	for i := half/2 - 1; i >= 0; i-- {
-		s.siftDown(i)
+		x.siftDown(i)
 	}
+}
+
+// reset empties x, ready to index every key afresh.
+func (x *index) reset() {
+	x.c = x.c[:0]
+	x.floor = maxInstant
 }
 
 // selectEarliest reorders d so that its k earliest candidates come first.
@@ -129,44 +159,56 @@ func selectEarliest(d []due, k int) {
 }
 
 // pop removes and returns the earliest candidate.
-func (s *shard) pop() due {
-	top := s.idx[0]
-	last := len(s.idx) - 1
-	s.idx[0] = s.idx[last]
-	s.idx = s.idx[:last]
-	s.siftDown(0)
+func (x *index) pop() due {
+	top := x.c[0]
+	last := len(x.c) - 1
+	x.c[0] = x.c[last]
+	x.c = x.c[:last]
+	x.siftDown(0)
 	return top
 }
 
 // siftDown moves the candidate at i down to its place in the heap.
-func (s *shard) siftDown(i int) {
-	n := len(s.idx)
+func (x *index) siftDown(i int) {
+	n := len(x.c)
 	for {
 		c := 2*i + 1
 		if c >= n {
 			return
 		}
-		if c+1 < n && s.idx[c+1].less(s.idx[c]) {
+		if c+1 < n && x.c[c+1].less(x.c[c]) {
 			c++
 		}
-		if !s.idx[c].less(s.idx[i]) {
+		if !x.c[c].less(x.c[i]) {
 			return
 		}
-		s.idx[i], s.idx[c] = s.idx[c], s.idx[i]
+		x.c[i], x.c[c] = x.c[c], x.c[i]
 		i = c
+	}
+}
+
+// track indexes key h as a candidate idle from at.
+func (s *shard) track(at int64, h uint64) { s.idle.push(at, h, s.idxCap) }
+
+// rankIn indexes key h, whose state is now st, by rank, when p's algorithm
+// keeps an index by rank.
+func (s *shard) rankIn(p *policy, st state, h uint64) {
+	if p.rk != nil {
+		s.light.push(p.rk.rank(st), h, s.idxCap)
 	}
 }
 
 // sweep drops idle keys from s, called with s locked, and returns how many
 // it dropped: at least one if s holds any.
-func (t *table) sweep(alg algo, s *shard, now int64) int {
+func (t *table) sweep(p *policy, s *shard, now int64) int {
+	alg := p.alg
 	if n := t.dropOldIdle(alg, s, now, 1); n > 0 {
 		return n
 	}
 	var last due
 	popped := false
-	for len(s.idx) > 0 && s.idx[0].at <= now {
-		c := s.pop()
+	for len(s.idle.c) > 0 && s.idle.c[0].at <= now {
+		c := s.idle.pop()
 		if popped && c == last {
 			continue
 		}
@@ -182,18 +224,22 @@ func (t *table) sweep(alg algo, s *shard, now int64) int {
 			s.track(max(alg.idleAt(st), now+1), c.h)
 		}
 	}
-	if s.floor <= now {
-		return t.rescan(alg, s, now)
+	if s.idle.floor <= now {
+		return t.rescan(p, s, now)
 	}
 	return 0
 }
 
 // rescan walks every key of s, drops the idle ones and indexes the others
-// afresh. Each live key goes to the front as it is passed, so that a whole
-// round leaves the recency order as it was.
-func (t *table) rescan(alg algo, s *shard, now int64) int {
-	s.idx = s.idx[:0]
-	s.floor = maxInstant
+// afresh, by idle instant and, if p's algorithm has one, by rank. Each live
+// key goes to the front as it is passed, so that a whole round leaves the
+// recency order as it was.
+func (t *table) rescan(p *policy, s *shard, now int64) int {
+	alg := p.alg
+	s.idle.reset()
+	if p.rk != nil {
+		s.light.reset()
+	}
 	dropped := 0
 	for i := s.lru.Len(); i > 0; i-- {
 		h, st, _ := s.lru.GetOldest()
@@ -206,6 +252,58 @@ func (t *table) rescan(alg algo, s *shard, now int64) int {
 		}
 		s.lru.Get(h)
 		s.track(max(alg.idleAt(st), now+1), h)
+		s.rankIn(p, st, h)
 	}
 	return dropped
+}
+
+// reuse makes room in s, called with s locked when the table is full and s
+// holds no idle key: it gives up the key of s that loses least, if that
+// key is spare (see algo.spare), and reports whether it did. The key's
+// room goes to the new key. A rescan on the way may drop idle keys
+// instead, which frees their room the same way.
+func (t *table) reuse(p *policy, s *shard, now int64) bool {
+	if p.keep {
+		return false
+	}
+	x := &s.idle
+	if p.rk != nil {
+		x = &s.light
+	}
+	rescanned := false
+	for {
+		if len(x.c) == 0 && (rescanned || x.floor == maxInstant) {
+			return false
+		}
+		if len(x.c) > 0 {
+			c := x.c[0]
+			s.examined++
+			st, ok := s.lru.Peek(c.h)
+			if !ok {
+				x.pop()
+				continue
+			}
+			r := p.rank(st)
+			if r > c.at {
+				// Charged since it was indexed: back at its true rank.
+				x.pop()
+				x.push(r, c.h, s.idxCap)
+				continue
+			}
+			if r <= x.floor || rescanned {
+				if !p.alg.spare(st, now) {
+					return false
+				}
+				x.pop()
+				s.remove(c.h)
+				return true
+			}
+		}
+		// Keys missing from the index may rank lower than any in it.
+		rescanned = true
+		if n := t.rescan(p, s, now); n > 0 {
+			t.release(s, n-1)
+			return true
+		}
+	}
 }

@@ -78,7 +78,9 @@ func (k *Keyed) SetLimit(l Limit) error {
 		for j := range s.slots {
 			s.slots[j].clear()
 		}
-		s.floor = math.MinInt64 // idle instants are the old limit's: rescan
+		// Idle instants and ranks are the old limit's: rescan.
+		s.idle.floor = math.MinInt64
+		s.light.floor = math.MinInt64
 		s.mu.Unlock()
 	}
 	return nil

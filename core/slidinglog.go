@@ -215,6 +215,15 @@ func (w *windowLog) refund(x *xlog, now, cost int64) bool {
 	return true
 }
 
+// spare reports whether x may give up its place to a new key when the
+// table is full: what it counts at now, which giving it up hands back, is
+// at most half of Events, or one. It drops the entries that have left the
+// window, which changes no decision.
+func (w *windowLog) spare(x *xlog, now int64) bool {
+	w.expire(x, w.instant(x, now))
+	return x.sum <= spareUnits(w.events)
+}
+
 // idleAt is when x's newest entry stops counting, and x with it.
 func (w *windowLog) idleAt(x *xlog) int64 {
 	if x.n == 0 {
