@@ -20,7 +20,8 @@ import (
 // The table never holds more than its capacity. Keys whose quota is whole
 // again carry nothing and are dropped first, wherever they sit in the table;
 // when the table holds its capacity and none of the new key's shard is whole
-// again, the [FullPolicy] decides. A lock-free cache answers repeated denials
+// again, the [FullPolicy] decides: by default, the key that loses least
+// gives up its place if it has spent at most half its quota. A lock-free cache answers repeated denials
 // of a key without taking the shard's lock: a denial never changes state, so
 // the answer is the same the locked path would give.
 //

@@ -10,7 +10,9 @@ import (
 // table is the bounded store behind [Keyed]: per-key states in shards of
 // golang-lru's simplelru, keyed by a 64-bit hash, with a hard bound on the
 // keys held by the whole table (not by each shard), an index that finds the
-// keys whose quota is whole again, and the deny cache's slots.
+// keys whose quota is whole again, one by rank that finds the key that
+// loses least when the table is full (see index.go), and the deny cache's
+// slots.
 //
 // Capacity is accounted in three places that always add up to it: keys held
 // by the shards, capacity a shard has claimed but not used yet (its budget),
