@@ -52,7 +52,11 @@ type extShard struct {
 	lru   *simplelru.LRU[uint64, *xlog]
 	heap  []*xlog // idle index: a min-heap by due
 	light index   // candidates for reuse, by the sum of their logs
-	_     [128 - 8 - 8 - 24 - 32]byte
+	// free is the log of the last key dropped, kept for the next new
+	// key: under churn a key arrives for each one that leaves, and
+	// taking its place then costs no allocation.
+	free *xlog
+	_    [128 - 8 - 8 - 24 - 32 - 8]byte
 }
 
 func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTable {
@@ -117,7 +121,7 @@ func (t *extTable) insert(s *extShard, h uint64, now, cost int64) (verdict, bool
 		t.overflowMu.Unlock()
 		return v, true
 	}
-	x := &xlog{h: h}
+	x := s.newLog(h)
 	v := t.alg.decide(x, now, cost) // a fresh key fits any valid cost
 	s.lru.Add(h, x)
 	x.due = t.alg.idleAt(x)
@@ -257,8 +261,26 @@ func (t *extTable) evictOldest(s *extShard) bool {
 	return false
 }
 
-// remove drops x from s: from the LRU and from the idle index.
+// newLog returns an empty log for key hash h: the last one dropped, if s
+// kept it, else a new one.
+func (s *extShard) newLog(h uint64) *xlog {
+	x := s.free
+	if x == nil {
+		return &xlog{h: h}
+	}
+	s.free = nil
+	ring := x.ring
+	if len(ring) > firstRing {
+		ring = nil // a key that uses little holds little
+	}
+	*x = xlog{ring: ring, h: h}
+	return x
+}
+
+// remove drops x from s: from the LRU and from the idle index. s keeps x
+// for the next new key.
 func (s *extShard) remove(x *xlog) {
+	s.free = x
 	s.lru.Remove(x.h)
 	last := len(s.heap) - 1
 	i := x.pos

@@ -21,9 +21,10 @@ import (
 // again carry nothing and are dropped first, wherever they sit in the table;
 // when the table holds its capacity and none of the new key's shard is whole
 // again, the [FullPolicy] decides: by default, the key that loses least
-// gives up its place if it has spent at most half its quota. A lock-free cache answers repeated denials
-// of a key without taking the shard's lock: a denial never changes state, so
-// the answer is the same the locked path would give.
+// gives up its place if it has spent at most half its quota. A lock-free
+// cache answers repeated denials of a key without taking the shard's lock:
+// a denial never changes state, so the answer is the same the locked path
+// would give.
 //
 // The clock must read between 0 and 2⁶²−1 ns since the Unix epoch (1970 to
 // 2116); outside that range Allow and Refund return [ErrClockRange], so that

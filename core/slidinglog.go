@@ -16,6 +16,9 @@ const maxMaxEntries = 1 << 20
 // entryBytes is the memory one log entry takes.
 const entryBytes = 16
 
+// firstRing is the size of a log's first ring.
+const firstRing = 4
+
 // entry is one instant of a key's log and the cost admitted at it.
 type entry struct{ at, cost int64 }
 
@@ -143,7 +146,7 @@ func (w *windowLog) push(x *xlog, t, cost int64) {
 // every entry costs at least 1 and an admission keeps the costs within
 // Events.
 func (w *windowLog) grow(x *xlog) {
-	size := min(max(4, 2*uint32(len(x.ring))), w.limit)
+	size := min(max(firstRing, 2*uint32(len(x.ring))), w.limit)
 	ring := make([]entry, size)
 	for i := uint32(0); i < x.n; i++ {
 		ring[i] = *x.at(i)

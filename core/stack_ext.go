@@ -20,7 +20,7 @@ func (t *extTable) check(h uint64, now, cost int64) layerState {
 	l.x, l.found = sh.lru.Peek(h)
 	if !l.found {
 		if t.makeRoom(sh, now) {
-			l.x = &xlog{h: h}
+			l.x = sh.newLog(h)
 		} else {
 			l.overflow = true
 			t.overflowMu.Lock()

@@ -217,10 +217,12 @@ func (t *table) makeRoom(p *policy, s *shard, now int64) bool {
 	// away, without passing through the shard's budget or the pool: one
 	// atomic round trip fewer per insertion under churn.
 	dropped := 0
+	swept := false // s holds no idle key
 	if t.pool.free.Load() < t.tight {
 		for n := t.sweep(p, s, now); n > 0; n = t.sweep(p, s, now) {
 			dropped += n
 		}
+		swept = true
 	} else if s.lru.Len() >= s.share/2 {
 		dropped = t.dropOldIdle(alg, s, now, 1)
 	}
@@ -231,9 +233,11 @@ func (t *table) makeRoom(p *policy, s *shard, now int64) bool {
 	if t.reserve(s) {
 		return true
 	}
-	if n := t.sweep(p, s, now); n > 0 {
-		t.release(s, n-1)
-		return true
+	if !swept {
+		if n := t.sweep(p, s, now); n > 0 {
+			t.release(s, n-1)
+			return true
+		}
 	}
 	if t.full == FullEvictLRU {
 		return t.evictOldest(s)
