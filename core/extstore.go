@@ -170,56 +170,6 @@ func (t *extTable) makeRoom(s *extShard, now int64) bool {
 	return t.reuse(s, now)
 }
 
-// reuse gives up the key of s whose log counts least, if it is spare (at
-// most half of Events, or one), to make room for a new key, as the main
-// table's reuse does, and reports whether it did. s holds no idle key.
-func (t *extTable) reuse(s *extShard, now int64) bool {
-	ix := &s.light
-	rescanned := false
-	for {
-		if len(ix.c) == 0 && (rescanned || ix.floor == maxInstant) {
-			return false
-		}
-		if len(ix.c) > 0 {
-			c := ix.c[0]
-			x, ok := s.lru.Peek(c.h)
-			if !ok {
-				ix.pop()
-				continue
-			}
-			if x.sum > c.at {
-				// Charged since it was indexed: back at its true rank.
-				ix.pop()
-				ix.push(x.sum, c.h, t.idxCap)
-				continue
-			}
-			if x.sum <= ix.floor || rescanned {
-				if !t.alg.spare(x, now) {
-					return false
-				}
-				ix.pop()
-				s.remove(x)
-				return true
-			}
-		}
-		// Keys missing from the index may count less than any in it.
-		rescanned = true
-		t.rescan(s)
-	}
-}
-
-// rescan indexes every key of s afresh by rank. Each key goes to the front
-// as it is passed, so that a whole round leaves the recency order as it
-// was.
-func (t *extTable) rescan(s *extShard) {
-	s.light.reset()
-	for i := s.lru.Len(); i > 0; i-- {
-		h, x, _ := s.lru.GetOldest()
-		s.lru.Get(h)
-		s.light.push(x.sum, h, t.idxCap)
-	}
-}
-
 // sweep drops the keys of s that are idle at now and returns how many.
 func (t *extTable) sweep(s *extShard, now int64) int {
 	dropped := 0
@@ -259,22 +209,6 @@ func (t *extTable) evictOldest(s *extShard) bool {
 		}
 	}
 	return false
-}
-
-// newLog returns an empty log for key hash h: the last one dropped, if s
-// kept it, else a new one.
-func (s *extShard) newLog(h uint64) *xlog {
-	x := s.free
-	if x == nil {
-		return &xlog{h: h}
-	}
-	s.free = nil
-	ring := x.ring
-	if len(ring) > firstRing {
-		ring = nil // a key that uses little holds little
-	}
-	*x = xlog{ring: ring, h: h}
-	return x
 }
 
 // remove drops x from s: from the LRU and from the idle index. s keeps x

@@ -37,20 +37,6 @@ import (
 // share/16). The index costs 16 bytes per candidate: about one byte per key
 // of capacity. In practice the old-end drop finds most idle keys first and
 // rescans are rare (TestEvictionWorkIsAmortised measures it).
-//
-// Finding the key that loses least. When the table is full and no key of
-// the shard is idle, a new key takes the place of the key whose loss is
-// least (table.reuse), found the same way in an index by rank: a value
-// that orders keys by what giving them up would hand back, stands still
-// while the state does, and (nearly always) only grows with admissions.
-// For the token bucket, GCRA and the leaky bucket the rank is the idle
-// instant (the sooner whole, the less spent), so the idle index serves;
-// the windows and warm-up, whose keys of one window share an idle instant,
-// keep a second index of the same kind by their own rank (algo ranker).
-// The popped candidate is the least of the index when its key's rank is
-// still the one indexed (else it goes back at its true rank, paid for by
-// an admission), and the least of the shard when that rank is at most the
-// index's floor (else a rescan rebuilds the index, paid for as above).
 
 // maxInstant is later than every idle instant.
 const maxInstant = math.MaxInt64
@@ -190,14 +176,6 @@ func (x *index) siftDown(i int) {
 // track indexes key h as a candidate idle from at.
 func (s *shard) track(at int64, h uint64) { s.idle.push(at, h, s.idxCap) }
 
-// rankIn indexes key h, whose state is now st, by rank, when p's algorithm
-// keeps an index by rank.
-func (s *shard) rankIn(p *policy, st state, h uint64) {
-	if p.rk != nil {
-		s.light.push(p.rk.rank(st), h, s.idxCap)
-	}
-}
-
 // sweep drops idle keys from s, called with s locked, and returns how many
 // it dropped: at least one if s holds any.
 func (t *table) sweep(p *policy, s *shard, now int64) int {
@@ -255,55 +233,4 @@ func (t *table) rescan(p *policy, s *shard, now int64) int {
 		s.rankIn(p, st, h)
 	}
 	return dropped
-}
-
-// reuse makes room in s, called with s locked when the table is full and s
-// holds no idle key: it gives up the key of s that loses least, if that
-// key is spare (see algo.spare), and reports whether it did. The key's
-// room goes to the new key. A rescan on the way may drop idle keys
-// instead, which frees their room the same way.
-func (t *table) reuse(p *policy, s *shard, now int64) bool {
-	if p.keep {
-		return false
-	}
-	x := &s.idle
-	if p.rk != nil {
-		x = &s.light
-	}
-	rescanned := false
-	for {
-		if len(x.c) == 0 && (rescanned || x.floor == maxInstant) {
-			return false
-		}
-		if len(x.c) > 0 {
-			c := x.c[0]
-			s.examined++
-			st, ok := s.lru.Peek(c.h)
-			if !ok {
-				x.pop()
-				continue
-			}
-			r := p.rank(st)
-			if r > c.at {
-				// Charged since it was indexed: back at its true rank.
-				x.pop()
-				x.push(r, c.h, s.idxCap)
-				continue
-			}
-			if r <= x.floor || rescanned {
-				if !p.alg.spare(st, now) {
-					return false
-				}
-				x.pop()
-				s.remove(c.h)
-				return true
-			}
-		}
-		// Keys missing from the index may rank lower than any in it.
-		rescanned = true
-		if n := t.rescan(p, s, now); n > 0 {
-			t.release(s, n-1)
-			return true
-		}
-	}
 }
