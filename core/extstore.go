@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -32,7 +33,8 @@ import (
 //
 // Finding the key that loses least: a bounded index by rank, the sum of the
 // key's log (an upper bound of what it counts at any later instant), kept as
-// the main table keeps its own (see index.go): about one byte per key.
+// the main table keeps its own (see reuse.go), from the first time the
+// table is full on: about one byte per key.
 type extTable struct {
 	alg      *windowLog
 	shards   []extShard
@@ -78,7 +80,8 @@ func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTabl
 	for i := range t.shards {
 		// As in the main table, the LRU never evicts by itself.
 		t.shards[i].lru, _ = simplelru.NewLRU[uint64, *xlog](capacity+1, nil)
-		t.shards[i].light.floor = maxInstant
+		// Built when first needed (see index.add).
+		t.shards[i].light.floor = math.MinInt64
 	}
 	return t
 }
@@ -126,7 +129,7 @@ func (t *extTable) insert(s *extShard, h uint64, now, cost int64) (verdict, bool
 	s.lru.Add(h, x)
 	x.due = t.alg.idleAt(x)
 	s.push(x)
-	s.light.push(x.sum, h, t.idxCap)
+	s.light.add(x.sum, h, t.idxCap)
 	s.mu.Unlock()
 	return v, false
 }
@@ -141,7 +144,7 @@ func (t *extTable) refund(h uint64, now, cost int64) {
 			x.due = at
 			s.up(x.pos)
 		}
-		s.light.push(x.sum, h, t.idxCap)
+		s.light.add(x.sum, h, t.idxCap)
 	}
 	s.mu.Unlock()
 }

@@ -97,6 +97,16 @@ func (x *index) compact() {
 	}
 }
 
+// add is push for an index kept only once it is needed (the index by
+// rank): while x's floor is math.MinInt64, x promises nothing (any key may
+// be missing from it) and the first use rescans, so pushes would be
+// wasted.
+func (x *index) add(at int64, h uint64, capacity int) {
+	if x.floor != math.MinInt64 {
+		x.push(at, h, capacity)
+	}
+}
+
 // reset empties x, ready to index every key afresh.
 func (x *index) reset() {
 	x.c = x.c[:0]

@@ -13,14 +13,17 @@ package core
 // rank is still the one indexed (else it goes back at its true rank, paid
 // for by an admission), and the least of the shard when that rank is at
 // most the index's floor (else a rescan rebuilds the index, paid for as
-// index.go says). The log table does the same with its own index
-// (extTable.reuse).
+// index.go says). The index by rank is built by the first rescan, when the
+// table is first full (index.add): until then no key is pushed, so a table
+// that never fills pays nothing for it. The log table does the same with
+// its own index (extTable.reuse).
 
 // rankIn indexes key h, whose state is now st, by rank, when p's algorithm
-// keeps an index by rank.
+// keeps an index by rank and the index is kept: it is built by the first
+// reuse (a rescan), so a table that never fills pays nothing for it.
 func (s *shard) rankIn(p *policy, st state, h uint64) {
 	if p.rk != nil {
-		s.light.push(p.rk.rank(st), h, s.idxCap)
+		s.light.add(p.rk.rank(st), h, s.idxCap)
 	}
 }
 

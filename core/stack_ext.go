@@ -49,7 +49,7 @@ func (t *extTable) settle(h uint64, l *layerState, cost int64, allowed bool) {
 		sh.lru.Add(h, l.x)
 		l.x.due = t.alg.idleAt(l.x)
 		sh.push(l.x)
-		sh.light.push(l.x.sum, h, t.idxCap)
+		sh.light.add(l.x.sum, h, t.idxCap)
 	default:
 		t.held.Add(-1) // the room made for the key goes back
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -107,7 +108,7 @@ func newTable(capacity, shards int, full FullPolicy, cache bool) table {
 		s.share = share
 		s.idxCap = max(32, share/16)
 		s.idle.floor = maxInstant
-		s.light.floor = maxInstant
+		s.light.floor = math.MinInt64 // built when first needed (see index.add)
 		// The LRU's own bound is above any count the table allows, so that
 		// it never evicts by itself: the table decides what leaves.
 		s.lru, _ = simplelru.NewLRU[uint64, state](capacity+1, nil)

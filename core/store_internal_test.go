@@ -1,7 +1,10 @@
 package core
 
 import (
+	"context"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"slices"
 	"testing"
 	"unsafe"
@@ -85,5 +88,44 @@ func TestCompactKeepsEarliestHalf(t *testing.T) {
 				t.Fatalf("round %d: pop %d = %+v, want %+v", round, i, got, sorted[i])
 			}
 		}
+	}
+}
+
+// TestRankIndexBuiltWhenNeeded: the index by rank holds nothing while the
+// table has room, and is built when a full table first gives up a key,
+// then kept, for the main table and the log table alike.
+func TestRankIndexBuiltWhenNeeded(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range []Limit{PerHour(10).WithAlgorithm(FixedWindow), PerHour(10).WithAlgorithm(SlidingLog)} {
+		t.Run(l.Algorithm.String(), func(t *testing.T) {
+			k, err := New(l, WithCapacity(32), withShards(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			light := func() *index {
+				if k.ext != nil {
+					return &k.ext.shards[0].light
+				}
+				return &k.shards[0].light
+			}
+			for i := 0; i < 32; i++ {
+				if d, _ := k.Allow(ctx, "k"+strconv.Itoa(i), 1); !d.Allowed || d.Overflow {
+					t.Fatalf("key %d: %+v", i, d)
+				}
+			}
+			if x := light(); len(x.c) != 0 || x.floor != math.MinInt64 {
+				t.Fatalf("with room: %d candidates, floor %d; want none, not built", len(x.c), x.floor)
+			}
+			for i := 32; i < 34; i++ {
+				if d, _ := k.Allow(ctx, "k"+strconv.Itoa(i), 1); !d.Allowed || d.Overflow {
+					t.Fatalf("key %d, the table full: %+v, want a key given up", i, d)
+				}
+			}
+			// 32 keys indexed by the rescan (the index holds 32), one popped
+			// and one pushed per new key since.
+			if x := light(); len(x.c) != 32 || x.floor != maxInstant {
+				t.Fatalf("once full: %d candidates, floor %d; want 32, %d", len(x.c), x.floor, int64(maxInstant))
+			}
+		})
 	}
 }
