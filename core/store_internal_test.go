@@ -4,8 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 )
