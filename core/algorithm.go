@@ -167,10 +167,11 @@ type algo interface {
 	// spare reports whether a full table may give up s at now to make
 	// room for a new key (table.reuse): a key given up comes back as new,
 	// so its owner regains what s had spent, and spare holds while that
-	// is at most half the quota, or one unit when the quota is smaller.
-	// So no key is handed back more than half a quota, a drained key
-	// keeps its state, and a key charged once, which regains one unit,
-	// is spare whatever the quota.
+	// is at most half the quota, rounded down, and at least one unit. So
+	// no key is handed back more than half its quota or a single unit, a
+	// drained key keeps its state unless its quota is a single unit, and
+	// a key charged once, which regains one unit, is spare whatever the
+	// quota.
 	spare(s state, now int64) bool
 }
 

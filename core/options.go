@@ -77,8 +77,10 @@ const (
 	// again soonest; under WarmUp, whose next request is due soonest),
 	// found at amortised constant cost. A key given up comes back as new,
 	// so its owner regains what it had spent, and a key is given up only
-	// while that is at most half its quota, or one unit when the quota is
-	// smaller; a key holding units in flight under Concurrency never is.
+	// while that is at most half its quota, or a single unit (under a
+	// quota of one, a key charged once is given up: it regains what any
+	// new key gets); a key holding units in flight under Concurrency never
+	// is.
 	// So a drained key keeps its state, and a flood of new keys, each used
 	// once, costs its sender what it spent: fresh keys take the places of
 	// its keys, one unit given back each time, and get their whole limit.
