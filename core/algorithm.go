@@ -68,10 +68,10 @@ const (
 	// Memory per key: 16 bytes per entry slot, in a ring that doubles as
 	// needed (from 4 slots) up to Events slots and never beyond, so a key
 	// that used little holds little; plus about 190 bytes of header, LRU
-	// entry, map slot and the slots of the indexes that find idle keys and
-	// the key that loses least (BenchmarkMemoryPerKey: 258 bytes per key
-	// with the first ring of 4 slots). Worst case per key: 190 + 16 ×
-	// Events bytes.
+	// entry, map slot and idle-index slot (BenchmarkMemoryPerKey: 255
+	// bytes per key with the first ring of 4 slots), and about one byte
+	// more once the table has been full (the index that finds the key that
+	// loses least). Worst case per key: 190 + 16 × Events bytes.
 	// Limit.MaxEntries caps the entries a key may need (default
 	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
 	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
