@@ -69,8 +69,9 @@ const (
 	// needed (from 4 slots) up to Events slots and never beyond, so a key
 	// that used little holds little; plus about 190 bytes of header, LRU
 	// entry, map slot and idle-index slot (BenchmarkMemoryPerKey: 255
-	// bytes per key with the first ring of 4 slots). Worst case per key:
-	// 190 + 16 × Events bytes.
+	// bytes per key with the first ring of 4 slots), and about one byte
+	// more once the table has been full (the index that finds the key that
+	// loses least). Worst case per key: 190 + 16 × Events bytes.
 	// Limit.MaxEntries caps the entries a key may need (default
 	// [DefaultMaxEntries], 16 KiB): a Limit with more Events fails at [New];
 	// raise the cap, or use SlidingWindow, whose 16-byte estimate needs no
@@ -163,7 +164,33 @@ type algo interface {
 	refund(s state, now, cost int64) (state, bool)
 	// maxCost is the largest cost that can ever be admitted at once.
 	maxCost() int64
+	// spare reports whether a full table may give up s at now to make
+	// room for a new key (table.reuse): a key given up comes back as new,
+	// so its owner regains what s had spent, and spare holds while that
+	// is at most half the quota, rounded down, and at least one unit. So
+	// no key is handed back more than half its quota or a single unit, a
+	// drained key keeps its state unless its quota is a single unit, and
+	// a key charged once, which regains one unit, is spare whatever the
+	// quota.
+	spare(s state, now int64) bool
 }
+
+// ranker is implemented by the algorithms whose idle instant does not
+// tell which key loses least when given up (the windows' keys share the
+// instant their window ends; warm-up's keys cool long after their debt
+// is paid), which a full table therefore indexes by rank as well.
+type ranker interface {
+	// rank orders states by what giving them up would hand back, least
+	// first, for states live at one instant. It depends on s alone, so
+	// that a key keeps its rank while its state stands still; an
+	// admission raises it or leaves it (but see slidingWindow.rank), and
+	// a refund, which may lower it, has its key indexed anew.
+	rank(s state) int64
+}
+
+// spareUnits is how many units a key may have spent and still be given up
+// when the table is full: half of whole, at least one.
+func spareUnits(whole int64) int64 { return max(1, whole/2) }
 
 // newAlgo returns l's algorithm, for the algorithms whose state is 16
 // bytes (nil for SlidingLog, whose state lives in the extended table).

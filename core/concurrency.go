@@ -43,6 +43,10 @@ func (c *concurrency) idleAt(s state) int64 {
 
 func (c *concurrency) idle(s state, _ int64) bool { return s.a <= 0 }
 
+// spare is never true: a key holding nothing is idle and dropped as such,
+// and one holding units must keep them for its leases to give them back.
+func (c *concurrency) spare(state, int64) bool { return false }
+
 func (c *concurrency) refund(s state, _, cost int64) (state, bool) {
 	if s.a <= 0 {
 		return s, false
@@ -69,7 +73,7 @@ func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 	}
 	st, found := sh.lru.Peek(h)
 	if !found {
-		if !k.makeRoom(p.alg, sh, now) {
+		if !k.makeRoom(p, sh, now) {
 			sh.mu.Unlock()
 			return k.acquireOverflow(p, h, now, cost), nil
 		}

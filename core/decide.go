@@ -87,7 +87,7 @@ func (k *Keyed) decide(p *policy, sh *shard, h uint64, now, cost int64, moved bo
 // locked; it unlocks sh. st is a fresh state, or the key's state carried
 // over from another table (carried), which is kept even when denied.
 func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state, carried bool) ruling {
-	if !k.makeRoom(p.alg, sh, now) {
+	if !k.makeRoom(p, sh, now) {
 		sh.mu.Unlock()
 		return k.decideOverflow(p, now, cost)
 	}
@@ -96,9 +96,11 @@ func (k *Keyed) insert(p *policy, sh *shard, h uint64, now, cost int64, st state
 	case v.allowed:
 		sh.lru.Add(h, ns)
 		sh.track(now+v.resetAfter, h)
+		sh.rankIn(p, ns, h)
 	case carried:
 		sh.lru.Add(h, st)
 		sh.track(max(p.alg.idleAt(st), now), h)
+		sh.rankIn(p, st, h)
 	default:
 		k.release(sh, 1) // a fresh key fits any valid cost; kept for safety
 	}

@@ -38,8 +38,9 @@ type Decision struct {
 	Would Outcome
 	// Overflow reports that the key was decided against the limiter's
 	// shared overflow state rather than its own: the in-memory table was
-	// full of live keys (see FullOverflow). Observers count it; a steady
-	// rate of overflow decisions means the capacity is too small.
+	// full, and every key that could have given up its place had spent
+	// more than half its quota (see FullOverflow). Observers count it; a
+	// steady rate of overflow decisions means the capacity is too small.
 	Overflow bool
 	// Leased reports a decision made in memory from a local quota lease
 	// (redisstore's WithLocalQuota), with no round trip to the shared

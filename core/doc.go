@@ -28,13 +28,23 @@
 // memory never grows past what you configure, about 120 bytes per tracked
 // key (measured by BenchmarkMemoryPerKey). Keys whose quota is whole again are dropped first,
 // wherever they sit in the table, at amortised constant cost per new key.
+// When the table is full and no key is whole again, a new key takes the
+// place of the key that loses least by it: the smallest count of the
+// window, the bucket closest to full. A key given up comes back as new, so
+// its owner regains what it had spent, and only a key that has spent at
+// most half its quota (or a single unit) is given up: a drained key keeps
+// its state. A client spraying distinct keys, each used once, fills the
+// table with keys that give back one unit each when reused, so fresh
+// clients still get their whole limit; only when every key has spent more
+// do new keys share one overflow state ([FullOverflow]).
 //
 // The logs of [SlidingLog] and of [Limit.WithSubWindows] do not fit in 16 bytes:
 // they live in a table of their own, beside the other, so that the other
 // algorithms keep their compact states and pay nothing for it (one nil
 // check per decision). It has the same capacity and [FullPolicy]; keys
 // whose log has emptied leave it first, found by an index at amortised
-// O(log n) per operation. Each key holds 16 bytes per entry, up to the
+// O(log n) per operation, and when none has, the key whose log counts
+// least gives up its place as above. Each key holds 16 bytes per entry, up to the
 // entries its limit can need, which [Limit.WithMaxEntries] caps (a limit that
 // needs more fails at New), plus about 190 bytes. It has no deny cache.
 //

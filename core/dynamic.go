@@ -235,12 +235,13 @@ func (d *Dynamic) carryLocked(k *Keyed, sh *shard, h uint64, now int64) {
 	sh.mu.Lock()
 	if _, here = sh.lru.Peek(h); !here {
 		p := k.pol.Load()
-		// With no room (the table full of live keys under FullOverflow),
-		// the state is dropped and the key is decided against the
-		// overflow state, as any key new to a full table is.
-		if k.makeRoom(p.alg, sh, now) {
+		// With no room (the table full and no key spare under
+		// FullOverflow), the state is dropped and the key is decided
+		// against the overflow state, as any key new to a full table is.
+		if k.makeRoom(p, sh, now) {
 			sh.lru.Add(h, st)
 			sh.track(max(p.alg.idleAt(st), now), h)
+			sh.rankIn(p, st, h)
 		}
 	}
 	sh.mu.Unlock()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -15,9 +16,11 @@ import (
 //
 // It keeps the main table's rules: the whole table holds at most capacity
 // keys (one atomic count); keys whose quota is whole again are dropped
-// first; when none can be dropped, the FullPolicy decides (FullOverflow: one
-// shared overflow log; FullEvictLRU: the least recently charged key goes).
-// There is no deny cache: every decision takes the shard's lock.
+// first; when none can be dropped, the FullPolicy decides (FullOverflow:
+// the key of the shard whose log counts least gives up its place if it is
+// spare, else one shared overflow log; FullEvictLRU: the least recently
+// charged key goes). There is no deny cache: every decision takes the
+// shard's lock.
 //
 // Finding idle keys: each shard keeps every key in a min-heap by an instant
 // no later than the key's idleAt (xlog.due). Admissions only move idleAt
@@ -27,12 +30,18 @@ import (
 // which an admission since it was placed pays for. So every idle key of a
 // shard is found at amortised O(log n) per operation, with one heap slot
 // (8 bytes) per key.
+//
+// Finding the key that loses least: a bounded index by rank, the sum of the
+// key's log (an upper bound of what it counts at any later instant), kept as
+// the main table keeps its own (see reuse.go), from the first time the
+// table is full on: about one byte per key.
 type extTable struct {
 	alg      *windowLog
 	shards   []extShard
 	mask     uint64
 	full     FullPolicy
 	capacity int64
+	idxCap   int          // the most candidates a shard's index by rank holds
 	held     atomic.Int64 // keys held by all the shards
 
 	overflowMu sync.Mutex
@@ -41,10 +50,15 @@ type extTable struct {
 
 // extShard is one lock's worth of keys, padded to its own cache lines.
 type extShard struct {
-	mu   sync.Mutex
-	lru  *simplelru.LRU[uint64, *xlog]
-	heap []*xlog // idle index: a min-heap by due
-	_    [128 - 8 - 8 - 24]byte
+	mu    sync.Mutex
+	lru   *simplelru.LRU[uint64, *xlog]
+	heap  []*xlog // idle index: a min-heap by due
+	light index   // candidates for reuse, by the sum of their logs
+	// free is the log of the last key dropped, kept for the next new
+	// key: under churn a key arrives for each one that leaves, and
+	// taking its place then costs no allocation.
+	free *xlog
+	_    [128 - 8 - 8 - 24 - 32 - 8]byte
 }
 
 func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTable {
@@ -54,16 +68,20 @@ func newExtTable(alg *windowLog, capacity, shards int, full FullPolicy) *extTabl
 	for shards > 1 && shards > capacity {
 		shards /= 2
 	}
+	share := (capacity + shards - 1) / shards
 	t := &extTable{
 		alg:      alg,
 		shards:   make([]extShard, shards),
 		mask:     uint64(shards - 1),
 		full:     full,
 		capacity: int64(capacity),
+		idxCap:   max(32, share/16),
 	}
 	for i := range t.shards {
 		// As in the main table, the LRU never evicts by itself.
 		t.shards[i].lru, _ = simplelru.NewLRU[uint64, *xlog](capacity+1, nil)
+		// Built when first needed (see index.add).
+		t.shards[i].light.floor = math.MinInt64
 	}
 	return t
 }
@@ -106,11 +124,12 @@ func (t *extTable) insert(s *extShard, h uint64, now, cost int64) (verdict, bool
 		t.overflowMu.Unlock()
 		return v, true
 	}
-	x := &xlog{h: h}
+	x := s.newLog(h)
 	v := t.alg.decide(x, now, cost) // a fresh key fits any valid cost
 	s.lru.Add(h, x)
 	x.due = t.alg.idleAt(x)
 	s.push(x)
+	s.light.add(x.sum, h, t.idxCap)
 	s.mu.Unlock()
 	return v, false
 }
@@ -125,13 +144,14 @@ func (t *extTable) refund(h uint64, now, cost int64) {
 			x.due = at
 			s.up(x.pos)
 		}
+		s.light.add(x.sum, h, t.idxCap)
 	}
 	s.mu.Unlock()
 }
 
 // makeRoom makes s ready to take a new key, called with s locked: it drops
 // the idle keys of s that are due, then claims room from the table, then
-// applies the FullPolicy.
+// applies the FullPolicy (under FullOverflow, reuse).
 func (t *extTable) makeRoom(s *extShard, now int64) bool {
 	if dropped := t.sweep(s, now); dropped > 0 {
 		// One key's room goes to the arriving key.
@@ -150,7 +170,7 @@ func (t *extTable) makeRoom(s *extShard, now int64) bool {
 	if t.full == FullEvictLRU {
 		return t.evictOldest(s)
 	}
-	return false
+	return t.reuse(s, now)
 }
 
 // sweep drops the keys of s that are idle at now and returns how many.
@@ -194,8 +214,10 @@ func (t *extTable) evictOldest(s *extShard) bool {
 	return false
 }
 
-// remove drops x from s: from the LRU and from the idle index.
+// remove drops x from s: from the LRU and from the idle index. s keeps x
+// for the next new key.
 func (s *extShard) remove(x *xlog) {
+	s.free = x
 	s.lru.Remove(x.h)
 	last := len(s.heap) - 1
 	i := x.pos

@@ -1,6 +1,9 @@
 package core
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // windowStart is the start of the period-long window holding now.
 func windowStart(now, period int64) int64 {
@@ -60,6 +63,21 @@ func (fw *fixedWindow) idleAt(s state) int64 {
 }
 
 func (fw *fixedWindow) idle(s state, now int64) bool { return now >= fw.idleAt(s) }
+
+// spare: the window in force counts at most half of Events, or one.
+func (fw *fixedWindow) spare(s state, now int64) bool {
+	_, count := fw.current(s, now)
+	return count <= spareUnits(fw.events)
+}
+
+// rank is the stored window's start plus its count's share of the period:
+// keys of the window in force rank by count, and an admission in a later
+// window raises the rank (so the index never holds a rank above a key's).
+func (fw *fixedWindow) rank(s state) int64 {
+	hi, lo := bits.Mul64(uint64(min(max(s.b, 0), fw.events)), uint64(fw.period))
+	q, _ := bits.Div64(hi, lo, uint64(fw.events))
+	return s.a + int64(q)
+}
 
 func (fw *fixedWindow) refund(s state, now, cost int64) (state, bool) {
 	if w, count := fw.current(s, now); count > 0 {

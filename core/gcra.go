@@ -26,6 +26,11 @@ func (g *gcra) decide(s state, now, cost int64) (state, verdict) {
 func (g *gcra) idleAt(s state) int64         { return s.a }
 func (g *gcra) idle(s state, now int64) bool { return s.a <= now }
 
+// spare: the key owes at most half its burst's time, or one interval.
+func (g *gcra) spare(s state, now int64) bool {
+	return s.a-now <= spareUnits(g.burst)*g.interval
+}
+
 func (g *gcra) refund(s state, now, cost int64) (state, bool) {
 	if s.a <= now {
 		return s, false

@@ -41,7 +41,8 @@ import (
 // maxInstant is later than every idle instant.
 const maxInstant = math.MaxInt64
 
-// due is an eviction candidate: key hash h is idle no earlier than at.
+// due is a candidate of an index: key hash h ranks, or is idle, no
+// earlier than at.
 type due struct {
 	at int64
 	h  uint64
@@ -49,42 +50,67 @@ type due struct {
 
 func (d due) less(e due) bool { return d.at < e.at || d.at == e.at && d.h < e.h }
 
-// track indexes key h as a candidate idle from at.
-func (s *shard) track(at int64, h uint64) {
-	if len(s.idx) == s.idxCap {
-		s.compact()
+// index is a bounded min-heap of candidates. No key missing from it ranks
+// below floor.
+type index struct {
+	c     []due
+	floor int64
+}
+
+// push indexes key h as a candidate from at; the index holds at most
+// capacity candidates (at least 2).
+func (x *index) push(at int64, h uint64, capacity int) {
+	if len(x.c) == capacity {
+		x.compact()
 	}
-	if len(s.idx) == cap(s.idx) {
-		s.idx = slices.Grow(s.idx, min(s.idxCap, max(8, 2*cap(s.idx)))-len(s.idx))
+	if len(x.c) == cap(x.c) {
+		x.c = slices.Grow(x.c, min(capacity, max(8, 2*cap(x.c)))-len(x.c))
 	}
-	s.idx = append(s.idx, due{at, h})
-	for i := len(s.idx) - 1; i > 0; {
+	x.c = append(x.c, due{at, h})
+	for i := len(x.c) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !s.idx[i].less(s.idx[p]) {
+		if !x.c[i].less(x.c[p]) {
 			break
 		}
-		s.idx[i], s.idx[p] = s.idx[p], s.idx[i]
+		x.c[i], x.c[p] = x.c[p], x.c[i]
 		i = p
 	}
 }
 
 // compact halves a full index, keeping the earliest candidates, and lowers
 // floor to the earliest it drops. It selects in linear time (quickselect)
-// and rebuilds the heap from the kept half: O(idxCap) per idxCap/2 pushes.
-func (s *shard) compact() {
-	half := len(s.idx) / 2
-	selectEarliest(s.idx, half)
-	dropped := s.idx[half]
-	for _, d := range s.idx[half+1:] {
+// and rebuilds the heap from the kept half: O(capacity) per capacity/2
+// pushes.
+func (x *index) compact() {
+	half := len(x.c) / 2
+	selectEarliest(x.c, half)
+	dropped := x.c[half]
+	for _, d := range x.c[half+1:] {
 		if d.less(dropped) {
 			dropped = d
 		}
 	}
-	s.floor = min(s.floor, dropped.at)
-	s.idx = s.idx[:half]
+	x.floor = min(x.floor, dropped.at)
+	x.c = x.c[:half]
 	for i := half/2 - 1; i >= 0; i-- {
-		s.siftDown(i)
+		x.siftDown(i)
 	}
+}
+
+// add is push for an index kept only once it is needed (the index by
+// rank): while x's floor is math.MinInt64, x promises nothing (any key may
+// be missing from it) and the first use rescans, so pushes would be
+// wasted.
+func (x *index) add(at int64, h uint64, capacity int) {
+	if x.floor != math.MinInt64 {
+		x.push(at, h, capacity)
+	}
+}
+
+// reset empties x, ready to index every key afresh.
+func (x *index) reset() {
+	x.c = x.c[:0]
+	x.floor = maxInstant
 }
 
 // selectEarliest reorders d so that its k earliest candidates come first.
@@ -129,44 +155,48 @@ func selectEarliest(d []due, k int) {
 }
 
 // pop removes and returns the earliest candidate.
-func (s *shard) pop() due {
-	top := s.idx[0]
-	last := len(s.idx) - 1
-	s.idx[0] = s.idx[last]
-	s.idx = s.idx[:last]
-	s.siftDown(0)
+func (x *index) pop() due {
+	top := x.c[0]
+	last := len(x.c) - 1
+	x.c[0] = x.c[last]
+	x.c = x.c[:last]
+	x.siftDown(0)
 	return top
 }
 
 // siftDown moves the candidate at i down to its place in the heap.
-func (s *shard) siftDown(i int) {
-	n := len(s.idx)
+func (x *index) siftDown(i int) {
+	n := len(x.c)
 	for {
 		c := 2*i + 1
 		if c >= n {
 			return
 		}
-		if c+1 < n && s.idx[c+1].less(s.idx[c]) {
+		if c+1 < n && x.c[c+1].less(x.c[c]) {
 			c++
 		}
-		if !s.idx[c].less(s.idx[i]) {
+		if !x.c[c].less(x.c[i]) {
 			return
 		}
-		s.idx[i], s.idx[c] = s.idx[c], s.idx[i]
+		x.c[i], x.c[c] = x.c[c], x.c[i]
 		i = c
 	}
 }
 
+// track indexes key h as a candidate idle from at.
+func (s *shard) track(at int64, h uint64) { s.idle.push(at, h, s.idxCap) }
+
 // sweep drops idle keys from s, called with s locked, and returns how many
 // it dropped: at least one if s holds any.
-func (t *table) sweep(alg algo, s *shard, now int64) int {
+func (t *table) sweep(p *policy, s *shard, now int64) int {
+	alg := p.alg
 	if n := t.dropOldIdle(alg, s, now, 1); n > 0 {
 		return n
 	}
 	var last due
 	popped := false
-	for len(s.idx) > 0 && s.idx[0].at <= now {
-		c := s.pop()
+	for len(s.idle.c) > 0 && s.idle.c[0].at <= now {
+		c := s.idle.pop()
 		if popped && c == last {
 			continue
 		}
@@ -182,18 +212,22 @@ func (t *table) sweep(alg algo, s *shard, now int64) int {
 			s.track(max(alg.idleAt(st), now+1), c.h)
 		}
 	}
-	if s.floor <= now {
-		return t.rescan(alg, s, now)
+	if s.idle.floor <= now {
+		return t.rescan(p, s, now)
 	}
 	return 0
 }
 
 // rescan walks every key of s, drops the idle ones and indexes the others
-// afresh. Each live key goes to the front as it is passed, so that a whole
-// round leaves the recency order as it was.
-func (t *table) rescan(alg algo, s *shard, now int64) int {
-	s.idx = s.idx[:0]
-	s.floor = maxInstant
+// afresh, by idle instant and, if p's algorithm has one, by rank. Each live
+// key goes to the front as it is passed, so that a whole round leaves the
+// recency order as it was.
+func (t *table) rescan(p *policy, s *shard, now int64) int {
+	alg := p.alg
+	s.idle.reset()
+	if p.rk != nil {
+		s.light.reset()
+	}
 	dropped := 0
 	for i := s.lru.Len(); i > 0; i-- {
 		h, st, _ := s.lru.GetOldest()
@@ -206,6 +240,7 @@ func (t *table) rescan(alg algo, s *shard, now int64) int {
 		}
 		s.lru.Get(h)
 		s.track(max(alg.idleAt(st), now+1), h)
+		s.rankIn(p, st, h)
 	}
 	return dropped
 }

@@ -20,9 +20,11 @@ import (
 // The table never holds more than its capacity. Keys whose quota is whole
 // again carry nothing and are dropped first, wherever they sit in the table;
 // when the table holds its capacity and none of the new key's shard is whole
-// again, the [FullPolicy] decides. A lock-free cache answers repeated denials
-// of a key without taking the shard's lock: a denial never changes state, so
-// the answer is the same the locked path would give.
+// again, the [FullPolicy] decides: by default, the key that loses least
+// gives up its place if it has spent at most half its quota. A lock-free
+// cache answers repeated denials of a key without taking the shard's lock:
+// a denial never changes state, so the answer is the same the locked path
+// would give.
 //
 // The clock must read between 0 and 2⁶²−1 ns since the Unix epoch (1970 to
 // 2116); outside that range Allow and Refund return [ErrClockRange], so that
@@ -58,6 +60,22 @@ type policy struct {
 	// takes the slow path and the other algorithms pay nothing for it.
 	fastCost int64
 	wl       *windowLog // the extended algorithms' (SlidingLog, sub-windows), or nil
+	// rk is alg's rank when it is not alg's idle instant (the windows,
+	// warm-up): a full table keeps a second index of keys by it. nil for
+	// the others.
+	rk ranker
+	// keep says that a full table never gives up a key to make room
+	// (Concurrency: a key holding nothing is idle, and one holding
+	// units must keep them, or their leases would give back nothing).
+	keep bool
+}
+
+// rank is the order in which a full table gives up p's keys, least first.
+func (p *policy) rank(st state) int64 {
+	if p.rk != nil {
+		return p.rk.rank(st)
+	}
+	return p.alg.idleAt(st)
 }
 
 func newPolicy(l Limit) (*policy, error) {
@@ -76,6 +94,8 @@ func newPolicy(l Limit) (*policy, error) {
 			return nil, err
 		}
 		p.maxCost = p.alg.maxCost()
+		p.rk, _ = p.alg.(ranker)
+		p.keep = l.Algorithm == Concurrency
 	}
 	p.fastCost = p.maxCost
 	if l.Algorithm == Concurrency {

@@ -41,6 +41,7 @@ func (k *Keyed) refundLocked(sh *shard, h uint64, now, cost int64) {
 			sh.forget(h)
 			// The key may be idle earlier now: index its new instant.
 			sh.track(max(p.alg.idleAt(st), now), h)
+			sh.rankIn(p, st, h)
 		}
 	}
 }

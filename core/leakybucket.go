@@ -39,6 +39,12 @@ func (lb *leakyBucket) decide(s state, now, cost int64) (state, verdict) {
 func (lb *leakyBucket) idleAt(s state) int64         { return s.a }
 func (lb *leakyBucket) idle(s state, now int64) bool { return s.a <= now }
 
+// spare: the key's line holds at most half the turns a fresh key may
+// take at once (those within maxDelay, and the first), or one turn.
+func (lb *leakyBucket) spare(s state, now int64) bool {
+	return s.a-now <= spareUnits(lb.maxDelay/lb.interval+1)*lb.interval
+}
+
 // refund gives a turn back: the line drains cost intervals sooner, never
 // before now.
 func (lb *leakyBucket) refund(s state, now, cost int64) (state, bool) {

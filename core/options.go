@@ -43,7 +43,7 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 // (up to 64 independently locked parts, fewer for small capacities: at
 // least 64 keys' worth each). Keys whose quota is whole again are dropped
 // to make room; what a new key gets when the table holds n keys and none of
-// them can be dropped is set by [WithFullPolicy].
+// its shard is whole again is set by [WithFullPolicy].
 func WithCapacity(n int) Option { return func(o *options) { o.capacity = n } }
 
 // withShards sets how many independently locked shards hold the keys
@@ -65,21 +65,34 @@ func WithFullPolicy(p FullPolicy) Option { return func(o *options) { o.full = p 
 // never changes a decision, which tests check by turning it off.
 func withDenyCache(on bool) Option { return func(o *options) { o.denyCache = on } }
 
-// FullPolicy says what a key that is not tracked gets when every tracked key
-// still carries state (none is whole again, so none can be dropped for free).
+// FullPolicy says what a key that is not tracked gets when the table is full
+// and no key of its part of the table (its shard) is whole again, so none
+// can be dropped for free.
 type FullPolicy int
 
 const (
-	// FullOverflow, the default, leaves tracked keys alone and decides new
-	// keys against one shared overflow state under the same limit, until
-	// tracked keys become whole again and make room. A flood of new keys
-	// therefore shares one quota, and no drained key is pushed out to come
-	// back with a fresh burst.
+	// FullOverflow, the default, gives the new key the place of the key
+	// that loses least when given up, among those of its shard: the one
+	// whose window counts least, or whose bucket is closest to full (whole
+	// again soonest; under WarmUp, whose next request is due soonest),
+	// found at amortised constant cost. A key given up comes back as new,
+	// so its owner regains what it had spent, and a key is given up only
+	// while that is at most half its quota, or a single unit (under a
+	// quota of one, a key charged once is given up: it regains what any
+	// new key gets); a key holding units in flight under Concurrency never
+	// is.
+	// So a drained key keeps its state, and a flood of new keys, each used
+	// once, costs its sender what it spent: fresh keys take the places of
+	// its keys, one unit given back each time, and get their whole limit.
+	// When even the key that loses least has spent more, the new key is
+	// decided against one shared overflow state under the same limit
+	// (Decision.Overflow), until keys become whole again, or spare, and
+	// make room.
 	FullOverflow FullPolicy = iota
 	// FullEvictLRU drops the least recently charged key (admitted or
-	// refunded; denials do not count) to make room. It is weaker under a
-	// flood of new keys: each gets a fresh burst, and the state of real
-	// clients is pushed out, so that they too come back with a fresh
+	// refunded; denials do not count) to make room, whatever it has spent.
+	// It is weaker under a flood of new keys: the state of real clients is
+	// pushed out, drained or not, so that they come back with a fresh
 	// burst.
 	FullEvictLRU
 )

@@ -48,8 +48,8 @@ import (
 //
 // The overflow state (FullOverflow) carries over the same way. Keys keep
 // their place in the table; the first time the table looks for keys to drop
-// after a change, each shard is scanned once to index its keys' idle
-// instants under the new limit.
+// or give up after a change, each shard is scanned once to index its keys'
+// idle instants and ranks under the new limit.
 func (k *Keyed) SetLimit(l Limit) error {
 	if k.ext != nil {
 		return fmt.Errorf("%w: %v keeps per-key logs sized for its limit; make a new limiter for %s", ErrSetLimitUnsupported, algorithmName(k.Limit()), l)
@@ -78,7 +78,9 @@ func (k *Keyed) SetLimit(l Limit) error {
 		for j := range s.slots {
 			s.slots[j].clear()
 		}
-		s.floor = math.MinInt64 // idle instants are the old limit's: rescan
+		// Idle instants and ranks are the old limit's: rescan.
+		s.idle.floor = math.MinInt64
+		s.light.floor = math.MinInt64
 		s.mu.Unlock()
 	}
 	return nil

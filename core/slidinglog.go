@@ -16,6 +16,9 @@ const maxMaxEntries = 1 << 20
 // entryBytes is the memory one log entry takes.
 const entryBytes = 16
 
+// firstRing is the size of a log's first ring.
+const firstRing = 4
+
 // entry is one instant of a key's log and the cost admitted at it.
 type entry struct{ at, cost int64 }
 
@@ -143,7 +146,7 @@ func (w *windowLog) push(x *xlog, t, cost int64) {
 // every entry costs at least 1 and an admission keeps the costs within
 // Events.
 func (w *windowLog) grow(x *xlog) {
-	size := min(max(4, 2*uint32(len(x.ring))), w.limit)
+	size := min(max(firstRing, 2*uint32(len(x.ring))), w.limit)
 	ring := make([]entry, size)
 	for i := uint32(0); i < x.n; i++ {
 		ring[i] = *x.at(i)
@@ -213,6 +216,15 @@ func (w *windowLog) refund(x *xlog, now, cost int64) bool {
 		x.head = 0
 	}
 	return true
+}
+
+// spare reports whether x may give up its place to a new key when the
+// table is full: what it counts at now, which giving it up hands back, is
+// at most half of Events, or one. It drops the entries that have left the
+// window, which changes no decision.
+func (w *windowLog) spare(x *xlog, now int64) bool {
+	w.expire(x, w.instant(x, now))
+	return x.sum <= spareUnits(w.events)
 }
 
 // idleAt is when x's newest entry stops counting, and x with it.

@@ -112,15 +112,15 @@ func TestSlidingLogIdleKeysDropped(t *testing.T) {
 	}
 }
 
-// TestSlidingLogFullPolicy: with every key live, FullOverflow decides new
-// keys against one shared log and FullEvictLRU drops the least recently
-// charged key.
+// TestSlidingLogFullPolicy: with every key drained, FullOverflow decides
+// new keys against one shared log, and with every key live FullEvictLRU
+// drops the least recently charged key.
 func TestSlidingLogFullPolicy(t *testing.T) {
 	t.Parallel()
 	l := core.PerMinute(2)
 	lim, _ := newLimiter(t, l.WithAlgorithm(core.SlidingLog), core.WithCapacity(2), core.WithShards(1))
-	allow(t, lim, "a", 1)
-	allow(t, lim, "b", 1)
+	allow(t, lim, "a", 2)
+	allow(t, lim, "b", 2)
 	for i, want := range []bool{true, true, false} {
 		if d := allow(t, lim, "new"+strconv.Itoa(i), 1); d.Allowed != want || !d.Overflow {
 			t.Fatalf("overflow request %d: %+v, want allowed=%v in overflow", i, d, want)

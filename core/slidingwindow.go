@@ -118,6 +118,25 @@ func (sw *slidingWindow) idleAt(s state) int64 {
 
 func (sw *slidingWindow) idle(s state, now int64) bool { return now >= sw.idleAt(s) }
 
+// spare: what the key has used at now, as decide counts it, is at most
+// half of Events, or one.
+func (sw *slidingWindow) spare(s state, now int64) bool {
+	w, prev, cur := sw.counts(s, now)
+	left := w + sw.period - max(now, w)
+	return sw.weighted(prev, left)+cur <= spareUnits(sw.events)
+}
+
+// rank is both counts: the most the key can have used at any instant from
+// its last change on. The previous window's share fades at a rate its count
+// sets, so no rank that stands still orders keys exactly at every instant;
+// this one never ranks a key below what giving it up hands back. An
+// admission in the next window may lower it (the count that fades drops
+// out); such a key is then indexed above its rank, found later than it
+// could be, never given up early.
+func (sw *slidingWindow) rank(s state) int64 {
+	return s.b>>32 + s.b&math.MaxUint32
+}
+
 func (sw *slidingWindow) refund(s state, now, cost int64) (state, bool) {
 	w, prev, cur := sw.counts(s, now)
 	switch {

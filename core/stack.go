@@ -181,11 +181,12 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		sh := &k.shards[i]
 		// The layer's policy, read under its shard's lock as Keyed's
 		// decisions read it.
-		alg := k.pol.Load().alg
+		p := k.pol.Load()
+		alg := p.alg
 		var l layerState
 		l.st, l.found = sh.lru.Peek(h)
 		if !l.found {
-			if k.makeRoom(alg, sh, now) {
+			if k.makeRoom(p, sh, now) {
 				l.st = alg.fresh(now)
 			} else {
 				l.overflow = true
@@ -222,6 +223,7 @@ func (s *Stack) Allow(_ context.Context, key string, cost int) (Decision, error)
 		case allowed:
 			sh.lru.Add(h, l.ns)
 			sh.track(now+l.v.resetAfter, h)
+			sh.rankIn(k.pol.Load(), l.ns, h)
 		default:
 			k.release(sh, 1) // the room made for the key goes back
 		}

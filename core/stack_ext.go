@@ -20,7 +20,7 @@ func (t *extTable) check(h uint64, now, cost int64) layerState {
 	l.x, l.found = sh.lru.Peek(h)
 	if !l.found {
 		if t.makeRoom(sh, now) {
-			l.x = &xlog{h: h}
+			l.x = sh.newLog(h)
 		} else {
 			l.overflow = true
 			t.overflowMu.Lock()
@@ -49,6 +49,7 @@ func (t *extTable) settle(h uint64, l *layerState, cost int64, allowed bool) {
 		sh.lru.Add(h, l.x)
 		l.x.due = t.alg.idleAt(l.x)
 		sh.push(l.x)
+		sh.light.add(l.x.sum, h, t.idxCap)
 	default:
 		t.held.Add(-1) // the room made for the key goes back
 	}

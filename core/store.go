@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -10,7 +11,9 @@ import (
 // table is the bounded store behind [Keyed]: per-key states in shards of
 // golang-lru's simplelru, keyed by a 64-bit hash, with a hard bound on the
 // keys held by the whole table (not by each shard), an index that finds the
-// keys whose quota is whole again, and the deny cache's slots.
+// keys whose quota is whole again, one by rank that finds the key that
+// loses least when the table is full (see index.go), and the deny cache's
+// slots.
 //
 // Capacity is accounted in three places that always add up to it: keys held
 // by the shards, capacity a shard has claimed but not used yet (its budget),
@@ -49,7 +52,8 @@ type pool struct {
 // shard is one lock's worth of keys. The fields set once in New share a
 // cache line that the lock-free deny path reads; the mutex and the fields
 // written under it have a line of their own, so locking a shard does not
-// evict that line from other cores' caches. 128 bytes: shards share no line.
+// evict that line from other cores' caches; the index by rank, which only
+// the windows and warm-up use, has a third. 192 bytes: shards share no line.
 type shard struct {
 	slots    []slot
 	slotMask uint64
@@ -60,10 +64,14 @@ type shard struct {
 
 	mu       sync.Mutex
 	budget   atomic.Int64 // capacity claimed from the pool, not holding a key
-	idx      []due        // candidates for eviction, a min-heap by instant
-	floor    int64        // no key missing from idx is idle before floor
+	idle     index        // candidates for dropping, by idle instant
 	examined int64        // keys looked at to find idle ones (tests read it)
-	_        [64 - 8 - 8 - 24 - 8 - 8]byte
+	_        [64 - 8 - 8 - 32 - 8]byte
+
+	// light: candidates for reuse by rank, for the algorithms whose rank
+	// is not their idle instant (see index.go); written under mu.
+	light index
+	_     [64 - 32]byte
 }
 
 // shardsFor is how many shards a table of capacity keys gets by default:
@@ -99,7 +107,8 @@ func newTable(capacity, shards int, full FullPolicy, cache bool) table {
 		s := &t.shards[i]
 		s.share = share
 		s.idxCap = max(32, share/16)
-		s.floor = maxInstant
+		s.idle.floor = maxInstant
+		s.light.floor = math.MinInt64 // built when first needed (see index.add)
 		// The LRU's own bound is above any count the table allows, so that
 		// it never evicts by itself: the table decides what leaves.
 		s.lru, _ = simplelru.NewLRU[uint64, state](capacity+1, nil)
@@ -192,25 +201,29 @@ func take(c *atomic.Int64, n int64) int64 {
 	}
 }
 
-// makeRoom makes s ready to take a new key, called with s locked; alg is
-// the algorithm in force, which tells idle keys. Keys
-// whose quota is whole again are dropped first. Once s is half its share
-// full, each arrival drops one from its old end; once the table is
-// nearly full, each arrival drops every idle key of its shard, so that idle
-// keys in one shard do not hold capacity that a shard without any needs.
-// When the table is full, the idle index finds an idle key anywhere in s.
-// Only when s holds none and the table is full does the policy apply:
-// FullEvictLRU drops the least recently charged key, FullOverflow refuses
-// (the caller then uses the overflow state).
-func (t *table) makeRoom(alg algo, s *shard, now int64) bool {
+// makeRoom makes s ready to take a new key, called with s locked; p is
+// the policy in force, whose algorithm tells idle keys. Keys whose quota is
+// whole again are dropped first. Once s is half its share full, each
+// arrival drops one from its old end; once the table is nearly full, each
+// arrival drops every idle key of its shard, so that idle keys in one shard
+// do not hold capacity that a shard without any needs. When the table is
+// full, the idle index finds an idle key anywhere in s. Only when s holds
+// none and the table is full does the policy apply: FullEvictLRU drops the
+// least recently charged key; FullOverflow gives up the key of s that loses
+// least, if it is spare, and otherwise refuses (the caller then uses the
+// overflow state).
+func (t *table) makeRoom(p *policy, s *shard, now int64) bool {
+	alg := p.alg
 	// The room of a key dropped here goes to the arriving key straight
 	// away, without passing through the shard's budget or the pool: one
 	// atomic round trip fewer per insertion under churn.
 	dropped := 0
+	swept := false // s holds no idle key
 	if t.pool.free.Load() < t.tight {
-		for n := t.sweep(alg, s, now); n > 0; n = t.sweep(alg, s, now) {
+		for n := t.sweep(p, s, now); n > 0; n = t.sweep(p, s, now) {
 			dropped += n
 		}
+		swept = true
 	} else if s.lru.Len() >= s.share/2 {
 		dropped = t.dropOldIdle(alg, s, now, 1)
 	}
@@ -221,14 +234,16 @@ func (t *table) makeRoom(alg algo, s *shard, now int64) bool {
 	if t.reserve(s) {
 		return true
 	}
-	if n := t.sweep(alg, s, now); n > 0 {
-		t.release(s, n-1)
-		return true
+	if !swept {
+		if n := t.sweep(p, s, now); n > 0 {
+			t.release(s, n-1)
+			return true
+		}
 	}
 	if t.full == FullEvictLRU {
 		return t.evictOldest(s)
 	}
-	return false
+	return t.reuse(p, s, now)
 }
 
 // dropOldIdle drops up to n idle keys from the least recently charged end

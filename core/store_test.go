@@ -214,7 +214,7 @@ func TestNoRefusalBelowCapacity(t *testing.T) {
 		for _, fill := range c.fills {
 			t.Run(fmt.Sprintf("%d/%d%%", c.capacity, fill), func(t *testing.T) {
 				t.Parallel()
-				lim, clk := newLimiter(t, core.PerHour(1), core.WithCapacity(c.capacity))
+				lim, clk := newLimiter(t, core.PerHour(2), core.WithCapacity(c.capacity))
 				if lim.Capacity() != c.capacity {
 					t.Fatalf("Capacity() = %d, want %d", lim.Capacity(), c.capacity)
 				}
@@ -223,14 +223,17 @@ func TestNoRefusalBelowCapacity(t *testing.T) {
 					drain(t, lim, "live"+strconv.Itoa(i))
 				}
 				for i := live; i < c.capacity; i++ {
-					if d := allow(t, lim, "new"+strconv.Itoa(i), 1); !d.Allowed || d.Overflow {
-						t.Fatalf("key %d of %d, table holding %d: %+v", i+1, c.capacity, lim.Len(), d)
+					// Drained too, so that no key is spare at the end.
+					for j := 0; j < 2; j++ {
+						if d := allow(t, lim, "new"+strconv.Itoa(i), 1); !d.Allowed || d.Overflow {
+							t.Fatalf("key %d of %d, request %d, table holding %d: %+v", i+1, c.capacity, j, lim.Len(), d)
+						}
 					}
 				}
 				if got := lim.Len(); got != c.capacity {
 					t.Fatalf("Len() = %d, want %d", got, c.capacity)
 				}
-				// Now the table is full of live keys: the next key overflows.
+				// Now the table is full of drained keys: the next key overflows.
 				if d := allow(t, lim, "one-too-many", 1); !d.Overflow {
 					t.Fatalf("key past the capacity: %+v, want an overflow decision", d)
 				}
@@ -282,12 +285,16 @@ func TestOverflowFlag(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
 			lim, clk := newLimiter(t, core.PerMinute(2).WithAlgorithm(alg), core.WithCapacity(2))
-			for _, k := range []string{"a", "b"} {
+			// Both keys drained: neither is spare, so new keys overflow.
+			for _, k := range []string{"a", "b", "a"} {
 				if d := allow(t, lim, k, 1); !d.Allowed || d.Overflow {
 					t.Fatalf("tracked key %s: %+v", k, d)
 				}
 			}
-			for _, cost := range []int{1, 1, 2, 1} { // admitted, then denied, twice via the cache
+			if d := allow(t, lim, "b", 1); d.Overflow {
+				t.Fatalf("tracked key b: %+v, Overflow set", d)
+			}
+			for _, cost := range []int{1, 1, 2, 1} { // denied, the second time on via the cache
 				if d := allow(t, lim, "a", cost); d.Overflow {
 					t.Fatalf("tracked key a cost %d: %+v, Overflow set", cost, d)
 				}

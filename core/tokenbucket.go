@@ -201,6 +201,11 @@ func (tb *tokenBucket) idleAt(s state) int64 {
 // idle reports whether a request of a whole burst would fit at now.
 func (tb *tokenBucket) idle(s state, now int64) bool { return tb.fits(tb.tokensAt(s, now), tb.burst) }
 
+// spare: the bucket lacks at most half its burst, or one token.
+func (tb *tokenBucket) spare(s state, now int64) bool {
+	return tb.burst-tb.tokensAt(s, now) <= float64(spareUnits(int64(tb.burst)))
+}
+
 func (tb *tokenBucket) refund(s state, now, cost int64) (state, bool) {
 	tokens := min(tb.burst, tb.tokensAt(s, now)+float64(cost))
 	return state{a: int64(math.Float64bits(tokens)), b: max(s.b, now)}, true

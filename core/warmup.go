@@ -109,6 +109,16 @@ func (w *warmUp) idleAt(s state) int64 {
 
 func (w *warmUp) idle(s state, now int64) bool { return now >= w.idleAt(s) }
 
+// spare: the key's next free instant is at most half its burst's cold
+// waits away, or one. Giving a key up hands back only that wait: a key
+// seen afresh is cold, never faster than the key was.
+func (w *warmUp) spare(s state, now int64) bool {
+	return float64(s.b-now) <= float64(spareUnits(w.burst))*w.cold
+}
+
+// rank is the next free instant: the wait giving the key up would forgive.
+func (w *warmUp) rank(s state) int64 { return s.b }
+
 // refund moves the next free instant back by cost permits at the stable
 // rate, never before now. Guava has no refund; this gives back what a
 // request of cost would take on a warm key.
