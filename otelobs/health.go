@@ -3,6 +3,7 @@ package otelobs
 import (
 	"context"
 
+	"github.com/floodgate/floodgate/internal/obsreg"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -16,7 +17,7 @@ var breakerStates = [...]string{"closed", "open", "half-open"}
 
 // breakerAttrs are one breaker's attribute sets, made once.
 type breakerAttrs struct {
-	src                    breakerSource
+	src                    obsreg.Breaker
 	one                    metric.MeasurementOption                     // breaker
 	state                  [len(breakerStates)]metric.MeasurementOption // breaker, state
 	primary, local, leased metric.MeasurementOption                     // breaker, side
@@ -24,7 +25,7 @@ type breakerAttrs struct {
 
 // registerHealth makes the health instruments on m and registers the
 // callback that reads the breakers bs.
-func registerHealth(m metric.Meter, bs []breakerSource) error {
+func registerHealth(m metric.Meter, bs []obsreg.Breaker) error {
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
 		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -51,7 +52,7 @@ func registerHealth(m metric.Meter, bs []breakerSource) error {
 	}
 	attrs := make([]breakerAttrs, len(bs))
 	for i, b := range bs {
-		name := attribute.String("breaker", b.name)
+		name := attribute.String("breaker", b.Name)
 		side := func(s string) metric.MeasurementOption {
 			return metric.WithAttributeSet(attribute.NewSet(name, attribute.String("side", s)))
 		}
@@ -64,7 +65,7 @@ func registerHealth(m metric.Meter, bs []breakerSource) error {
 	}
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, a := range attrs {
-			h := a.src.health.Health()
+			h := a.src.Health.Health()
 			for j, s := range breakerStates {
 				o.ObserveInt64(state, int64(b2i(s == h.Breaker)), a.state[j])
 			}

@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -13,15 +14,8 @@ type Option func(*options)
 // options is what the Options set, with errs collecting their mistakes.
 type options struct {
 	provider metric.MeterProvider // nil: the global one, read at New
-	breakers []breakerSource
+	breakers []obsreg.Breaker
 	errs     option.Errors
-}
-
-// breakerSource is one store's health, which the callback reads at each
-// collection.
-type breakerSource struct {
-	name   string
-	health core.HealthReporter
 }
 
 // WithMeterProvider sets where the instruments are made (default: the
@@ -49,20 +43,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 func WithHealth(name string, r core.HealthReporter) Option {
 	return func(o *options) {
 		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to report, such as a redisstore.Limiter", name) {
-			o.addBreaker(breakerSource{name: name, health: r})
+			o.breakers = obsreg.AddBreaker(&o.errs, o.breakers, obsreg.Breaker{Name: name, Health: r})
 		}
 	}
-}
-
-// addBreaker adds b unless it has no name or the name of another.
-func (o *options) addBreaker(b breakerSource) {
-	if !o.errs.Require(b.name != "", "breaker name is empty; name it after what it guards (\"redis\")") {
-		return
-	}
-	for _, x := range o.breakers {
-		if !o.errs.Require(x.name != b.name, "two breakers are named %q; give each its own name", b.name) {
-			return
-		}
-	}
-	o.breakers = append(o.breakers, b)
 }

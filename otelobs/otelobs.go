@@ -3,14 +3,13 @@ package otelobs
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -29,10 +28,8 @@ type Observer struct {
 	held      metric.Float64Histogram
 
 	// series maps a limit and transport to their attribute sets, added
-	// as they are first seen. The map is copied on write, under mu, so
-	// that reading it takes one atomic load and no lock.
-	series atomic.Pointer[map[seriesKey]*series]
-	mu     sync.Mutex
+	// as they are first seen.
+	series obsreg.Series[series]
 }
 
 var _ core.Observer = (*Observer)(nil)
@@ -56,9 +53,6 @@ var (
 	defaultLatencyBuckets = []float64{1e-6, 5e-6, 25e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 250e-3, 1}
 	defaultHoldBuckets    = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 )
-
-// seriesKey is a series' names, by content.
-type seriesKey struct{ limit, transport string }
 
 // series holds the measurement options of one limit and transport, each
 // carrying an attribute set made once: a slice passed on as it is to the
@@ -121,7 +115,6 @@ func New(opts ...Option) (*Observer, error) {
 			return nil, fmt.Errorf("otelobs: making the instruments: %w", err)
 		}
 	}
-	ob.series.Store(&map[seriesKey]*series{})
 	return ob, nil
 }
 
@@ -167,30 +160,11 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 // seriesFor returns the series of limit and transport, adding it the
 // first time they are seen.
 func (o *Observer) seriesFor(limit, transport string) *series {
-	if s := (*o.series.Load())[seriesKey{limit, transport}]; s != nil {
+	k := obsreg.Key{Limit: limit, Transport: transport}
+	if s := o.series.Get(k); s != nil {
 		return s
 	}
-	return o.addSeries(limit, transport)
-}
-
-// addSeries returns the series of limit and transport, adding it to a
-// copy of the map unless another goroutine did first.
-func (o *Observer) addSeries(limit, transport string) *series {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	old := *o.series.Load()
-	k := seriesKey{limit, transport}
-	if s := old[k]; s != nil {
-		return s
-	}
-	next := make(map[seriesKey]*series, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	s := newSeries(limit, transport)
-	next[k] = s
-	o.series.Store(&next)
-	return s
+	return o.series.Add(k, func() *series { return newSeries(limit, transport) })
 }
 
 // newSeries makes the attribute sets of limit and transport.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/obsreg"
 )
 
 // Two cores that add to the same counter pass its cache line back and
@@ -77,7 +78,7 @@ func (c *stripedCounts) sum(w int) uint64 {
 // something, as a CounterVec's child appears on first use.
 type cellCollector struct {
 	desc   *prometheus.Desc
-	series *atomic.Pointer[map[seriesKey]*series]
+	series *obsreg.Series[series]
 	// emit sends the metrics of the series.
 	emit func(ch chan<- prometheus.Metric, desc *prometheus.Desc, m map[seriesKey]*series)
 	// slow, if not nil, holds further metrics of the same family: the
@@ -90,7 +91,7 @@ func (c *cellCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
 func (c *cellCollector) Collect(ch chan<- prometheus.Metric) {
-	c.emit(ch, c.desc, *c.series.Load())
+	c.emit(ch, c.desc, c.series.Map())
 	if c.slow != nil {
 		c.slow.Collect(ch)
 	}

@@ -1,6 +1,9 @@
 package promobs
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/floodgate/floodgate/internal/obsreg"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The stores' health (WithHealth): a collector that reads each store's
 // core.Health at scrape time.
@@ -13,12 +16,12 @@ var breakerStates = []string{"closed", "open", "half-open"}
 type breakerCollector struct {
 	state, decisions, failures, opens *prometheus.Desc
 	leases, returned                  *prometheus.Desc
-	breakers                          []breakerSource
+	breakers                          []obsreg.Breaker
 }
 
 // newBreakerCollector makes the collector of the breakers bs, its metrics'
 // names prefixed by ns.
-func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []breakerSource) *breakerCollector {
+func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []obsreg.Breaker) *breakerCollector {
 	return &breakerCollector{
 		state: prometheus.NewDesc(prometheus.BuildFQName(ns, "breaker", "state"),
 			"Circuit breaker state: 1 for the state the breaker is in (closed, open, half-open), 0 for the others.",
@@ -55,20 +58,20 @@ func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.breakers {
-		h := b.health.Health()
+		h := b.Health.Health()
 		for _, s := range breakerStates {
 			v := 0.0
 			if s == h.Breaker {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, b.name, s)
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, b.Name, s)
 		}
-		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.StoreDecisions), b.name, "primary")
-		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LocalDecisions), b.name, "local")
-		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LeaseDecisions), b.name, "lease")
-		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.CounterValue, float64(h.Leases), b.name)
-		ch <- prometheus.MustNewConstMetric(c.returned, prometheus.CounterValue, float64(h.Returned), b.name)
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), b.name)
-		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(h.Opens), b.name)
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.StoreDecisions), b.Name, "primary")
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LocalDecisions), b.Name, "local")
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LeaseDecisions), b.Name, "lease")
+		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.CounterValue, float64(h.Leases), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.returned, prometheus.CounterValue, float64(h.Returned), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(h.Opens), b.Name)
 	}
 }

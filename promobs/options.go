@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -34,15 +35,8 @@ type options struct {
 	constLabels prometheus.Labels
 	latency     []float64
 	hold        []float64
-	breakers    []breakerSource
+	breakers    []obsreg.Breaker
 	errs        option.Errors
-}
-
-// breakerSource is one store's health, which the collector reads at
-// scrape time.
-type breakerSource struct {
-	name   string
-	health core.HealthReporter
 }
 
 // WithBuckets sets the upper bounds, in seconds and increasing, of the
@@ -79,22 +73,9 @@ func WithBuckets(latency, hold []float64) Option {
 func WithHealth(name string, r core.HealthReporter) Option {
 	return func(o *options) {
 		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to export, such as a redisstore.Limiter", name) {
-			o.addBreaker(breakerSource{name: name, health: r})
+			o.breakers = obsreg.AddBreaker(&o.errs, o.breakers, obsreg.Breaker{Name: name, Health: r})
 		}
 	}
-}
-
-// addBreaker adds b unless it has no name or the name of another.
-func (o *options) addBreaker(b breakerSource) {
-	if !o.errs.Require(b.name != "", "breaker name is empty; name it after what it guards (\"redis\")") {
-		return
-	}
-	for _, x := range o.breakers {
-		if !o.errs.Require(x.name != b.name, "two breakers are named %q; give each its own name", b.name) {
-			return
-		}
-	}
-	o.breakers = append(o.breakers, b)
 }
 
 func increasing(b []float64) bool {

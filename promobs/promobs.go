@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
 )
 
@@ -42,10 +41,8 @@ type Observer struct {
 	unknownFailures *prometheus.CounterVec
 
 	// series maps a limit and transport to their counts, added as they
-	// are first seen. The map is copied on write, under mu, so that
-	// reading it takes one atomic load and no lock.
-	series atomic.Pointer[map[seriesKey]*series]
-	mu     sync.Mutex
+	// are first seen.
+	series obsreg.Series[series]
 
 	// byIdentity finds a series without hashing the names (see
 	// seriesFor).
@@ -62,7 +59,7 @@ const numOutcomes = int(core.OutcomeCanceled) + 1
 const numFailures = int(core.FailOpen) + 1
 
 // seriesKey is a series' names, by content.
-type seriesKey struct{ limit, transport string }
+type seriesKey = obsreg.Key
 
 // series holds the counts of one limit and transport: the requests by
 // outcome and shadow, the overflow decisions, the store errors by failure
@@ -108,7 +105,6 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	holdSeconds, holdNs := bucketsOf(o.hold)
 	ob.latencyBounds, ob.holdBounds = latencyNs, holdNs
 	ob.wordHeldSum = wordLatency + len(latencyNs) + 1
-	ob.series.Store(&map[seriesKey]*series{})
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, o.constLabels)
 	}
@@ -198,31 +194,13 @@ func (o *Observer) seriesFor(limit, transport string) *series {
 	if s := o.byIdentity.find(h, limit, transport); s != nil {
 		return s
 	}
-	s := (*o.series.Load())[seriesKey{limit, transport}]
+	s := o.series.Get(seriesKey{Limit: limit, Transport: transport})
 	if s == nil {
-		s = o.addSeries(limit, transport)
+		s = o.series.Add(seriesKey{Limit: limit, Transport: transport}, func() *series {
+			return &series{limit: limit, transport: transport, counts: newStripedCounts(o.wordHeldSum + 1 + len(o.holdBounds) + 1)}
+		})
 	}
 	o.byIdentity.add(h, limit, transport, s)
-	return s
-}
-
-// addSeries returns the series of limit and transport, adding it to a
-// copy of the map unless another goroutine did first.
-func (o *Observer) addSeries(limit, transport string) *series {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	old := *o.series.Load()
-	k := seriesKey{limit, transport}
-	if s := old[k]; s != nil {
-		return s
-	}
-	next := make(map[seriesKey]*series, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	s := &series{limit: limit, transport: transport, counts: newStripedCounts(o.wordHeldSum + 1 + len(o.holdBounds) + 1)}
-	next[k] = s
-	o.series.Store(&next)
 	return s
 }
 
