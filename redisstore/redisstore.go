@@ -169,7 +169,6 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	var start int64
 	var mark uint64
 	if l.deny != nil {
-		mark = l.deny.since()
 		start = l.clock.Now()
 		if cost == 1 {
 			if d, layer, ok := l.deny.lookup(key, p, start); ok {
@@ -177,6 +176,9 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 				return d, nil
 			}
 		}
+		// Read only on the way to the server: a cached refusal pays
+		// nothing for it.
+		mark = l.deny.since()
 	}
 	member := ""
 	if l.leases != nil {
