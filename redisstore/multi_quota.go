@@ -1,0 +1,232 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// A Multi made WithLocalQuota decides a call in memory when every item's
+// key holds a lease with enough units: it takes the cost from each, all or
+// nothing (when one lacks, what was taken goes back to its lease), and
+// sends nothing. Otherwise the call goes to Redis as any Multi's, and the
+// hot keys among its items are asked a lease in the background, for the
+// calls after it. The leases are those of a Limiter (one limit) or a Stack
+// (several) made with the item's limits and the Multi's options, one per
+// distinct limits, kept by the Multi: the same grants, lease lengths,
+// returns and state (quota.go), so the bound of WithLocalQuota holds as
+// stated there: every unit spent in memory was charged before, at most
+// Length earlier, and a spent unit is never given back; a call decided in
+// Redis is charged there. An item whose limits cannot be leased (an
+// algorithm WithLocalQuota does not take) is always decided in Redis, and
+// so is every call that names it.
+
+// multiQuota is a Multi's local quota.
+type multiQuota struct {
+	client redis.UniversalClient
+	opts   []Option // the Multi's, for its leasers
+
+	mu sync.RWMutex
+	by map[string]*Limiter // an item's limits (their key ends, joined) → its leaser; nil: cannot be leased
+
+	leased atomic.Uint64  // calls decided from leases
+	asking sync.WaitGroup // grants under way
+}
+
+// leaser returns the Limiter or Stack's Limiter that leases units of
+// ls, the layers of an item's limits, made on first use; nil when the
+// limits cannot be leased.
+func (m *Multi) leaser(limits []core.Limit, ls []*multiLayer) *Limiter {
+	mq := m.quota
+	var id string
+	if len(ls) == 1 {
+		id = ls[0].end
+	} else {
+		var b strings.Builder
+		for _, ly := range ls {
+			b.WriteString(ly.end)
+			b.WriteByte('|')
+		}
+		id = b.String()
+	}
+	mq.mu.RLock()
+	l, ok := mq.by[id]
+	mq.mu.RUnlock()
+	if ok {
+		return l
+	}
+	mq.mu.Lock()
+	defer mq.mu.Unlock()
+	if l, ok := mq.by[id]; ok {
+		return l
+	}
+	opts := append(mq.opts[:len(mq.opts):len(mq.opts)], WithDenyCache(0))
+	if len(limits) == 1 {
+		if lim, err := New(mq.client, limits[0], opts...); err == nil {
+			l = lim
+		}
+	} else if s, err := NewStack(mq.client, limits, opts...); err == nil {
+		l = s.l
+	}
+	mq.by[id] = l
+	return l
+}
+
+// taken is a cost taken from a lease in force, until the call's answer.
+type taken struct {
+	l      *Limiter
+	q      *quota
+	key    string
+	gen    uint64
+	cost   int64
+	gs, gn int64 // the lease's grant instant, which a fixed window's return names
+}
+
+// ask is a lease to ask for once the call is decided.
+type ask struct {
+	l   *Limiter
+	q   *quota
+	key string
+	ch  chan struct{}
+	n   int
+}
+
+// allowQuota is Allow on a Multi made WithLocalQuota.
+func (m *Multi) allowQuota(ctx context.Context, items []Item) ([]core.Decision, error) {
+	now := m.l.clock.Now()
+	ds := make([]core.Decision, len(items))
+	var tbuf [8]taken
+	var abuf [4]ask
+	tk, asks := tbuf[:0], abuf[:0]
+	all, refused := true, false // every item decided here; one of them refused
+	for i, it := range items {
+		l := m.leasable(it)
+		if l == nil {
+			all = false
+			continue
+		}
+		p, qs := l.pol, l.quota
+		q := qs.get(it.Key, now)
+		if q == nil { // too many keys followed: this one is cold
+			all = false
+			continue
+		}
+		cost := int64(it.Cost)
+		q.mu.Lock()
+		hot := q.see(now, p.lease.length, qs.hot)
+		switch {
+		case all && q.end > now && q.units >= cost:
+			q.units -= cost
+			tk = append(tk, taken{l: l, q: q, key: it.Key, gen: q.gen, cost: cost, gs: q.gs, gn: q.gn})
+			ds[i] = q.admitted(now)
+			ds[i].Leased = true
+			if q.units*4 < q.granted && q.asking == nil && now >= q.wait {
+				// Below a quarter: the next lease is asked for now.
+				asks = append(asks, m.ask(l, q, it.Key, it.Cost))
+			}
+		case hot && now < q.wait:
+			// The key's last grant found nothing: refused here until then.
+			ds[i] = q.refused(now, time.Duration(q.wait-now))
+			ds[i].Leased = true
+			refused = true
+		default:
+			all = false
+			if hot && q.asking == nil && now >= q.wait {
+				asks = append(asks, m.ask(l, q, it.Key, it.Cost))
+			}
+		}
+		q.mu.Unlock()
+	}
+	if !all || refused {
+		for _, t := range tk {
+			t.putBack(now)
+		}
+	}
+	for _, a := range asks {
+		m.grantLater(ctx, a, now)
+	}
+	if all {
+		m.quota.leased.Add(1)
+		return ds, nil
+	}
+	c, err := m.prepare(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	return m.allow(ctx, c, items)
+}
+
+// leasable returns it's leaser when it can be decided from a lease: its
+// limits can be leased, and its cost is one they admit; nil otherwise
+// (the call goes to Redis, where prepare reports what is wrong).
+func (m *Multi) leasable(it Item) *Limiter {
+	if len(it.Limits) == 0 || it.Cost < 1 {
+		return nil
+	}
+	var buf [4]*multiLayer
+	ls := buf[:0]
+	for _, lim := range it.Limits {
+		ly, err := m.layer(lim)
+		if err != nil || it.Cost > ly.maxCost {
+			return nil
+		}
+		ls = append(ls, ly)
+	}
+	l := m.leaser(it.Limits, ls)
+	if l == nil || it.Cost > l.pol.maxCost {
+		return nil
+	}
+	return l
+}
+
+// ask starts q's ask for a lease of at least cost (q is locked).
+func (m *Multi) ask(l *Limiter, q *quota, key string, cost int) ask {
+	ch := make(chan struct{})
+	q.asking = ch
+	return ask{l: l, q: q, key: key, ch: ch, n: q.size(l.pol.lease.length, cost, l.pol.limit.EffectiveBurst())}
+}
+
+// grantLater asks for a's lease in the background: the call that found it
+// needed is decided without it. sent is before the ask was made, so the
+// lease ends no later than its length after it was sent.
+func (m *Multi) grantLater(ctx context.Context, a ask, sent int64) {
+	ctx = context.WithoutCancel(ctx)
+	m.quota.asking.Go(func() { a.l.refill(ctx, a.l.pol, a.key, a.q, a.ch, a.n, sent) })
+}
+
+// putBack returns t's cost to its lease while that is the one it was taken
+// from and still in force; else to the shared state, as a lease's unspent
+// units go back when it ends (under its grant's instant: a fixed window's
+// units reach the window they were taken from only).
+func (t taken) putBack(now int64) {
+	q := t.q
+	q.mu.Lock()
+	if q.gen == t.gen && q.end > now {
+		q.units += t.cost
+		q.mu.Unlock()
+		return
+	}
+	q.mu.Unlock()
+	t.l.giveBackHeld(t.key, held{pol: t.l.pol, units: t.cost, gs: t.gs, gn: t.gn}, t.l.pol)
+}
+
+// quotaHealth adds the leases' counters to h.
+func (m *Multi) quotaHealth(h core.Health) core.Health {
+	mq := m.quota
+	h.LeaseDecisions = mq.leased.Load()
+	mq.mu.RLock()
+	defer mq.mu.RUnlock()
+	for _, l := range mq.by {
+		if l != nil {
+			h.Leases += l.quotaCount.grants.Load()
+			h.Returned += uint64(l.quotaCount.returned.Load())
+		}
+	}
+	return h
+}
