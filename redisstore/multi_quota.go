@@ -97,31 +97,39 @@ type ask struct {
 	n   int
 }
 
-// allowQuota is Allow on a Multi made WithLocalQuota.
+// allowQuota is Allow on a Multi made WithLocalQuota: the items whose
+// key holds enough units take them; when every item did, the call is
+// decided. When some key's last grant found nothing (it waits), the call
+// is refused here if every other item took its units. Otherwise the items
+// that took nothing go to Redis, in one call, all or nothing: what the
+// others took is spent if Redis admits them, and goes back to the leases
+// if it refuses. So a key whose units sit in this instance's lease is not
+// refused by Redis for lack of them.
 func (m *Multi) allowQuota(ctx context.Context, items []Item) ([]core.Decision, error) {
 	now := m.l.clock.Now()
 	ds := make([]core.Decision, len(items))
 	var tbuf [8]taken
 	var abuf [4]ask
-	tk, asks := tbuf[:0], abuf[:0]
-	all, refused := true, false // every item decided here; one of them refused
+	var rbuf [8]int
+	tk, asks, rest := tbuf[:0], abuf[:0], rbuf[:0] // rest: the items Redis decides
+	refused := false                               // an item refused here
 	for i, it := range items {
 		l := m.leasable(it)
 		if l == nil {
-			all = false
+			rest = append(rest, i)
 			continue
 		}
 		p, qs := l.pol, l.quota
 		q := qs.get(it.Key, now)
 		if q == nil { // too many keys followed: this one is cold
-			all = false
+			rest = append(rest, i)
 			continue
 		}
 		cost := int64(it.Cost)
 		q.mu.Lock()
 		hot := q.see(now, p.lease.length, qs.hot)
 		switch {
-		case all && q.end > now && q.units >= cost:
+		case q.end > now && q.units >= cost:
 			q.units -= cost
 			tk = append(tk, taken{l: l, q: q, key: it.Key, gen: q.gen, cost: cost, gs: q.gs, gn: q.gn})
 			ds[i] = q.admitted(now)
@@ -131,35 +139,75 @@ func (m *Multi) allowQuota(ctx context.Context, items []Item) ([]core.Decision, 
 				asks = append(asks, m.ask(l, q, it.Key, it.Cost))
 			}
 		case hot && now < q.wait:
-			// The key's last grant found nothing: refused here until then.
+			// The key's last grant found nothing: refused here until then,
+			// unless the call goes to Redis for another item.
 			ds[i] = q.refused(now, time.Duration(q.wait-now))
 			ds[i].Leased = true
 			refused = true
+			rest = append(rest, i)
 		default:
-			all = false
+			rest = append(rest, i)
 			if hot && q.asking == nil && now >= q.wait {
 				asks = append(asks, m.ask(l, q, it.Key, it.Cost))
 			}
 		}
 		q.mu.Unlock()
 	}
-	if !all || refused {
-		for _, t := range tk {
-			t.putBack(now)
-		}
-	}
-	for _, a := range asks {
-		m.grantLater(ctx, a, now)
-	}
-	if all {
+	if refused && allRefused(ds, rest) {
+		// Every item not taken is refused here: so is the call.
+		putBack(tk, now)
+		m.grantLater(ctx, asks, now)
 		m.quota.leased.Add(1)
 		return ds, nil
 	}
-	c, err := m.prepare(ctx, items)
+	m.grantLater(ctx, asks, now)
+	if len(rest) == 0 {
+		m.quota.leased.Add(1)
+		return ds, nil
+	}
+	sub := items
+	if len(rest) < len(items) {
+		sub = make([]Item, len(rest))
+		for j, i := range rest {
+			sub[j] = items[i]
+		}
+	}
+	c, err := m.prepare(ctx, sub)
+	var rd []core.Decision
+	if err == nil {
+		rd, err = m.allow(ctx, c, sub)
+	}
+	all := err == nil
+	for j, i := range rest {
+		if err == nil {
+			ds[i] = rd[j]
+			all = all && rd[j].Allowed
+		}
+	}
+	if !all {
+		putBack(tk, now)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return m.allow(ctx, c, items)
+	return ds, nil
+}
+
+// allRefused reports whether every item of rest is refused in ds.
+func allRefused(ds []core.Decision, rest []int) bool {
+	for _, i := range rest {
+		if !ds[i].Leased {
+			return false
+		}
+	}
+	return true
+}
+
+// putBack gives every cost of tk back (taken.putBack).
+func putBack(tk []taken, now int64) {
+	for _, t := range tk {
+		t.putBack(now)
+	}
 }
 
 // leasable returns it's leaser when it can be decided from a lease: its
@@ -192,12 +240,17 @@ func (m *Multi) ask(l *Limiter, q *quota, key string, cost int) ask {
 	return ask{l: l, q: q, key: key, ch: ch, n: q.size(l.pol.lease.length, cost, l.pol.limit.EffectiveBurst())}
 }
 
-// grantLater asks for a's lease in the background: the call that found it
-// needed is decided without it. sent is before the ask was made, so the
-// lease ends no later than its length after it was sent.
-func (m *Multi) grantLater(ctx context.Context, a ask, sent int64) {
+// grantLater asks for the leases of asks in the background: the call that
+// found them needed is decided without them. sent is before the asks were
+// made, so a lease ends no later than its length after it was sent.
+func (m *Multi) grantLater(ctx context.Context, asks []ask, sent int64) {
+	if len(asks) == 0 {
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
-	m.quota.asking.Go(func() { a.l.refill(ctx, a.l.pol, a.key, a.q, a.ch, a.n, sent) })
+	for _, a := range asks {
+		m.quota.asking.Go(func() { a.l.refill(ctx, a.l.pol, a.key, a.q, a.ch, a.n, sent) })
+	}
 }
 
 // putBack returns t's cost to its lease while that is the one it was taken

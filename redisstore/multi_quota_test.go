@@ -22,8 +22,9 @@ func multiRig(t *testing.T, c redis.UniversalClient, length time.Duration, hot i
 }
 
 // call decides items with m, settles its grants and returns, and checks
-// the call's answer: admitted or not, and each decision's Leased.
-func call(t *testing.T, m *redisstore.Multi, step string, items []redisstore.Item, admitted, leased bool) []core.Decision {
+// the call's answer: admitted or not, and each decision's Leased ('L' for
+// a decision made from a lease, '-' for one of Redis).
+func call(t *testing.T, m *redisstore.Multi, step string, items []redisstore.Item, admitted bool, leased string) []core.Decision {
 	t.Helper()
 	ds, err := m.Allow(context.Background(), items)
 	if err != nil {
@@ -31,23 +32,23 @@ func call(t *testing.T, m *redisstore.Multi, step string, items []redisstore.Ite
 	}
 	redisstore.MultiSettle(m)
 	all := true
+	got := ""
 	for _, d := range ds {
 		all = all && d.Allowed
-		if d.Leased != leased {
-			t.Errorf("%s: %+v, want Leased %v", step, d, leased)
-		}
+		got += map[bool]string{true: "L", false: "-"}[d.Leased]
 	}
-	if all != admitted {
-		t.Errorf("%s: %+v, want admitted %v", step, ds, admitted)
+	if all != admitted || got != leased {
+		t.Errorf("%s: %+v: admitted %v, leased %s; want %v, %s", step, ds, all, got, admitted, leased)
 	}
 	return ds
 }
 
 // TestMultiQuota: a Multi made WithLocalQuota goes to Redis until its keys
 // are hot, asks their leases, then decides calls whose every key holds
-// enough units in memory; a call one key of which lacks goes to Redis and
-// leaves the others' leases whole. The shared state counts exactly what
-// Redis decided and what the leases took.
+// enough units in memory; in a call some keys of which lack, those go to
+// Redis, and the others' units are spent if Redis admits, given back to
+// their leases if it refuses. The shared state counts exactly what Redis
+// decided and what the leases took.
 func TestMultiQuota(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -60,6 +61,7 @@ func TestMultiQuota(t *testing.T) {
 	cold := redisstore.Item{Key: "cold", Limits: []core.Limit{fa}, Cost: 1}
 	b3 := b
 	b3.Cost = 3
+	z := redisstore.Item{Key: "z", Limits: []core.Limit{{Events: 1, Period: time.Minute, Algorithm: core.FixedWindow}}, Cost: 1}
 
 	health := func(step string, store, leased, leases, returned uint64) {
 		t.Helper()
@@ -75,34 +77,43 @@ func TestMultiQuota(t *testing.T) {
 		}
 	}
 
-	call(t, m, "cold", []redisstore.Item{a, b}, true, false)
+	call(t, m, "cold", []redisstore.Item{a, b}, true, "--")
 	health("cold", 1, 0, 0, 0)
 	// Hot now (2 calls): leases of 3 (the demand, 2 a second, and a
 	// quarter, rounded up) are asked; the call itself goes to Redis.
-	call(t, m, "hot", []redisstore.Item{a, b}, true, false)
+	call(t, m, "hot", []redisstore.Item{a, b}, true, "--")
 	health("hot", 2, 0, 2, 0)
 	held("hot", 3, 3)
-	ds := call(t, m, "leased", []redisstore.Item{a, b}, true, true)
+	ds := call(t, m, "leased", []redisstore.Item{a, b}, true, "LL")
 	health("leased", 2, 1, 2, 0)
 	held("leased", 2, 2)
 	if ds[0].Limit != fa || ds[1].Limit.Name == "" {
 		t.Errorf("leased: limits %v and %v, want a's and a named layer of b's", ds[0].Limit, ds[1].Limit)
 	}
-	// A cold key: the call goes to Redis, a's unit back in its lease.
-	call(t, m, "with a cold key", []redisstore.Item{a, cold}, true, false)
+	// A cold key: it alone goes to Redis, which admits it; a's unit is
+	// spent.
+	call(t, m, "with a cold key", []redisstore.Item{a, cold}, true, "L-")
 	health("with a cold key", 3, 1, 2, 0)
-	held("with a cold key", 2, 2)
-	// b lacks 3: to Redis, a's unit back; b asks a lease of 5 (4 calls in
-	// the second), and its old lease's 2 units go back.
-	call(t, m, "b lacks", []redisstore.Item{a, b3}, true, false)
-	health("b lacks", 4, 1, 3, 2)
-	held("b lacks", 2, 5)
+	held("with a cold key", 1, 2)
+	// b lacks 3: it goes to Redis; a spends its last unit. Both ask new
+	// leases: a of 7 (5 calls in the second), b of 5 (4); b's old lease's
+	// 2 units go back.
+	call(t, m, "b lacks", []redisstore.Item{a, b3}, true, "L-")
+	health("b lacks", 4, 1, 4, 2)
+	held("b lacks", 7, 5)
+	// z admits one a minute: the first call spends a's unit, the second,
+	// which z refuses in Redis, gives a's back to its lease. z, hot, asks
+	// a lease, which finds nothing.
+	call(t, m, "z admits", []redisstore.Item{a, z}, true, "L-")
+	call(t, m, "z refuses", []redisstore.Item{a, z}, false, "L-")
+	health("z refuses", 6, 1, 5, 2)
+	held("z refuses", 6, 5)
 
-	// a was charged by Redis 4 times and by its grant 3: 7. b's GCRA
+	// a was charged by Redis twice and by its grants 3 and 7: 12. b's GCRA
 	// layer: by Redis 1+1+3, by its grants 3 and 5, less 2 given back: 11.
 	plain := []redisstore.Option{redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk), redisstore.WithPrefix(r.prefix)}
-	if d := must(must(redisstore.New(c, fa, plain...)).Allow(context.Background(), "a", 1)); d.Remaining != 100-7-1 {
-		t.Errorf("a Limiter on a after: %+v, want %d remaining", d, 100-7-1)
+	if d := must(must(redisstore.New(c, fa, plain...)).Allow(context.Background(), "a", 1)); d.Remaining != 100-12-1 {
+		t.Errorf("a Limiter on a after: %+v, want %d remaining", d, 100-12-1)
 	}
 	if d := must(must(redisstore.NewStack(c, sb, plain...)).Allow(context.Background(), "b", 1)); d.Remaining != 100-11-1 {
 		t.Errorf("a Stack on b after: %+v, want %d remaining", d, 100-11-1)
@@ -124,14 +135,14 @@ func TestMultiQuotaRefusedHere(t *testing.T) {
 
 	// Hot at once: x gets a lease of 1 (half its burst, the cap), y of 2;
 	// the call, in Redis, takes x's other unit.
-	call(t, m, "first", []redisstore.Item{x, y}, true, false)
+	call(t, m, "first", []redisstore.Item{x, y}, true, "--")
 	if hx, hy := redisstore.MultiHeld(m, "x", two), redisstore.MultiHeld(m, "y", fa); hx != 1 || hy != 2 {
 		t.Fatalf("first: x holds %d, y %d; want 1 and 2", hx, hy)
 	}
 	// From the leases; x's next grant finds nothing left: a wait of one
 	// lease length.
-	call(t, m, "leased", []redisstore.Item{x, y}, true, true)
-	ds := call(t, m, "refused here", []redisstore.Item{x, y}, false, true)
+	call(t, m, "leased", []redisstore.Item{x, y}, true, "LL")
+	ds := call(t, m, "refused here", []redisstore.Item{x, y}, false, "LL")
 	if ds[0].Allowed || ds[0].RetryAfter != time.Second || !ds[1].Allowed {
 		t.Errorf("refused here: %+v, want x refused for the lease's 1 s, y admitted", ds)
 	}
