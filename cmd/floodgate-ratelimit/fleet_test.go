@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,4 +267,90 @@ func checkGCRA(t *testing.T, all []fleetAdm, key string) int {
 		t.Errorf("%s: %d intervals over the bound", key, over)
 	}
 	return over
+}
+
+var (
+	fleetMix       = flag.Bool("fleetmix", false, "TestFleetHotMix: measure the hot mix with local quota on and off")
+	fleetMixValues = flag.Int("fleetmix-values", 4096, "TestFleetHotMix: the values the Zipf mix draws from")
+	fleetMixRounds = flag.Int("fleetmix-rounds", 6, "TestFleetHotMix: rounds, each a cell with local quota and one without")
+)
+
+// fleetMixConfig: three keys, each a fixed window no request reaches, as
+// benchmarks' BenchmarkEnvoyRLS configures them.
+const fleetMixConfig = `domain: fleet
+descriptors:
+  - key: k0
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: k1
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: k2
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+`
+
+// TestFleetHotMix (with -fleetmix) measures the hot mix: 3 processes on
+// one redis-server, 64 callers, requests of three descriptors whose value
+// (the same for the three, as BenchmarkEnvoyRLS's) is drawn from a Zipf
+// mix (s = 1.1) over 4,096 values (-fleetmix-values); Redis commands per request (INFO
+// commandstats, the clients' commands) and requests a second, with
+// -local-quota and without, in alternating rounds of 3 s.
+func TestFleetHotMix(t *testing.T) {
+	if !*fleetMix {
+		t.Skip("a measurement: run with -fleetmix")
+	}
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	conf := t.TempDir()
+	write(t, conf, "fleet.yaml", fleetMixConfig)
+	for round := range *fleetMixRounds {
+		for _, local := range []bool{round%2 == 0, round%2 != 0} { // ABBA
+			t.Run(fmt.Sprintf("%d/%v", round, local), func(t *testing.T) {
+				args := []string{"-grpc", "127.0.0.1:0", "-http", "", "-redis", srv.Addr(), "-config", conf}
+				if local {
+					args = append(args, "-local-quota")
+				}
+				var clients []rlsv3.RateLimitServiceClient
+				for i := range fleetProcs {
+					clients = append(clients, rlsv3.NewRateLimitServiceClient(dial(t, startFleetProc(t, i, args), nil)))
+				}
+				n, elapsed, cmds := hotMix(t, c, clients, fmt.Sprint(round, local))
+				t.Logf("round %d, local quota %-5v: %6d requests, %6.0f a second; %6d Redis commands, %.4f per request",
+					round, local, n, float64(n)/elapsed.Seconds(), cmds, float64(cmds)/float64(n))
+			})
+		}
+	}
+}
+
+// hotMix runs 64 callers of the hot mix against clients for 3 s, with
+// values of their own (prefixed by run), and returns the requests, the
+// time they took and the Redis commands sent meanwhile.
+func hotMix(t *testing.T, c *redis.Client, clients []rlsv3.RateLimitServiceClient, run string) (int, time.Duration, int64) {
+	var total atomic.Int64
+	before := commands(t, c)
+	start := time.Now()
+	stop := start.Add(3 * time.Second)
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			z := rand.NewZipf(rand.New(rand.NewPCG(uint64(g), 7)), 1.1, 1, uint64(*fleetMixValues-1))
+			client := clients[g%len(clients)]
+			for time.Now().Before(stop) {
+				v := run + "-" + strconv.FormatUint(z.Uint64(), 10)
+				req := &rlsv3.RateLimitRequest{Domain: "fleet"}
+				for _, k := range []string{"k0", "k1", "k2"} {
+					req.Descriptors = append(req.Descriptors, &rlcommon.RateLimitDescriptor{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: k, Value: v}}})
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := client.ShouldRateLimit(ctx, req)
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				total.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(total.Load()), time.Since(start), commands(t, c) - before
 }
