@@ -121,7 +121,8 @@ func QuotaHeld(lim core.Limiter, key string) (units, holders int64) {
 // LimiterOf returns the Limiter m's calls go through, for Waiting and Idle.
 func LimiterOf(m *Multi) *Limiter { return m.l }
 
-// MultiSettle waits for m's lease grants and returns under way.
+// MultiSettle waits for m's lease grants and returns under way; with lease
+// ends on a fake timer (WithAfterFunc), which adds none meanwhile.
 func MultiSettle(m *Multi) {
 	m.quota.asking.Wait()
 	m.quota.mu.RLock()

@@ -155,7 +155,7 @@ func (m *Multi) allowQuota(ctx context.Context, items []Item) ([]core.Decision, 
 	}
 	if refused && allRefused(ds, rest) {
 		// Every item not taken is refused here: so is the call.
-		putBack(tk, now)
+		putBack(tk)
 		m.grantLater(ctx, asks, now)
 		m.quota.leased.Add(1)
 		return ds, nil
@@ -185,7 +185,7 @@ func (m *Multi) allowQuota(ctx context.Context, items []Item) ([]core.Decision, 
 		}
 	}
 	if !all {
-		putBack(tk, now)
+		putBack(tk)
 	}
 	if err != nil {
 		return nil, err
@@ -204,9 +204,9 @@ func allRefused(ds []core.Decision, rest []int) bool {
 }
 
 // putBack gives every cost of tk back (taken.putBack).
-func putBack(tk []taken, now int64) {
+func putBack(tk []taken) {
 	for _, t := range tk {
-		t.putBack(now)
+		t.putBack()
 	}
 }
 
@@ -257,10 +257,12 @@ func (m *Multi) grantLater(ctx context.Context, asks []ask, sent int64) {
 // from and still in force; else to the shared state, as a lease's unspent
 // units go back when it ends (under its grant's instant: a fixed window's
 // units reach the window they were taken from only).
-func (t taken) putBack(now int64) {
+func (t taken) putBack() {
 	q := t.q
 	q.mu.Lock()
-	if q.gen == t.gen && q.end > now {
+	// Now, not the call's start: the call may have waited for Redis past
+	// the lease's end, and the lease's expiry may have given back the rest.
+	if q.gen == t.gen && q.end > t.l.clock.Now() {
 		q.units += t.cost
 		q.mu.Unlock()
 		return

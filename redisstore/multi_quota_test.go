@@ -213,8 +213,7 @@ func TestMultiQuotaBound(t *testing.T) {
 	wg.Wait()
 	var leased, store uint64
 	for _, m := range ms {
-		redisstore.MultiSettle(m)
-		h := m.Health()
+		h := m.Health() // lease ends still fire on real timers: no settling
 		leased, store = leased+h.LeaseDecisions, store+h.StoreDecisions
 	}
 	t.Logf("%d calls decided from leases, %d in Redis", leased, store)
