@@ -110,7 +110,7 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	var mq *multiQuota
 	if o.quota != nil {
 		// The leases are its leasers'; the Multi's own script has none.
-		mq = &multiQuota{client: client, opts: opts, by: map[string]*Limiter{}}
+		mq = &multiQuota{client: client, opts: opts, by: map[string]*Limiter{}, known: map[knownLimits]known{}}
 		o.quota = nil
 	}
 	o.denyCache = 0

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,19 +12,20 @@ import (
 )
 
 // A Multi made WithLocalQuota decides a call in memory when every item's
-// key holds a lease with enough units: it takes the cost from each, all or
-// nothing (when one lacks, what was taken goes back to its lease), and
-// sends nothing. Otherwise the call goes to Redis as any Multi's, and the
-// hot keys among its items are asked a lease in the background, for the
-// calls after it. The leases are those of a Limiter (one limit) or a Stack
-// (several) made with the item's limits and the Multi's options, one per
-// distinct limits, kept by the Multi: the same grants, lease lengths,
-// returns and state (quota.go), so the bound of WithLocalQuota holds as
-// stated there: every unit spent in memory was charged before, at most
-// Length earlier, and a spent unit is never given back; a call decided in
-// Redis is charged there. An item whose limits cannot be leased (an
-// algorithm WithLocalQuota does not take) is always decided in Redis, and
-// so is every call that names it.
+// key holds a lease with enough units: it takes the cost from each and
+// sends nothing. Otherwise the items that hold enough take their units,
+// and the others go to Redis in one call (as any Multi's), all or nothing:
+// if Redis admits them, the units taken are spent; if it refuses, they go
+// back to their leases. The hot keys without a lease ask one in the
+// background, for the calls after. The leases are those of a Limiter (one
+// limit) or a Stack (several) made with the item's limits and the Multi's
+// options, one per distinct limits, kept by the Multi (multi_leasers.go):
+// the same grants, lease lengths, returns and state (quota.go), so the
+// bound of WithLocalQuota holds as stated there: every unit spent in
+// memory was charged before, at most Length earlier, and a spent unit is
+// never given back; what Redis decides, it charges. An item whose limits
+// cannot be leased (an algorithm WithLocalQuota does not take) is always
+// decided in Redis.
 
 // multiQuota is a Multi's local quota.
 type multiQuota struct {
@@ -34,48 +34,13 @@ type multiQuota struct {
 
 	mu sync.RWMutex
 	by map[string]*Limiter // an item's limits (their key ends, joined) → its leaser; nil: cannot be leased
+	// known are the limits of up to 4 layers seen before, as given, with
+	// their leaser: a call's items find theirs without the layers'
+	// lookups, whose hashing of a limit costs more than the decision.
+	known map[knownLimits]known
 
 	leased atomic.Uint64  // calls decided from leases
 	asking sync.WaitGroup // grants under way
-}
-
-// leaser returns the Limiter or Stack's Limiter that leases units of
-// ls, the layers of an item's limits, made on first use; nil when the
-// limits cannot be leased.
-func (m *Multi) leaser(limits []core.Limit, ls []*multiLayer) *Limiter {
-	mq := m.quota
-	var id string
-	if len(ls) == 1 {
-		id = ls[0].end
-	} else {
-		var b strings.Builder
-		for _, ly := range ls {
-			b.WriteString(ly.end)
-			b.WriteByte('|')
-		}
-		id = b.String()
-	}
-	mq.mu.RLock()
-	l, ok := mq.by[id]
-	mq.mu.RUnlock()
-	if ok {
-		return l
-	}
-	mq.mu.Lock()
-	defer mq.mu.Unlock()
-	if l, ok := mq.by[id]; ok {
-		return l
-	}
-	opts := append(mq.opts[:len(mq.opts):len(mq.opts)], WithDenyCache(0))
-	if len(limits) == 1 {
-		if lim, err := New(mq.client, limits[0], opts...); err == nil {
-			l = lim
-		}
-	} else if s, err := NewStack(mq.client, limits, opts...); err == nil {
-		l = s.l
-	}
-	mq.by[id] = l
-	return l
 }
 
 // taken is a cost taken from a lease in force, until the call's answer.
@@ -208,29 +173,6 @@ func putBack(tk []taken) {
 	for _, t := range tk {
 		t.putBack()
 	}
-}
-
-// leasable returns it's leaser when it can be decided from a lease: its
-// limits can be leased, and its cost is one they admit; nil otherwise
-// (the call goes to Redis, where prepare reports what is wrong).
-func (m *Multi) leasable(it Item) *Limiter {
-	if len(it.Limits) == 0 || it.Cost < 1 {
-		return nil
-	}
-	var buf [4]*multiLayer
-	ls := buf[:0]
-	for _, lim := range it.Limits {
-		ly, err := m.layer(lim)
-		if err != nil || it.Cost > ly.maxCost {
-			return nil
-		}
-		ls = append(ls, ly)
-	}
-	l := m.leaser(it.Limits, ls)
-	if l == nil || it.Cost > l.pol.maxCost {
-		return nil
-	}
-	return l
 }
 
 // ask starts q's ask for a lease of at least cost (q is locked).
