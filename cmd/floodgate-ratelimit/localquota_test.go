@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,8 +84,15 @@ func TestLocalQuotaSetting(t *testing.T) {
 					_ = r.stop()
 					continue // an hour ended: the answers are of two windows
 				}
+				leased := leasedDecisions(t, get(t, "http://"+r.addrs.http+"/metrics"))
 				_ = r.stop()
-				t.Logf("%d admitted, %d of 80 requests sent Redis no command", admitted, free)
+				t.Logf("%d admitted, %d of 80 requests sent Redis no command, %d descriptors decided from leases", admitted, free, leased)
+				// A request that cost no command had its three descriptors
+				// decided from leases (admitted or refused here), and the
+				// observer counted each.
+				if leased < 3*free || !tc.local && leased != 0 {
+					t.Errorf("/metrics counts %d decisions from leases, want at least 3 for each of the %d requests without a command (none without local quota)", leased, free)
+				}
 				// Never over the limit; with leases, units a lease still holds
 				// when another key runs short are not admitted at once (a
 				// lease holds at most half the limit's burst).
@@ -97,4 +106,21 @@ func TestLocalQuotaSetting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leasedDecisions sums floodgate_leased_decisions_total over its series.
+func leasedDecisions(t *testing.T, metrics string) int {
+	t.Helper()
+	n := 0
+	for line := range strings.Lines(metrics) {
+		if rest, ok := strings.CutPrefix(line, "floodgate_leased_decisions_total"); ok {
+			f := strings.Fields(rest)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("/metrics: %q: %v", line, err)
+			}
+			n += int(v)
+		}
+	}
+	return n
 }
