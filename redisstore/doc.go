@@ -93,7 +93,9 @@
 // widened by the lease's length (exactly the window, for fixed windows);
 // [WithLocalQuota] states the bound and what is approximate. A [Dynamic]'s
 // lease is bound to the limit it was granted under, and ends at the key's
-// first call under another.
+// first call under another. A [Multi] made with it decides a call in memory
+// when every item's key holds enough leased units, all or nothing, with the
+// same bound.
 //
 // # When Redis fails
 //

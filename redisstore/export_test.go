@@ -120,3 +120,25 @@ func QuotaHeld(lim core.Limiter, key string) (units, holders int64) {
 
 // LimiterOf returns the Limiter m's calls go through, for Waiting and Idle.
 func LimiterOf(m *Multi) *Limiter { return m.l }
+
+// MultiSettle waits for m's lease grants and returns under way; with lease
+// ends on a fake timer (WithAfterFunc), which adds none meanwhile.
+func MultiSettle(m *Multi) {
+	m.quota.asking.Wait()
+	m.quota.mu.RLock()
+	defer m.quota.mu.RUnlock()
+	for _, l := range m.quota.by {
+		if l != nil {
+			l.quota.giving.Wait()
+		}
+	}
+}
+
+// MultiHeld returns the units m's lease on key under limits holds.
+func MultiHeld(m *Multi, key string, limits ...core.Limit) int64 {
+	l := m.leasable(Item{Key: key, Limits: limits, Cost: 1})
+	q := l.quota.get(key, l.clock.Now())
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.units
+}

@@ -45,12 +45,14 @@ import (
 // none of them has other calls under way, and otherwise shares each one's
 // round trips; it never waits on a master it does not name). A script is
 // never sent twice for one call. There is no deny cache
-// (a refusal is one item's, the answer every item's), and the options
-// WithLocalQuota and WithFallback are refused. A Multi is safe for
-// concurrent use.
+// (a refusal is one item's, the answer every item's), and WithFallback is
+// refused. WithLocalQuota decides a call in memory when every item's key
+// holds a lease with enough units, with the bound it states (see
+// multi_quota.go). A Multi is safe for concurrent use.
 type Multi struct {
 	l      *Limiter
-	layers sync.Map // core.Limit, unnamed → *multiLayer
+	layers sync.Map    // core.Limit, unnamed → *multiLayer
+	quota  *multiQuota // WithLocalQuota's leases (multi_quota.go); nil without it
 }
 
 // ErrPartial is matched (errors.Is) by the store error of a Multi call
@@ -85,8 +87,15 @@ type multiLayer struct {
 
 // NewMulti returns a Multi on client, which may be a single node, a
 // Sentinel-backed failover client or a Cluster client. The options
-// configure the store, as for New; WithLocalQuota and WithFallback are
-// refused, and WithDenyCache and WithLeaseTTL change nothing.
+// configure the store, as for New; WithFallback is refused, and
+// WithDenyCache and WithLeaseTTL change nothing. With WithLocalQuota a
+// call whose every key holds a lease (as a Limiter or a Stack of the
+// item's limits made WithLocalQuota takes them) with enough units is
+// decided in memory, all or nothing, and Decision.Leased is set on each
+// of its decisions; any other call goes to Redis, and asks leases for its
+// hot keys in the background. The bound is WithLocalQuota's: no more is
+// admitted than by one shared Multi over the same interval widened by the
+// leases' Length, and no fixed window admits more than its limit.
 func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	if client == nil {
 		return nil, errNilClient
@@ -95,18 +104,21 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case o.quota != nil:
-		return nil, errors.New("redisstore: NewMulti: WithLocalQuota spends one key's leased units in memory, which cannot join a decision that holds for every key of a call; drop the option")
-	case o.fallback:
+	if o.fallback {
 		return nil, errors.New("redisstore: NewMulti: WithFallback decides one key in memory, but a Multi's call holds for every key of it; drop the option and let the caller's failure mode answer a store error")
+	}
+	var mq *multiQuota
+	if o.quota != nil {
+		// The leases are its leasers'; the Multi's own script has none.
+		mq = &multiQuota{client: client, opts: opts, by: map[string]*Limiter{}, known: map[knownLimits]known{}}
+		o.quota = nil
 	}
 	o.denyCache = 0
 	lim, err := newLimiter(client, o, multiScript, "}")
 	if err != nil {
 		return nil, err
 	}
-	return &Multi{l: lim}, nil
+	return &Multi{l: lim, quota: mq}, nil
 }
 
 // layer returns l's part of a call, made on first use and kept: a Multi
@@ -155,6 +167,9 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 // failure is a *core.StoreError, as for a Limiter, and no decision; on
 // several Cluster masters it also matches ErrPartial.
 func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error) {
+	if m.quota != nil && len(items) > 0 {
+		return m.allowQuota(ctx, items)
+	}
 	c, err := m.prepare(ctx, items)
 	if err != nil || len(items) == 0 {
 		return nil, err
@@ -175,8 +190,15 @@ func (m *Multi) Refund(ctx context.Context, items []Item) error {
 }
 
 // Health reports the breaker's state and counters, as Limiter.Health does:
-// a call that reached Redis counts one decision, whatever its items.
-func (m *Multi) Health() core.Health { return m.l.Health() }
+// a call that reached Redis counts one decision, whatever its items, and
+// with WithLocalQuota a call decided from leases one LeaseDecisions; Leases
+// and Returned are its leases' grants and units given back.
+func (m *Multi) Health() core.Health {
+	if m.quota != nil {
+		return m.quotaHealth(m.l.Health())
+	}
+	return m.l.Health()
+}
 
 // prepared is a call's items as the script takes them, grouped by hash
 // slot (one group but on a Cluster).

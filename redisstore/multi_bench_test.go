@@ -97,3 +97,50 @@ func commands(tb testing.TB, c *redis.Client) int64 {
 	}
 	return redistest.ParseInfo(s).Int(tb, "total_commands_processed")
 }
+
+// BenchmarkMultiLeased: a Multi made WithLocalQuota deciding calls of
+// three hot keys (each a fixed window of 1e9 a second) from their leases,
+// sequential and from 64 goroutines; the leases' grants and returns, once
+// in a while, are in the time and the commands.
+func BenchmarkMultiLeased(b *testing.B) {
+	srv := redistest.Start(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	b.Cleanup(func() { c.Close() })
+	m := must(redisstore.NewMulti(c, redisstore.WithLocalQuota(redisstore.LocalQuota{})))
+	var items []redisstore.Item
+	for j := range 3 {
+		items = append(items, redisstore.Item{Key: fmt.Sprintf("hot%d", j), Limits: []core.Limit{core.PerSecond(1_000_000_000 - j).WithAlgorithm(core.FixedWindow)}, Cost: 1})
+	}
+	ctx := context.Background()
+	for range 100 { // hot, and leased
+		must(m.Allow(ctx, items))
+	}
+	for _, par := range []int{1, 64} {
+		b.Run(fmt.Sprintf("par%d", par), func(b *testing.B) {
+			before, leased := commands(b, c), m.Health().LeaseDecisions
+			b.ReportAllocs()
+			b.ResetTimer()
+			call := func() bool {
+				ds, err := m.Allow(ctx, items)
+				if err != nil || !ds[0].Allowed {
+					b.Errorf("%v, %v", ds, err)
+					return false
+				}
+				return true
+			}
+			if par == 1 {
+				for i := 0; i < b.N && call(); i++ {
+				}
+			} else {
+				b.SetParallelism(par / 2)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && call() {
+					}
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(commands(b, c)-before)/float64(b.N), "redis-cmds/op")
+			b.ReportMetric(float64(m.Health().LeaseDecisions-leased)/float64(b.N), "leased/op")
+		})
+	}
+}

@@ -69,6 +69,7 @@ type settings struct {
 	headersSet  bool // by -headers or FLOODGATE_RLS_HEADERS, over LIMIT_RESPONSE_HEADERS_ENABLED
 	shadow      bool
 	shadowSet   bool // by -shadow or FLOODGATE_RLS_SHADOW, over SHADOW_MODE
+	localQuota  bool // -local-quota or FLOODGATE_RLS_LOCAL_QUOTA: every rule's
 	merge       bool
 	check       bool
 	grace       time.Duration
@@ -140,6 +141,7 @@ func parse(args []string, out io.Writer, look lookupEnv) (*settings, error) {
 	failure := fs.String("failure", or(get("FLOODGATE_RLS_FAILURE"), "closed"), "when the store fails: `closed` (OVER_LIMIT), open (OK) or call (the call fails with UNAVAILABLE, as envoyproxy/ratelimit's does, and Envoy's failure_mode_deny decides); $FLOODGATE_RLS_FAILURE")
 	headers := fs.String("headers", or(get("FLOODGATE_RLS_HEADERS"), "both"), "rate-limit response headers: `both`, ietf, legacy or none; $FLOODGATE_RLS_HEADERS")
 	fs.BoolVar(&s.shadow, "shadow", get("FLOODGATE_RLS_SHADOW") == "true", "global shadow mode: decide and count, answer OK; $FLOODGATE_RLS_SHADOW=true, or upstream's $SHADOW_MODE")
+	fs.BoolVar(&s.localQuota, "local-quota", get("FLOODGATE_RLS_LOCAL_QUOTA") == "true", "decide hot descriptors in memory from leases of Redis's counts, every rule's (a rule's own: local_quota: true in its rate_limit); $FLOODGATE_RLS_LOCAL_QUOTA=true")
 	fs.BoolVar(&s.merge, "merge-domains", false, "merge a domain configured by several files (their top-level descriptors must differ); upstream's $MERGE_DOMAIN_CONFIG=true")
 	fs.BoolVar(&s.check, "check", false, "check the -config directory and exit: status 0 if every file loads, 1 with each error if not")
 	fs.DurationVar(&s.grace, "grace", 10*time.Second, "how long a SIGTERM waits for calls in flight")

@@ -148,7 +148,14 @@ func newBackend(t *redisTarget, o storeOptions) (*redisBackend, error) {
 		_ = c.Close()
 		return nil, err
 	}
-	return &redisBackend{t: t, c: c, store: store, multi: redisMulti{m}}, nil
+	// The calls whose every charge takes local quota: leases, which are
+	// made (and asked) only once such a call comes.
+	lq, err := redisstore.NewMulti(c, append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))...)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &redisBackend{t: t, c: c, store: store, multi: redisMulti{m: m, leased: lq}}, nil
 }
 
 // newStore returns the store the settings ask for, the Multi that decides
@@ -189,12 +196,20 @@ func perSecond(limits []core.Limit) bool {
 	return len(limits) > 0 && limits[0].Period == time.Second
 }
 
-// redisMulti is a redisstore.Multi as the service takes it.
-type redisMulti struct{ m *redisstore.Multi }
+// redisMulti is a redisstore.Multi as the service takes it: m decides
+// the calls, but those whose every charge takes local quota (rls's
+// Charge.Local), which leased, made WithLocalQuota on the same keys,
+// decides. Both charge the same state; refunds go to Redis, as a
+// Limiter's do.
+type redisMulti struct{ m, leased *redisstore.Multi }
 
 func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
 	var buf [8]redisstore.Item
-	ds, err := r.m.Allow(ctx, items(buf[:0], cs))
+	m := r.m
+	if r.leased != nil && local(cs) {
+		m = r.leased
+	}
+	ds, err := m.Allow(ctx, items(buf[:0], cs))
 	if errors.Is(err, redisstore.ErrPartial) {
 		err = fmt.Errorf("%w (%w)", err, rls.ErrPartial)
 	}
@@ -204,6 +219,16 @@ func (r redisMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decis
 func (r redisMulti) RefundAll(ctx context.Context, cs []rls.Charge) error {
 	var buf [8]redisstore.Item
 	return r.m.Refund(ctx, items(buf[:0], cs))
+}
+
+// local reports whether every charge of cs takes local quota.
+func local(cs []rls.Charge) bool {
+	for _, c := range cs {
+		if !c.Local {
+			return false
+		}
+	}
+	return true
 }
 
 // items appends the charges to buf as a Multi's items.

@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, look lookupEnv, out io.Writer, read
 		return err
 	}
 	cfg := rls.Config{Store: store, Multi: multi, Failure: s.failure, FailCall: s.failCall, Observer: obs, Headers: s.headers, Shadow: s.shadow, Log: log,
-		LocalCacheBytes: s.store.localCache}
+		LocalCacheBytes: s.store.localCache, LocalQuota: s.localQuota}
 	s.behaviour.apply(&cfg, s.headersSet)
 	if stats != nil {
 		cfg.Stats = stats

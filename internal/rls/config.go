@@ -35,6 +35,7 @@ func FromConfig(c *rlsconfig.Config) (Rules, []*Rule) {
 				DenyAll:         r.DenyAll,
 				Quota:           r.QuotaMode,
 				Shadow:          r.ShadowMode,
+				LocalQuota:      r.LocalQuota,
 				Replaces:        r.Replaces,
 				Metadata:        metadata(r.Metadata),
 				StatsKey:        r.FullKey,

@@ -50,12 +50,16 @@ type Charge struct {
 	Key    string
 	Limits []core.Limit
 	Cost   int
+	// Local says that the key's rule takes local quota (Config.LocalQuota
+	// or Rule.LocalQuota): a Multi that leases may decide it in memory.
+	Local bool
 }
 
 // charge is it as a Multi takes it: under the limits its limiter
-// enforces, so that both keep the key's state alike.
-func (it *item) charge() Charge {
-	return Charge{Key: it.key, Limits: it.c.limits, Cost: it.cost}
+// enforces, so that both keep the key's state alike; local is global
+// local quota (Config.LocalQuota).
+func (it *item) charge(local bool) Charge {
+	return Charge{Key: it.key, Limits: it.c.limits, Cost: it.cost, Local: local || it.rule.LocalQuota}
 }
 
 // batch is the descriptors of one Multi call: their charges, and where
@@ -67,11 +71,11 @@ type batch struct {
 	abuf    [8]int
 }
 
-func (b *batch) add(items []item, i int) {
+func (b *batch) add(items []item, i int, local bool) {
 	if b.charges == nil {
 		b.charges, b.at = b.cbuf[:0], b.abuf[:0]
 	}
-	b.charges = append(b.charges, items[i].charge())
+	b.charges = append(b.charges, items[i].charge(local))
 	b.at = append(b.at, i)
 }
 
@@ -93,9 +97,9 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 		case it.c == nil:
 			return false, false // not compiled: enforce reports why
 		case it.back:
-			backs.add(items, i)
+			backs.add(items, i, s.c.LocalQuota)
 		default:
-			charges.add(items, i)
+			charges.add(items, i, s.c.LocalQuota)
 		}
 	}
 	if s.denyAll(ctx, items) || known {
@@ -122,7 +126,7 @@ func (s *Service) enforceMulti(ctx context.Context, items []item) (refused, ok b
 		var rest batch
 		for _, i := range at {
 			if !items[i].refused {
-				rest.add(items, i)
+				rest.add(items, i, s.c.LocalQuota)
 			}
 		}
 		if len(rest.at) < len(at) {
@@ -196,9 +200,9 @@ func (s *Service) shadowMulti(ctx context.Context, items []item) {
 	for i := range items {
 		if it := &items[i]; it.limited() && it.rule.Shadow && it.c != nil && !it.cached {
 			if it.back {
-				backs.add(items, i)
+				backs.add(items, i, s.c.LocalQuota)
 			} else {
-				charges.add(items, i)
+				charges.add(items, i, s.c.LocalQuota)
 			}
 		}
 	}

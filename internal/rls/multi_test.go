@@ -26,9 +26,10 @@ type memMulti struct {
 
 	mu      sync.Mutex
 	lims    map[string]core.Limiter
-	calls   int // AllowAll calls
-	refunds int // RefundAll calls
-	one     int // the Store's limiters' Allow calls
+	calls   int    // AllowAll calls
+	refunds int    // RefundAll calls
+	one     int    // the Store's limiters' Allow calls
+	local   []bool // the Local of each charge of the last AllowAll
 }
 
 func (m *memMulti) get(limits []core.Limit) core.Limiter {
@@ -61,6 +62,10 @@ func (c counted) Allow(ctx context.Context, key string, cost int) (core.Decision
 func (m *memMulti) AllowAll(ctx context.Context, cs []rls.Charge) ([]core.Decision, error) {
 	m.mu.Lock()
 	m.calls++
+	m.local = m.local[:0]
+	for _, c := range cs {
+		m.local = append(m.local, c.Local)
+	}
 	m.mu.Unlock()
 	if m.err != nil {
 		return nil, m.err

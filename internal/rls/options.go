@@ -53,6 +53,14 @@ type Config struct {
 	// Quota is global quota mode (upstream: QUOTA_MODE): every rule is in
 	// quota mode, as if its quota_mode were set.
 	Quota bool
+	// LocalQuota turns local quota on for every rule, as a rule's
+	// LocalQuota does for its own: each Charge given to Multi says so
+	// (Charge.Local), and a Multi that leases (cmd/floodgate-ratelimit's,
+	// on redisstore's WithLocalQuota) decides a call whose every charge
+	// does in memory when each key holds a lease, within the bound
+	// docs/envoy.md states. The local cache (LocalCacheBytes) still
+	// answers first.
+	LocalQuota bool
 	// Charging is what a request's descriptors are charged: all or
 	// nothing (the zero value), or upstream's (see Charging).
 	Charging Charging

@@ -39,6 +39,10 @@ type Rule struct {
 	Quota bool
 	// Shadow rules are decided and charged but never refuse a request.
 	Shadow bool
+	// LocalQuota rules (rate_limit's local_quota) have their descriptors
+	// decided in memory from leases when Config.Multi leases (see
+	// Config.LocalQuota).
+	LocalQuota bool
 	// Replaces names the rules this one replaces: a request with a
 	// descriptor under this rule is not checked against them.
 	Replaces []string

@@ -117,7 +117,7 @@ func (s *Service) upstreamMulti(ctx context.Context, items []item) bool {
 		if it.c == nil {
 			return false // not compiled: allow reports why
 		}
-		charges.add(items, i)
+		charges.add(items, i, s.c.LocalQuota)
 	}
 	if len(charges.charges) == 0 {
 		return true
@@ -206,7 +206,7 @@ func (s *Service) refundCharges(ctx context.Context, items []item, give func(*it
 	var backs batch
 	for i := range items {
 		if it := &items[i]; it.charged && give(it) {
-			backs.add(items, i)
+			backs.add(items, i, s.c.LocalQuota)
 		}
 	}
 	err := s.c.Multi.RefundAll(ctx, backs.charges)

@@ -33,7 +33,9 @@
 // out, is requests_per_unit, as core.ParseLimit's burst=0 is events), and
 // limits, a list of further limits ({unit, requests_per_unit, burst,
 // algorithm}, the algorithm by default rate_limit's) that apply together
-// with the first, all or nothing:
+// with the first, all or nothing, and local_quota (true: the service
+// decides the rule's hot descriptors in memory from leases; fixed-window,
+// token-bucket and gcra only):
 //
 //	rate_limit:
 //	  unit: second

@@ -16,7 +16,7 @@ import (
 // unit since the Unix epoch.
 const defaultAlgorithm = core.FixedWindow
 
-var rateLimitFields = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "limits"}
+var rateLimitFields = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "burst", "limits", "local_quota"}
 
 var layerFields = []string{"unit", "requests_per_unit", "burst", "algorithm"}
 
@@ -42,6 +42,7 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
 	r.Name, _ = p.str(f["name"], yamlpos.Join(field, "name"))
 	p.replaces(f["replaces"], yamlpos.Join(field, "replaces"), r)
 	r.Unlimited, _ = p.boolean(f["unlimited"], yamlpos.Join(field, "unlimited"))
+	r.LocalQuota, _ = p.boolean(f["local_quota"], yamlpos.Join(field, "local_quota"))
 	if r.Unlimited {
 		// As in envoyproxy/ratelimit, a unit it does not know is ignored,
 		// and so is requests_per_unit.
@@ -49,7 +50,7 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
 		if u, ok := f["unit"]; ok && parseUnit(unitText) != UnitUnknown {
 			p.fail(u, yamlpos.Join(field, "unit"), "unlimited: true takes no unit; remove one of them")
 		}
-		for _, k := range []string{"algorithm", "burst", "limits"} {
+		for _, k := range []string{"algorithm", "burst", "limits", "local_quota"} {
 			if v, ok := f[k]; ok {
 				p.fail(v, yamlpos.Join(field, k), "unlimited: true takes no %s; remove one of them", k)
 			}
@@ -73,6 +74,14 @@ func (p *parser) rateLimit(n *yaml.Node, field string, r *Rule) {
 		return
 	}
 	r.RequestsPerUnit, r.Unit = top.rpu, top.unit
+	if r.LocalQuota {
+		for _, l := range layers {
+			if l.alg != core.FixedWindow && l.alg != core.TokenBucket && l.alg != core.GCRA {
+				p.fail(f["local_quota"], yamlpos.Join(field, "local_quota"), "local quota leases fixed-window, token-bucket and gcra limits, not %v (%s): units of it cannot be charged ahead of time; remove local_quota or change the algorithm", l.alg, l.field)
+				return
+			}
+		}
+	}
 	names := map[string]string{}
 	for _, l := range layers {
 		if l.rpu == 0 {

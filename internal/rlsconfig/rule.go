@@ -104,6 +104,11 @@ type Rule struct {
 	// first, then those of its limits list. It is empty when Unlimited or
 	// DenyAll.
 	Limits []core.Limit
+	// LocalQuota is rate_limit's local_quota (floodgate's): the service
+	// decides the rule's hot descriptors in memory from leases (see
+	// docs/envoy.md). Only fixed-window, token-bucket and gcra limits take
+	// it.
+	LocalQuota bool
 	// DenyAll is set when requests_per_unit is 0 (in rate_limit or in any
 	// of its limits): every request is over the limit, as
 	// envoyproxy/ratelimit's fixed window with a quota of 0 decides.

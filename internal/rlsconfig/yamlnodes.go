@@ -21,6 +21,7 @@ var belongs = map[string]string{
 	"unit": "rate_limit", "requests_per_unit": "rate_limit", "unlimited": "rate_limit",
 	"name": "rate_limit or one of its replaces", "replaces": "rate_limit",
 	"algorithm": "rate_limit or one of its limits", "burst": "rate_limit or one of its limits", "limits": "rate_limit",
+	"local_quota": "rate_limit",
 }
 
 // fields reads a mapping's keys, reporting unknown, misplaced and
