@@ -120,3 +120,16 @@ func QuotaHeld(lim core.Limiter, key string) (units, holders int64) {
 
 // LimiterOf returns the Limiter m's calls go through, for Waiting and Idle.
 func LimiterOf(m *Multi) *Limiter { return m.l }
+
+// Generic makes m send every call in the generic form, never the short
+// form of fixed windows (lua/multi.lua), so that a test can compare them.
+func Generic(m *Multi) { m.generic = true }
+
+// MultiKey is the Redis key of key under l in m's calls.
+func MultiKey(m *Multi, key string, l core.Limit) string {
+	ly, err := m.layer(l)
+	if err != nil {
+		panic(err)
+	}
+	return m.l.keyEnd(key, ly.end)
+}

@@ -49,8 +49,9 @@ import (
 // WithLocalQuota and WithFallback are refused. A Multi is safe for
 // concurrent use.
 type Multi struct {
-	l      *Limiter
-	layers sync.Map // core.Limit, unnamed → *multiLayer
+	l       *Limiter
+	layers  sync.Map // core.Limit, unnamed → *multiLayer
+	generic bool     // tests only: never the short form of fixed windows
 }
 
 // ErrPartial is matched (errors.Is) by the store error of a Multi call
@@ -76,11 +77,15 @@ type Item struct {
 // multiLayer is what a Multi's script needs of one limit: the end of its
 // key after the base key, its script arguments (the algorithm's function,
 // the number of its parameters, then them) and the largest cost it admits.
+// A plain fixed window (fw) also has the shorter arguments of a call of
+// fixed windows only (lua/multi.lua): its period and events.
 type multiLayer struct {
 	end     string
 	args    []any
+	fwArgs  []any
 	maxCost int
 	log     bool // a sorted set (core.SlidingLog): one key at most once per call
+	fw      bool
 }
 
 // NewMulti returns a Multi on client, which may be a single node, a
@@ -134,6 +139,9 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 		args = append(args, v)
 	}
 	ly := &multiLayer{end: ":" + keyTag(tag, l) + o.settingsTag(), args: args, maxCost: maxCost, log: l.Algorithm == core.SlidingLog && l.SubWindows == 0}
+	if args[0] == fnID(sources[core.FixedWindow]) {
+		ly.fw, ly.fwArgs = true, args[2:]
+	}
 	v, _ := m.layers.LoadOrStore(l, ly)
 	return v.(*multiLayer), nil
 }
@@ -183,6 +191,7 @@ func (m *Multi) Health() core.Health { return m.l.Health() }
 type prepared struct {
 	groups []*group
 	layers [][]*multiLayer // each item's
+	fw     bool            // every layer a plain fixed window: the short form
 
 	one  group     // the one group of a call to a single server
 	ones [1]*group // groups' backing array then
@@ -231,6 +240,12 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		}
 		c.layers[i] = ls
 	}
+	c.fw = !m.generic
+	for _, ls := range c.layers {
+		for _, ly := range ls {
+			c.fw = c.fw && ly.fw
+		}
+	}
 	if m.l.masters == nil {
 		g := &c.one
 		g.r = m.l.one
@@ -238,7 +253,7 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		c.ones[0] = g
 		c.groups = c.ones[:]
 		for i, it := range items {
-			g.add(m.l, i, it.Key, it.Cost, c.layers[i])
+			g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 		}
 		return c, nil
 	}
@@ -251,7 +266,7 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 			bySlot[keyslot.Of(base)] = g
 			c.groups = append(c.groups, g)
 		}
-		g.add(m.l, i, it.Key, it.Cost, c.layers[i])
+		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
 	return c, nil
 }
