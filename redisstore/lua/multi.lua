@@ -127,7 +127,7 @@ local function fixedWindows(KEYS, ARGV, refund)
     floor, ceil, min, max, format = math.floor, math.ceil, math.min, math.max, string.format
   end
   R, now = recorder.R, recorder.now
-  fwHeld, fwTTL = {}, {}
+  fwHeld, fwTTL = held, {}
   local margin = nums[ARGV[2]] or num(ARGV[2])
   local out, o, allowed = {}, 0, true
   local at, k, nargs = 3, 1, #ARGV
@@ -149,15 +149,15 @@ local function fixedWindows(KEYS, ARGV, refund)
       end
     end
     if not refund then
-      if n == 1 then
-        d[5] = 0
-      else
+      local layer = 0
+      if n > 1 then
         d = combine(replies, n)
+        layer = d[5]
       end
       if d[1] ~= 1 then
         allowed = false
       end
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = d[1], d[2], d[3], d[4], d[5]
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = d[1], d[2], d[3], d[4], layer
       o = o + 5
     end
   end
