@@ -151,8 +151,8 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 // see Multi); if any refuses, none is. The decisions are in the items'
 // order, each as the item's own Limiter or Stack would make it on that
 // state (its Limit the one its decision names, Remaining, RetryAfter,
-// ResetAfter); the call admitted the items only if every decision is
-// Allowed. An item that admits in a call another item refuses reports the
+// ResetAfter), an item after one that refuses seeing none of that one's
+// charges; the call admitted the items only if every decision is Allowed. An item that admits in a call another item refuses reports the
 // admission its charge would have been, though nothing was charged: its
 // Remaining is then short of the truth by its cost.
 //

@@ -129,3 +129,46 @@ func TestMultiShortForm(t *testing.T) {
 		run(t, c)
 	})
 }
+
+// TestMultiRefusedItemLeavesNothing: an item that refuses is charged
+// nothing, so an item after it in the call sees its keys as its own
+// limiter would after the refusal, uncharged. Here the first item's limit
+// A admits and its limit B refuses; the second item, under A alone on the
+// same key, must then find A whole (it reports an admission; the call is
+// refused). It found A charged by the refused item.
+func TestMultiRefusedItemLeavesNothing(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		a    core.Limit
+	}{
+		{"fixed windows, short form", core.Limit{Events: 1, Period: time.Hour, Algorithm: core.FixedWindow}},
+		{"token bucket, generic form", core.Limit{Events: 1, Period: time.Hour, Burst: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("r%d:", rand.Uint64())
+			b := core.Limit{Events: 1, Period: 2 * time.Hour, Algorithm: core.FixedWindow}
+			clk := coretest.NewClock(time.Unix(1_700_000_000, 0)) // no window turns
+			opts := []redisstore.Option{redisstore.WithPrefix(prefix), redisstore.WithClock(clk), redisstore.WithScriptClock(clk)}
+			m := must(redisstore.NewMulti(c, opts...))
+			if _, err := m.Allow(ctx, []redisstore.Item{{Key: "k", Limits: []core.Limit{b}, Cost: 1}}); err != nil {
+				t.Fatal(err) // B spent
+			}
+			ds, err := m.Allow(ctx, []redisstore.Item{
+				{Key: "k", Limits: []core.Limit{tc.a, b}, Cost: 1},
+				{Key: "k", Limits: []core.Limit{tc.a}, Cost: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds[0].Allowed || !ds[1].Allowed || ds[1].Remaining != 0 {
+				t.Fatalf("decisions %+v; want the first refused (by B) and the second admitted by A, whole, 0 left", ds)
+			}
+			d, err := redisstore.MustNew(c, tc.a, opts...).Allow(ctx, "k", 1)
+			if err != nil || !d.Allowed {
+				t.Fatalf("A after the refused call: %+v, %v; want it admitted (nothing charged)", d, err)
+			}
+		})
+	}
+}

@@ -6,7 +6,8 @@
 -- that algorithm's whole script, then this file's body. Every layer runs
 -- against the recorder: its writes are made only when every layer of every
 -- item admits (for a refund, always), and a key decided twice in one call
--- is read as the first decision left it (stack.lua). In a Functions
+-- is read as the items before left it (stack.lua), an item that refused
+-- leaving nothing (forget), as its own limiter would. In a Functions
 -- library (multiLibrary) the algorithms are sections, made once, and the
 -- body is the registered function.
 --
@@ -119,6 +120,17 @@ local function fwLayer(k, period, events, c, refund, margin)
   return {1, events - count, 0, reset}
 end
 
+-- fwForget is forget (stack.lua) for the short form's writes.
+local function fwForget(mark)
+  for i = #fwHeld, mark + 1, -1 do
+    fwHeld[i] = nil
+  end
+  seen, fwTTL = {}, {}
+  for i = 1, mark, 3 do
+    seen[fwHeld[i]], fwTTL[fwHeld[i]] = fwHeld[i + 1], tonumber(fwHeld[i + 2])
+  end
+end
+
 -- fixedWindows decides a call of fixed windows only ('A' or 'R', see
 -- above) on its KEYS and ARGV, all or nothing, as the generic loop below
 -- would.
@@ -134,7 +146,7 @@ local function fixedWindows(KEYS, ARGV, refund)
   while at <= nargs do
     local c, n = nums[ARGV[at]] or num(ARGV[at]), nums[ARGV[at + 1]] or num(ARGV[at + 1])
     at = at + 2
-    local d, replies
+    local d, replies, mark = nil, nil, #fwHeld
     for i = 1, n do
       local r = fwLayer(KEYS[k], nums[ARGV[at]] or num(ARGV[at]), nums[ARGV[at + 1]] or num(ARGV[at + 1]), c, refund, margin)
       at, k = at + 2, k + 1
@@ -156,6 +168,7 @@ local function fixedWindows(KEYS, ARGV, refund)
       end
       if d[1] ~= 1 then
         allowed = false
+        fwForget(mark)
       end
       out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = d[1], d[2], d[3], d[4], layer
       o = o + 5
@@ -184,7 +197,7 @@ while at <= #ARGV do
   local n = tonumber(ARGV[at + 1])
   args[2] = ARGV[at]
   at = at + 2
-  local replies, d = {}, nil
+  local replies, d, mark = {}, nil, #held
   for i = 1, n do
     local run, c = algs[ARGV[at]], tonumber(ARGV[at + 1])
     if not run then
@@ -215,6 +228,7 @@ while at <= #ARGV do
     end
     if d[1] ~= 1 then
       allowed = false
+      forget(mark)
     end
     for j = 1, 5 do
       out[#out + 1] = d[j]
