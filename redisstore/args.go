@@ -25,7 +25,9 @@ var (
 	argAllow, argRefund  any = "a", "r"
 	argGrant             any = "g"
 	argRelease, argRenew any = "l", "n"
-	smallCosts               = func() (c [65]any) {
+	// A Multi's call of plain fixed windows only (lua/multi.lua).
+	argAllowFW, argRefundFW any = "A", "R"
+	smallCosts                  = func() (c [65]any) {
 		for i := range c {
 			c[i] = strconv.Itoa(i)
 		}

@@ -142,3 +142,16 @@ func MultiHeld(m *Multi, key string, limits ...core.Limit) int64 {
 	defer q.mu.Unlock()
 	return q.units
 }
+
+// Generic makes m send every call in the generic form, never the short
+// form of fixed windows (lua/multi.lua), so that a test can compare them.
+func Generic(m *Multi) { m.generic = true }
+
+// MultiKey is the Redis key of key under l in m's calls.
+func MultiKey(m *Multi, key string, l core.Limit) string {
+	ly, err := m.layer(l)
+	if err != nil {
+		panic(err)
+	}
+	return m.l.keyEnd(key, ly.end)
+}

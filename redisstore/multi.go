@@ -50,9 +50,10 @@ import (
 // holds a lease with enough units, with the bound it states (see
 // multi_quota.go). A Multi is safe for concurrent use.
 type Multi struct {
-	l      *Limiter
-	layers sync.Map    // core.Limit, unnamed → *multiLayer
-	quota  *multiQuota // WithLocalQuota's leases (multi_quota.go); nil without it
+	l       *Limiter
+	layers  sync.Map    // core.Limit, unnamed → *multiLayer
+	quota   *multiQuota // WithLocalQuota's leases (multi_quota.go); nil without it
+	generic bool        // tests only: never the short form of fixed windows
 }
 
 // ErrPartial is matched (errors.Is) by the store error of a Multi call
@@ -78,11 +79,15 @@ type Item struct {
 // multiLayer is what a Multi's script needs of one limit: the end of its
 // key after the base key, its script arguments (the algorithm's function,
 // the number of its parameters, then them) and the largest cost it admits.
+// A plain fixed window (fw) also has the shorter arguments of a call of
+// fixed windows only (lua/multi.lua): its period and events.
 type multiLayer struct {
 	end     string
 	args    []any
+	fwArgs  []any
 	maxCost int
 	log     bool // a sorted set (core.SlidingLog): one key at most once per call
+	fw      bool
 }
 
 // NewMulti returns a Multi on client, which may be a single node, a
@@ -146,6 +151,9 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 		args = append(args, v)
 	}
 	ly := &multiLayer{end: ":" + keyTag(tag, l) + o.settingsTag(), args: args, maxCost: maxCost, log: l.Algorithm == core.SlidingLog && l.SubWindows == 0}
+	if args[0] == fnID(sources[core.FixedWindow]) {
+		ly.fw, ly.fwArgs = true, args[2:]
+	}
 	v, _ := m.layers.LoadOrStore(l, ly)
 	return v.(*multiLayer), nil
 }
@@ -155,8 +163,8 @@ func (m *Multi) layer(l core.Limit) (*multiLayer, error) {
 // see Multi); if any refuses, none is. The decisions are in the items'
 // order, each as the item's own Limiter or Stack would make it on that
 // state (its Limit the one its decision names, Remaining, RetryAfter,
-// ResetAfter); the call admitted the items only if every decision is
-// Allowed. An item that admits in a call another item refuses reports the
+// ResetAfter), an item after one that refuses seeing none of that one's
+// charges; the call admitted the items only if every decision is Allowed. An item that admits in a call another item refuses reports the
 // admission its charge would have been, though nothing was charged: its
 // Remaining is then short of the truth by its cost.
 //
@@ -205,6 +213,7 @@ func (m *Multi) Health() core.Health {
 type prepared struct {
 	groups []*group
 	layers [][]*multiLayer // each item's
+	fw     bool            // every layer a plain fixed window: the short form
 
 	one  group     // the one group of a call to a single server
 	ones [1]*group // groups' backing array then
@@ -253,6 +262,12 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		}
 		c.layers[i] = ls
 	}
+	c.fw = !m.generic
+	for _, ls := range c.layers {
+		for _, ly := range ls {
+			c.fw = c.fw && ly.fw
+		}
+	}
 	if m.l.masters == nil {
 		g := &c.one
 		g.r = m.l.one
@@ -260,7 +275,7 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		c.ones[0] = g
 		c.groups = c.ones[:]
 		for i, it := range items {
-			g.add(m.l, i, it.Key, it.Cost, c.layers[i])
+			g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 		}
 		return c, nil
 	}
@@ -273,7 +288,7 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 			bySlot[keyslot.Of(base)] = g
 			c.groups = append(c.groups, g)
 		}
-		g.add(m.l, i, it.Key, it.Cost, c.layers[i])
+		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
 	return c, nil
 }

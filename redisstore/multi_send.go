@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,32 +25,7 @@ type group struct {
 	res     []int64
 	err     error
 	refused bool // an item refused
-}
-
-// add appends item i, on the client key key, to g.
-func (g *group) add(l *Limiter, i int, key string, cost int, ls []*multiLayer) {
-	if g.args == nil {
-		g.args = make([]any, 2, 2+6*len(ls))
-	}
-	g.items = append(g.items, i)
-	g.args = append(g.args, small(cost), small(len(ls)))
-	for _, ly := range ls {
-		g.keys = append(g.keys, l.keyEnd(key, ly.end))
-		g.args = append(g.args, ly.args...)
-	}
-}
-
-// head sets the script's first two arguments: op, followed by a test's
-// clock if one is set (else the script reads the server's TIME), and the
-// TTL margin, drawn for the call with WithTTLJitter.
-func (m *Multi) head(g *group, op any) {
-	g.args[0] = op
-	if t := m.l.testNow; t != nil {
-		now := t.Now()
-		g.args[0] = op.(string) + " " + strconv.FormatInt(now/int64(time.Second), 10) + " " + strconv.FormatInt(now%int64(time.Second), 10)
-	}
-	g.args[1] = m.l.margins.pick()
-	g.cmd, g.res, g.err, g.refused = nil, nil, nil, false
+	fw      bool // every layer a plain fixed window: sent in the short form
 }
 
 // allow is Allow on c, the call's items prepared.

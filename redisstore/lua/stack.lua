@@ -45,6 +45,33 @@
 -- value and TTL (SET with PX, DEL); a key written otherwise (a sorted set)
 -- cannot be read again. begin sets them, and the recorder's R and now.
 local real, held, seen
+
+-- see notes in seen what a held write, the command c (upper case) on k,
+-- leaves there.
+local function see(c, k, v, px, ms)
+  if c == 'SET' and px and string.upper(px) == 'PX' then
+    seen[k] = {v, tonumber(ms)}
+  elseif c == 'DEL' then
+    seen[k] = {false, -2}
+  else
+    seen[k] = true
+  end
+end
+
+-- forget drops the writes held after the first mark, and what they left
+-- in seen: a Multi's item that refuses is charged nothing, so the items
+-- after it in the call see its keys as if it had not run (multi.lua), as
+-- their own limiters, called one after the other, would.
+local function forget(mark)
+  for i = #held, mark + 1, -1 do
+    held[i] = nil
+  end
+  seen = {}
+  for i = 1, mark do
+    local w = held[i]
+    see(string.upper(w[1]), w[2], w[3], w[4], w[5])
+  end
+end
 local reads = {GET = true, EXISTS = true, PTTL = true, ZSCORE = true, ZRANGE = true,
   ZRANGEBYSCORE = true}
 local writes = {SET = true, PEXPIRE = true, DEL = true, ZADD = true, ZREM = true,
@@ -67,14 +94,7 @@ local recorder = {
     local k = ...
     if writes[c] then
       held[#held + 1] = {cmd, ...}
-      local _, v, px, ms = ...
-      if c == 'SET' and px and string.upper(px) == 'PX' then
-        seen[k] = {v, tonumber(ms)}
-      elseif c == 'DEL' then
-        seen[k] = {false, -2}
-      else
-        seen[k] = true
-      end
+      see(c, ...)
       return true
     end
     if not reads[c] then
