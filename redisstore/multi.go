@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
-
-	"github.com/floodgate/floodgate/internal/keyslot"
 )
 
 // Multi decides several keys at once, each under its own limits, all or
@@ -206,104 +203,4 @@ func (m *Multi) Health() core.Health {
 		return m.quotaHealth(m.l.Health())
 	}
 	return m.l.Health()
-}
-
-// prepared is a call's items as the script takes them, grouped by hash
-// slot (one group but on a Cluster).
-type prepared struct {
-	groups []*group
-	layers [][]*multiLayer // each item's
-	fw     bool            // every layer a plain fixed window: the short form
-
-	one  group     // the one group of a call to a single server
-	ones [1]*group // groups' backing array then
-}
-
-// prepare checks items and groups them.
-func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
-	n := 0
-	for _, it := range items {
-		n += len(it.Limits)
-	}
-	c := &prepared{layers: make([][]*multiLayer, len(items))}
-	all := make([]*multiLayer, n)
-	nargs := 2              // the script's arguments, on a single server
-	var logs map[string]int // a sliding log's key → its item
-	for i, it := range items {
-		if len(it.Limits) == 0 {
-			return nil, fmt.Errorf("redisstore: Multi: item %d (key %q) has no limit", i, it.Key)
-		}
-		if it.Cost < 1 {
-			return nil, fmt.Errorf("%w: item %d (key %q): cost must be >= 1, got %d", core.ErrInvalidCost, i, it.Key, it.Cost)
-		}
-		ls := all[:len(it.Limits):len(it.Limits)]
-		all = all[len(it.Limits):]
-		nargs += 2
-		for j, l := range it.Limits {
-			ly, err := m.layer(l)
-			if err != nil {
-				return nil, fmt.Errorf("redisstore: Multi: item %d (key %q): %w", i, it.Key, err)
-			}
-			if it.Cost > ly.maxCost {
-				return nil, fmt.Errorf("%w: item %d (key %q): cost %d, at most %d under %s", core.ErrCostTooLarge, i, it.Key, it.Cost, ly.maxCost, l)
-			}
-			if ly.log {
-				if logs == nil {
-					logs = map[string]int{}
-				}
-				k := m.l.keyEnd(it.Key, ly.end)
-				if prev, ok := logs[k]; ok {
-					return nil, fmt.Errorf("redisstore: Multi: items %d and %d both charge the sliding log at %s; merge them into one item of their costs' sum", prev, i, k)
-				}
-				logs[k] = i
-			}
-			ls[j] = ly
-			nargs += len(ly.args)
-		}
-		c.layers[i] = ls
-	}
-	c.fw = !m.generic
-	for _, ls := range c.layers {
-		for _, ly := range ls {
-			c.fw = c.fw && ly.fw
-		}
-	}
-	if m.l.masters == nil {
-		g := &c.one
-		g.r = m.l.one
-		g.items, g.keys, g.args = make([]int, 0, len(items)), make([]string, 0, n), make([]any, 2, nargs)
-		c.ones[0] = g
-		c.groups = c.ones[:]
-		for i, it := range items {
-			g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
-		}
-		return c, nil
-	}
-	bySlot := map[uint16]*group{}
-	for i, it := range items {
-		base := m.l.key(it.Key)
-		g := bySlot[keyslot.Of(base)]
-		if g == nil {
-			g = &group{r: m.l.masters.forKey(ctx, base)}
-			bySlot[keyslot.Of(base)] = g
-			c.groups = append(c.groups, g)
-		}
-		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
-	}
-	return c, nil
-}
-
-// decision is an item's decision from its script's five numbers.
-func decision(limits []core.Limit, v []int64) core.Decision {
-	l := limits[min(max(v[4], 0), int64(len(limits)-1))]
-	if len(limits) > 1 && l.Name == "" {
-		l.Name = core.DefaultName(l) // as a Stack names its layers
-	}
-	d := core.Decision{Allowed: v[0] == 1, Limit: l, Remaining: int(v[1]), ResetAfter: time.Duration(v[3])}
-	if d.Allowed {
-		d.Delay = time.Duration(v[2])
-	} else {
-		d.RetryAfter = time.Duration(v[2])
-	}
-	return d
 }
