@@ -162,7 +162,7 @@ func TestMultiSameKeyTwice(t *testing.T) {
 // round trip, and a server that cannot be reached a *core.StoreError.
 func TestMultiRefuses(t *testing.T) {
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	for name, opt := range map[string]redisstore.Option{
 		"local quota": redisstore.WithLocalQuota(redisstore.LocalQuota{}),
@@ -211,7 +211,7 @@ func TestMultiRefuses(t *testing.T) {
 // call on the live masters alone is decided.
 func TestMultiPartial(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	m, err := redisstore.NewMulti(c, redisstore.WithPrefix("partial:"), redisstore.WithTimeout(5*time.Second))
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // the failed return of a lease's units loses them, nothing more.
 func TestQuotaOutage(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	lim := core.PerSecond(1000).WithAlgorithm(core.GCRA)
 	r := newQuotaRig(t, c, lim, 1, time.Second, 2)
