@@ -103,6 +103,7 @@ func stallClient(t *testing.T, srv *redistest.Server, s *stall) *redis.Client {
 // it), and Redis decides again once the pause ends. All with the default
 // timeout and breaker.
 func TestQueueWaitNotCounted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -159,6 +160,7 @@ func TestQueueWaitNotCounted(t *testing.T) {
 // for a round trip are answered at once with ErrCircuitOpen and never
 // sent, while a round trip that was already out goes on.
 func TestBreakerOpenAnswersQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	st := newStall()
 	c := stallClient(t, srv, st)
@@ -197,6 +199,7 @@ func TestBreakerOpenAnswersQueue(t *testing.T) {
 // it at once under MinCalls 1, and once it is a master again the probe
 // closes it.
 func TestBreakerRequestErrors(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()

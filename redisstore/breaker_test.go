@@ -111,6 +111,7 @@ func (r *breakerRig) failFast(t *testing.T, what string, n int) {
 // failed probe doubles the period; once Redis is back, the next probe
 // closes the breaker and Redis decides again.
 func TestBreakerOutage(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t)
 	ctx := context.Background()
 	state := func(want string) {
@@ -183,6 +184,7 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // TestBreakerOneProbe: while the probe is out, every other call, from
 // many goroutines, fails fast and sends nothing.
 func TestBreakerOneProbe(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer c.Close()
@@ -267,6 +269,7 @@ func blackhole(t *testing.T) string {
 // DefaultBreakerMinCalls requests a timeout each (all within a bucket of
 // the frozen clock: the failure rate); after that no request waits.
 func TestBreakerHungServer(t *testing.T) {
+	t.Parallel()
 	const timeout = 50 * time.Millisecond
 	c := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -309,6 +312,7 @@ func TestBreakerHungServer(t *testing.T) {
 // real failures, as if the 40 given up had not been, and a probe whose
 // caller gave up is taken by the next call.
 func TestBreakerCallerGaveUp(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t)
 	r.srv.Kill()
 	canceled, cancel := context.WithCancel(context.Background())
@@ -338,6 +342,7 @@ func TestBreakerCallerGaveUp(t *testing.T) {
 // TestBreakerInvalidCost: invalid costs are refused before the breaker,
 // never count, and are refused as such while it is open.
 func TestBreakerInvalidCost(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1, OpenFor: time.Second}))
 	r.srv.Kill()
 	bad := func(what string) {
@@ -360,6 +365,7 @@ func TestBreakerInvalidCost(t *testing.T) {
 // TestBreakerDenyCache: a key refused before the outage is still refused,
 // from the deny cache, while the breaker is open.
 func TestBreakerDenyCache(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer c.Close()
@@ -396,6 +402,7 @@ func TestBreakerDenyCache(t *testing.T) {
 // TestBreakerOff: with the zero BreakerConfig, every call goes to the
 // dead server, however many failed before.
 func TestBreakerOff(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{}))
 	r.srv.Kill()
 	for i := 0; i < 10; i++ {

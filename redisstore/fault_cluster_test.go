@@ -24,6 +24,7 @@ import (
 // after. A key decided before the kill is there after the restart, so the
 // scan covers restored keys.
 func TestFaultKeysKeepTTLs(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.WithPersistence())
 	c := faultClient(t, srv.Addr())
 	ctx := context.Background()

@@ -145,6 +145,7 @@ func TestFaultFailLocal(t *testing.T) {
 // returns a decision together with an error, and its only errors are
 // store errors; made WithFallback, it never returns an error at all.
 func TestFaultConcurrentAllow(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	l := core.PerHour(5) // a small burst: refusals (and the deny cache) too

@@ -22,6 +22,7 @@ import (
 // those 64 s (about 80 keys in each eighth); without it, no key's TTL
 // goes past the margin.
 func TestTTLJitterSpread(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -119,6 +120,7 @@ func refundOf(lim core.Limiter) func(string, int) error {
 // has without jitter, plus from 0 to the jitter, the keys' jitters
 // spread over it.
 func TestTTLJitter(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -329,6 +331,7 @@ func TestTTLJitterOptions(t *testing.T) {
 // TestTTLJitterTables: the shared decision tables pass exactly with
 // WithTTLJitter, on a single server and on a Cluster.
 func TestTTLJitterTables(t *testing.T) {
+	t.Parallel()
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		for _, tab := range coretest.Tables() {
 			t.Run(tab.Name, func(t *testing.T) {

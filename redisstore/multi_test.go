@@ -78,6 +78,7 @@ func (s snapshot) restore(t *testing.T, c redis.UniversalClient) {
 // own Limiter or Stack, made on the same state; every item charged, as
 // those made, when all admit; and no key changed at all when one refuses.
 func TestMultiMatchesLimiters(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, c redis.UniversalClient) {
 		_, cluster := c.(*redis.ClusterClient)
 		clk := coretest.NewClock(time.Unix(1_700_000_000, 0))

@@ -19,6 +19,7 @@ import (
 // server gets the store error, or with WithFallback a local decision;
 // the failed return of a lease's units loses them, nothing more.
 func TestQuotaOutage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })

@@ -40,7 +40,7 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 }
 
 // onServers runs play on a client of a single server and on one of a
-// Cluster.
+// Cluster, in parallel subtests: the Cluster takes seconds to start.
 func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 	clients := map[string]func(t *testing.T) redis.UniversalClient{
 		"single": single,
@@ -52,13 +52,17 @@ func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 		},
 	}
 	for name, mk := range clients {
-		t.Run(name, func(t *testing.T) { play(t, mk(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			play(t, mk(t))
+		})
 	}
 }
 
 // TestDecisionTables: the shared decision tables pass exactly on a single
 // server and on a Cluster, with the deny cache on and off.
 func TestDecisionTables(t *testing.T) {
+	t.Parallel()
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		for _, tab := range coretest.Tables() {
 			for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
@@ -77,6 +81,7 @@ func TestDecisionTables(t *testing.T) {
 // algorithm's settings (overdraft, longest waits, warm-up periods and cold
 // factors, whole and not).
 func TestMatchesMemory(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	limits := []core.Limit{
 		core.PerSecond(10).WithBurst(3),
