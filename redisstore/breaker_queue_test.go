@@ -104,6 +104,7 @@ func stallClient(t *testing.T, srv *redistest.Server, s *stall) *redis.Client {
 // timeout and breaker.
 func TestQueueWaitNotCounted(t *testing.T) {
 	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()

@@ -270,6 +270,7 @@ func blackhole(t *testing.T) string {
 // the frozen clock: the failure rate); after that no request waits.
 func TestBreakerHungServer(t *testing.T) {
 	t.Parallel()
+	runAs(t, realTime)
 	const timeout = 50 * time.Millisecond
 	c := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -450,12 +451,18 @@ func TestBreakerOptions(t *testing.T) {
 }
 
 // TestBreakerAddsNoAllocation: with the breaker closed, a decision
-// allocates exactly as much as without it.
+// allocates exactly as much as without it, on a single server and on a
+// Cluster, where finding a key's master (and its breaker) allocates
+// nothing. Not parallel: allocations are counted for the whole process.
 func TestBreakerAddsNoAllocation(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	sameAllocs(t, c)
+	cl := redistest.StartCluster(t)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	defer cc.Close()
+	sameAllocs(t, cc)
 }
 
 // sameAllocs checks that a decision on c allocates as much with the
@@ -483,12 +490,12 @@ func sameAllocs(t *testing.T, c redis.UniversalClient) {
 // TestBreakerClusterMaster: on a Cluster, each master has its breaker: a
 // dead master's keys fail fast, sending nothing, while keys on the others
 // are decided by Redis; once it is back, its probe closes its breaker.
-// Finding a key's master allocates nothing.
+// (TestBreakerAddsNoAllocation counts a Cluster decision's allocations.)
 func TestBreakerClusterMaster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer cc.Close()
-	sameAllocs(t, cc)
 	var sent counter
 	cc.AddHook(&sent)
 	clk := coretest.NewClock(coretest.T0)

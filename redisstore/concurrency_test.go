@@ -183,6 +183,8 @@ func TestLeaseRenewal(t *testing.T) {
 // holds its slot. It sleeps (bounded, a second) since the renewals are
 // real round trips on real time.
 func TestLeaseRenewalTimer(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	c := single(t)
 	const ttl = 300 * time.Millisecond
 	a := redisstore.MustNew(c, core.InFlight(1), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))

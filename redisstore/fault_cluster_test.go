@@ -25,6 +25,7 @@ import (
 // scan covers restored keys.
 func TestFaultKeysKeepTTLs(t *testing.T) {
 	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t, redistest.WithPersistence())
 	c := faultClient(t, srv.Addr())
 	ctx := context.Background()
@@ -93,6 +94,8 @@ func TestFaultKeysKeepTTLs(t *testing.T) {
 // outage is shorter than the node timeout anyway, so the assertion on
 // surviving keys does not depend on how fast the cluster notices.
 func TestFaultClusterNodeDown(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
 	cc := redis.NewClusterClient(faultOptions(cl.Addrs()...).Cluster())
 	t.Cleanup(func() { cc.Close() })

@@ -44,6 +44,8 @@ func (c *tries) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // probe per open period); within 5 s of the restart the breaker is closed
 // and Redis decides again. Health tells it all.
 func TestFaultFailLocal(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	var sent tries
@@ -146,6 +148,7 @@ func TestFaultFailLocal(t *testing.T) {
 // store errors; made WithFallback, it never returns an error at all.
 func TestFaultConcurrentAllow(t *testing.T) {
 	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	l := core.PerHour(5) // a small burst: refusals (and the deny cache) too
@@ -257,6 +260,8 @@ const hungBound = 4 * faultTimeout
 // context's deadline reach the socket (ContextTimeoutEnabled), and a
 // Limiter made WithFallback decides locally within the same timeout.
 func TestFaultHungServer(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))

@@ -17,6 +17,8 @@ import (
 // outage is still refused, from the deny cache; within 5 s of the restart
 // Redis refuses a drained key again.
 func TestFaultFailOpen(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))
@@ -57,6 +59,8 @@ func TestFaultFailOpen(t *testing.T) {
 // the run; within 5 s of the restart Redis admits again (under
 // FailClosed, a 200 is a decision of Redis).
 func TestFaultFailClosed(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))

@@ -40,6 +40,7 @@ import (
 // is burst + rate × (max r - min s + L): measured from both sides, the
 // time a reply takes to come back needs no allowance.
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })

@@ -293,6 +293,8 @@ func TestNewRefusesClientIgnoringDeadlines(t *testing.T) {
 // not the client's, directly and made WithFallback, alone or queued behind
 // other callers.
 func TestHungServerREADMEClient(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr()}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })

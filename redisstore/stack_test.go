@@ -58,6 +58,7 @@ func TestStackTables(t *testing.T) {
 // lease releases included.
 func TestStackMatchesMemory(t *testing.T) {
 	t.Parallel()
+	runAs(t, busy)
 	c := single(t)
 	// The kinds are policies without a rate: each pair gets the rates below.
 	kinds := []core.Limit{

@@ -82,6 +82,7 @@ func TestDecisionTables(t *testing.T) {
 // factors, whole and not).
 func TestMatchesMemory(t *testing.T) {
 	t.Parallel()
+	runAs(t, busy)
 	c := single(t)
 	limits := []core.Limit{
 		core.PerSecond(10).WithBurst(3),
