@@ -126,7 +126,6 @@ func hostileLimiters(t *testing.T, c redis.UniversalClient, clk *coretest.Clock,
 func TestHostileKeys(t *testing.T) {
 	t.Parallel()
 	hostileServers(t, func(t *testing.T, c redis.UniversalClient) {
-		runAs(t, busy)
 		clk := coretest.NewClock(coretest.T0)
 		lims := hostileLimiters(t, c, clk, "")
 		ctx := context.Background()

@@ -5,13 +5,15 @@ import (
 	"testing"
 )
 
-// Two kinds of parallel test must not run at once. Real-time tests check
-// wall-clock bounds under load: how long a request waits on a dead or hung
-// server, how many round trips a 100 ms timeout cuts, a lease kept alive
-// by its real timer. Busy tests keep every CPU working for seconds with
-// round trips at full speed. Beside a busy test, a real-time test's bounds
-// would hold only on an idle machine. Tests of one kind run together, and
-// beside the tests of neither kind, which mostly wait.
+// Two kinds of parallel test must not run beside each other. Real-time
+// tests check wall-clock bounds under load: how long a request waits on a
+// dead or hung server, how many round trips a 100 ms timeout cuts, a lease
+// kept alive by its real timer. Busy tests keep every CPU working for
+// seconds with round trips at full speed. Beside a busy test, or beside
+// another real-time test's load under -race, a real-time test's bounds
+// would hold only on an idle machine. So real-time tests run one at a
+// time and with no busy test, busy tests together; both beside the tests
+// of neither kind, which mostly wait.
 type kind int
 
 const (
@@ -27,13 +29,15 @@ var kinds struct {
 
 func init() { kinds.changed.L = &kinds.mu }
 
-// runAs waits until no test of the other kind runs, then counts t as one
-// of kind k until t ends. Call it after t.Parallel, in a test without
-// subtests of another kind (they would wait for t, and t for them).
+// runAs waits until t may run as a test of kind k, then counts it as one
+// until it ends. Call it after t.Parallel, in a test with no parallel
+// subtests: waiting for those, t would give up its place among the
+// running tests while it holds its kind, and tests waiting for the other
+// kind could take every place, so that the subtests never ran.
 func runAs(t *testing.T, k kind) {
 	t.Helper()
 	kinds.mu.Lock()
-	for kinds.running[1-k] > 0 {
+	for kinds.running[1-k] > 0 || k == realTime && kinds.running[realTime] > 0 {
 		kinds.changed.Wait()
 	}
 	kinds.running[k]++
