@@ -13,7 +13,8 @@ const parallelFlag = "test.parallel"
 
 // Main runs m's tests and exits with their status, as a TestMain does,
 // letting up to n parallel tests run at once instead of one per CPU,
-// unless the command line sets -parallel itself:
+// unless the command line sets -parallel itself or the race detector is
+// on:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m, 8) }
 //
@@ -21,10 +22,14 @@ const parallelFlag = "test.parallel"
 // a Cluster accepts writes only two seconds after it starts, and outages,
 // timeouts and leases run in real time. Tests that must run alone (those
 // that count allocations, or load every CPU) stay out of t.Parallel, and
-// so never overlap the others.
+// so never overlap the others. The race detector makes every test use
+// several times the CPU, so that n tests at once would starve those that
+// check wall-clock bounds: under it the limit stays one per CPU.
 func Main(m *testing.M, n int) {
 	flag.Parse()
-	raiseParallel(flag.CommandLine, n)
+	if !raceDetector {
+		raiseParallel(flag.CommandLine, n)
+	}
 	os.Exit(m.Run())
 }
 
