@@ -24,6 +24,7 @@ import (
 // after. A key decided before the kill is there after the restart, so the
 // scan covers restored keys.
 func TestFaultKeysKeepTTLs(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
 	t.Parallel()
 	runAs(t, realTime)
 	srv := redistest.Start(t, redistest.WithPersistence())
@@ -94,9 +95,10 @@ func TestFaultKeysKeepTTLs(t *testing.T) {
 // outage is shorter than the node timeout anyway, so the assertion on
 // surviving keys does not depend on how fast the cluster notices.
 func TestFaultClusterNodeDown(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
 	t.Parallel()
-	runAs(t, realTime)
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
+	runAs(t, realTime) // once the Cluster, two seconds' wait, is up
 	cc := redis.NewClusterClient(faultOptions(cl.Addrs()...).Cluster())
 	t.Cleanup(func() { cc.Close() })
 	lim := redisstore.MustNew(cc, faultLimit, redisstore.WithTimeout(faultTimeout))

@@ -44,6 +44,7 @@ func (c *tries) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // probe per open period); within 5 s of the restart the breaker is closed
 // and Redis decides again. Health tells it all.
 func TestFaultFailLocal(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
 	t.Parallel()
 	runAs(t, realTime)
 	srv := redistest.Start(t)
@@ -152,6 +153,7 @@ func TestFaultFailLocal(t *testing.T) {
 // returns a decision together with an error, and its only errors are
 // store errors; made WithFallback, it never returns an error at all.
 func TestFaultConcurrentAllow(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
 	t.Parallel()
 	runAs(t, realTime)
 	srv := redistest.Start(t)

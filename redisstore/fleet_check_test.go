@@ -26,6 +26,8 @@ import (
 //     burst 100, with WithLocalQuota.
 //   - kill/quota: gcra/quota, 3 s, with worker 0 killed (SIGKILL) at 1.5 s.
 //
+// Under -short it runs gcra/quota alone.
+//
 // The upper bound holds in every run (0 over); local quota's steady state
 // reaches 95 % of the limit, and after a kill, once the dead worker's lease
 // has ended, the other three do; local quota sends far fewer commands per
@@ -57,6 +59,10 @@ func TestFleet(t *testing.T) {
 		{name: "fixed/quota", limit: fixed, quota: true, duration: run},
 		{name: "zipf/quota", limit: perKey, quota: true, zipf: true, duration: run},
 		{name: "kill/quota", limit: gcra, quota: true, duration: 3 * time.Second, kill: 1500 * time.Millisecond},
+	}
+	if testing.Short() {
+		runs = runs[1:2]
+		t.Logf("-short runs %s alone: without it, TestFleet also runs the exact mode, fixed windows, the Zipf mix and a worker killed (15 s more), and compares the commands per decision", runs[0].name)
 	}
 	results := map[string]*fleetResult{}
 	for i, r := range runs {

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"sync"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/redistest"
 )
 
 // Two kinds of parallel test must not run beside each other. Real-time
@@ -10,16 +12,19 @@ import (
 // dead or hung server, how many round trips a 100 ms timeout cuts, a lease
 // kept alive by its real timer. Busy tests keep every CPU working for
 // seconds with round trips at full speed. Beside a busy test, or beside
-// another real-time test's load under -race, a real-time test's bounds
-// would hold only on an idle machine. So real-time tests run one at a
-// time and with no busy test, busy tests together; both beside the tests
-// of neither kind, which mostly wait.
+// other real-time tests' load under -race, a real-time test's bounds
+// would hold only on an idle machine. So real-time tests run two at a
+// time (one under -race) and with no busy test, busy tests together; both
+// beside the tests of neither kind, which mostly wait.
 type kind int
 
 const (
 	realTime kind = iota
 	busy
 )
+
+// realTimeAtOnce is how many real-time tests may run at once.
+var realTimeAtOnce = map[bool]int{false: 2, true: 1}[redistest.Race]
 
 var kinds struct {
 	mu      sync.Mutex
@@ -37,7 +42,7 @@ func init() { kinds.changed.L = &kinds.mu }
 func runAs(t *testing.T, k kind) {
 	t.Helper()
 	kinds.mu.Lock()
-	for kinds.running[1-k] > 0 || k == realTime && kinds.running[realTime] > 0 {
+	for kinds.running[1-k] > 0 || k == realTime && kinds.running[realTime] >= realTimeAtOnce {
 		kinds.changed.Wait()
 	}
 	kinds.running[k]++

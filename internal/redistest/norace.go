@@ -2,5 +2,6 @@
 
 package redistest
 
-// raceDetector reports whether the race detector is on.
-const raceDetector = false
+// Race reports whether the race detector is on, which multiplies the CPU
+// every test takes several times.
+const Race = false

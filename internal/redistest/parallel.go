@@ -27,7 +27,7 @@ const parallelFlag = "test.parallel"
 // check wall-clock bounds: under it the limit stays one per CPU.
 func Main(m *testing.M, n int) {
 	flag.Parse()
-	if !raceDetector {
+	if !Race {
 		raiseParallel(flag.CommandLine, n)
 	}
 	os.Exit(m.Run())
