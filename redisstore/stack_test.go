@@ -101,7 +101,7 @@ func TestStackMatchesMemory(t *testing.T) {
 						_, _ = h[0].Release(ctx), h[1].Release(ctx)
 					}
 				}()
-				for i := 0; i < 300; i++ {
+				for i := 0; i < shortSteps(300); i++ {
 					switch r.IntN(4) {
 					case 0:
 						clk.Advance(time.Duration(r.Int64N(1000)))

@@ -39,6 +39,16 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 	}
 }
 
+// shortSteps is n, or a quarter of it under -short: a randomized
+// comparison with memory then checks a quarter as many decisions, each as
+// exactly.
+func shortSteps(n int) int {
+	if testing.Short() {
+		return n / 4
+	}
+	return n
+}
+
 // onServers runs play on a client of a single server and on one of a
 // Cluster, in parallel subtests: the Cluster takes seconds to start.
 func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
@@ -150,9 +160,9 @@ func TestMatchesMemory(t *testing.T) {
 				var allowed, denied, delayed, refunds int
 				// The float algorithms get longer runs: exact agreement
 				// depends on every rounding.
-				steps := 400
+				steps := shortSteps(400)
 				if tab.Limit.Algorithm == core.WarmUp || tab.Limit.Overdraft {
-					steps = 2000
+					steps = shortSteps(2000)
 				}
 				for i := 0; i < steps; i++ {
 					switch r.IntN(4) {
