@@ -46,8 +46,12 @@ func findBrowser(t *testing.T) string {
 // the numbers the page's script puts on screen match what the clients
 // were answered once traffic stops. It saves a screenshot in the test's
 // temporary directory, and over docs/debugpage.png (the README's picture)
-// when FLOODGATE_UPDATE_SCREENSHOT=1.
+// when FLOODGATE_UPDATE_SCREENSHOT=1. -short leaves it out: Chromium
+// takes seconds to start.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short leaves out the browser test, which starts Chromium; run without -short")
+	}
 	browser := findBrowser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -170,6 +170,7 @@ func collect(t *testing.T, ch chan result, n int) []result {
 // together, in pipelines of at most the batch size, each decided as if
 // alone.
 func TestBatching(t *testing.T) {
+	t.Parallel()
 	r := newBatchRig(t, 4)
 	first := r.hold(t, "lone")
 	queued := r.queue(t, context.Background(), "many", 10)
@@ -205,6 +206,7 @@ func TestBatching(t *testing.T) {
 // returns at once with its context's error, as a store error, and is
 // never sent; the calls beside it are answered.
 func TestBatchingCallerGivesUp(t *testing.T) {
+	t.Parallel()
 	r := newBatchRig(t, 128)
 	first := r.hold(t, "lone")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,6 +237,7 @@ func TestBatchingCallerGivesUp(t *testing.T) {
 // knows sends them again with EVAL, once (a server without Functions; see
 // TestBatchingFunctionFlush for one with).
 func TestBatchingNoScript(t *testing.T) {
+	t.Parallel()
 	r := newBatchRig(t, 128, noFunctions)
 	first := r.hold(t, "lone")
 	queued := r.queue(t, context.Background(), "k", 3)
@@ -267,6 +270,7 @@ func TestBatchingNoScript(t *testing.T) {
 // TestBatchingServerDown: every call of a pipeline that fails gets a store
 // error; none is answered as a decision.
 func TestBatchingServerDown(t *testing.T) {
+	t.Parallel()
 	r := newBatchRig(t, 128)
 	first := r.hold(t, "lone")
 	queued := r.queue(t, context.Background(), "k", 5)
@@ -287,6 +291,7 @@ func TestBatchingServerDown(t *testing.T) {
 // its own, however many are under way: calls made while one is held are
 // answered at once, and no pipeline is ever sent.
 func TestBatchingOff(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })

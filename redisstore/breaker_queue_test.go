@@ -85,10 +85,11 @@ func queueCalls(t *testing.T, lim *redisstore.Limiter, key string, n int) chan r
 	return out
 }
 
-// stallClient returns a client of srv that never retries, with s as a hook.
+// stallClient returns a client of srv that never retries and pauses only
+// deadDialPause between dials, with s as a hook.
 func stallClient(t *testing.T, srv *redistest.Server, s *stall) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	c.AddHook(s)
 	return c
@@ -103,6 +104,8 @@ func stallClient(t *testing.T, srv *redistest.Server, s *stall) *redis.Client {
 // it), and Redis decides again once the pause ends. All with the default
 // timeout and breaker.
 func TestQueueWaitNotCounted(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -159,12 +162,15 @@ func TestQueueWaitNotCounted(t *testing.T) {
 // for a round trip are answered at once with ErrCircuitOpen and never
 // sent, while a round trip that was already out goes on.
 func TestBreakerOpenAnswersQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	st := newStall()
 	c := stallClient(t, srv, st)
 	clk := coretest.NewClock(coretest.T0)
+	// A long timeout: on a busy machine the queued calls must not give up
+	// before the test lets the failing round trip go.
 	lim := redisstore.MustNew(c, core.PerHour(1000), redisstore.WithClock(clk), redisstore.WithBatching(2, 128),
-		redisstore.WithDenyCache(0), redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1}))
+		redisstore.WithDenyCache(0), redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1}), redisstore.WithTimeout(10*time.Second))
 	srv.Kill()
 	first, second := st.hold(t, lim, "a"), st.hold(t, lim, "b")
 	const n = 10
@@ -197,6 +203,7 @@ func TestBreakerOpenAnswersQueue(t *testing.T) {
 // it at once under MinCalls 1, and once it is a master again the probe
 // closes it.
 func TestBreakerRequestErrors(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()

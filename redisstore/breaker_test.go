@@ -27,15 +27,23 @@ type breakerRig struct {
 	sent *counter
 }
 
+// deadDialPause is the pause between a client's dial attempts in the
+// tests that call a killed server. go-redis dials five times per command,
+// 100 ms apart by default, so each call to a dead server would take 0.4 s;
+// the breaker counts failed calls, not how long they took, and these
+// tests make dozens.
+const deadDialPause = time.Millisecond
+
 // newBreakerRig starts a server; its client never retries, so that each
-// round trip is one command. Its pool is larger than the failed dials the
-// tests make: once as many dials as the pool holds have failed, go-redis
-// stops dialing and tries again in the background once a second, so the
-// first probe after a restart could find no connection.
+// round trip is one command, and pauses only deadDialPause between dials.
+// Its pool is larger than the failed dials the tests make: once as many
+// dials as the pool holds have failed, go-redis stops dialing and tries
+// again in the background once a second, so the first probe after a
+// restart could find no connection.
 func newBreakerRig(t *testing.T, opts ...redisstore.Option) *breakerRig {
 	t.Helper()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 100})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 100, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	r := &breakerRig{srv: srv, clk: coretest.NewClock(coretest.T0), sent: &counter{}}
 	c.AddHook(r.sent)
@@ -103,6 +111,7 @@ func (r *breakerRig) failFast(t *testing.T, what string, n int) {
 // failed probe doubles the period; once Redis is back, the next probe
 // closes the breaker and Redis decides again.
 func TestBreakerOutage(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t)
 	ctx := context.Background()
 	state := func(want string) {
@@ -175,8 +184,9 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // TestBreakerOneProbe: while the probe is out, every other call, from
 // many goroutines, fails fast and sends nothing.
 func TestBreakerOneProbe(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer c.Close()
 	var sent counter
 	g := newGate()
@@ -259,6 +269,8 @@ func blackhole(t *testing.T) string {
 // DefaultBreakerMinCalls requests a timeout each (all within a bucket of
 // the frozen clock: the failure rate); after that no request waits.
 func TestBreakerHungServer(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	const timeout = 50 * time.Millisecond
 	c := redis.NewClient(&redis.Options{Addr: blackhole(t), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -301,6 +313,7 @@ func TestBreakerHungServer(t *testing.T) {
 // real failures, as if the 40 given up had not been, and a probe whose
 // caller gave up is taken by the next call.
 func TestBreakerCallerGaveUp(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t)
 	r.srv.Kill()
 	canceled, cancel := context.WithCancel(context.Background())
@@ -330,6 +343,7 @@ func TestBreakerCallerGaveUp(t *testing.T) {
 // TestBreakerInvalidCost: invalid costs are refused before the breaker,
 // never count, and are refused as such while it is open.
 func TestBreakerInvalidCost(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 1, OpenFor: time.Second}))
 	r.srv.Kill()
 	bad := func(what string) {
@@ -352,8 +366,9 @@ func TestBreakerInvalidCost(t *testing.T) {
 // TestBreakerDenyCache: a key refused before the outage is still refused,
 // from the deny cache, while the breaker is open.
 func TestBreakerDenyCache(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer c.Close()
 	var sent counter
 	c.AddHook(&sent)
@@ -385,9 +400,10 @@ func TestBreakerDenyCache(t *testing.T) {
 	}
 }
 
-// TestBreakerOff: with the zero BreakerConfig, every call goes to the dead server (and, as go-redis
-// dials again and again within the call, waits out the timeout).
+// TestBreakerOff: with the zero BreakerConfig, every call goes to the
+// dead server, however many failed before.
 func TestBreakerOff(t *testing.T) {
+	t.Parallel()
 	r := newBreakerRig(t, redisstore.WithBreaker(redisstore.BreakerConfig{}))
 	r.srv.Kill()
 	for i := 0; i < 10; i++ {
@@ -435,12 +451,21 @@ func TestBreakerOptions(t *testing.T) {
 }
 
 // TestBreakerAddsNoAllocation: with the breaker closed, a decision
-// allocates exactly as much as without it.
+// allocates exactly as much as without it, on a single server and on a
+// Cluster, where finding a key's master (and its breaker) allocates
+// nothing. Not parallel: allocations are counted for the whole process,
+// so the test runs alone; its Cluster has one master, which starts
+// without redis-cli's seconds of joining, and whose keys go through the
+// same lookup of a slot's master as three masters'.
 func TestBreakerAddsNoAllocation(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
 	sameAllocs(t, c)
+	cl := redistest.StartCluster(t, redistest.WithMasters(1))
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	defer cc.Close()
+	sameAllocs(t, cc)
 }
 
 // sameAllocs checks that a decision on c allocates as much with the
@@ -468,12 +493,12 @@ func sameAllocs(t *testing.T, c redis.UniversalClient) {
 // TestBreakerClusterMaster: on a Cluster, each master has its breaker: a
 // dead master's keys fail fast, sending nothing, while keys on the others
 // are decided by Redis; once it is back, its probe closes its breaker.
-// Finding a key's master allocates nothing.
+// (TestBreakerAddsNoAllocation counts a Cluster decision's allocations.)
 func TestBreakerClusterMaster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	defer cc.Close()
-	sameAllocs(t, cc)
 	var sent counter
 	cc.AddHook(&sent)
 	clk := coretest.NewClock(coretest.T0)

@@ -87,6 +87,7 @@ func decide(t *testing.T, lim core.Limiter, key string, cost int, allowed bool, 
 // were taken, to the microsecond of the test clock; its release, once it
 // can no longer reach Redis, reports the failure.
 func TestLeaseExpires(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -136,6 +137,7 @@ func TestLeaseExpires(t *testing.T) {
 // from the renewal; a renewal that comes after it expired brings nothing
 // back, and stops.
 func TestLeaseRenewal(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
@@ -181,6 +183,8 @@ func TestLeaseRenewal(t *testing.T) {
 // holds its slot. It sleeps (bounded, a second) since the renewals are
 // real round trips on real time.
 func TestLeaseRenewalTimer(t *testing.T) {
+	t.Parallel()
+	runAs(t, realTime)
 	c := single(t)
 	const ttl = 300 * time.Millisecond
 	a := redisstore.MustNew(c, core.InFlight(1), redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second))
@@ -196,6 +200,7 @@ func TestLeaseRenewalTimer(t *testing.T) {
 // TestLeaseReleaseAfterCancel: a request whose context ended still gives
 // its slot back.
 func TestLeaseReleaseAfterCancel(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
@@ -216,6 +221,7 @@ func TestLeaseReleaseAfterCancel(t *testing.T) {
 // and leaves the leases as they are: releasing one afterwards takes
 // nothing below zero either.
 func TestConcurrencyRefund(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
@@ -238,6 +244,7 @@ func TestConcurrencyRefund(t *testing.T) {
 // on the server's clock, hold exactly the limit at once; once every lease
 // is released, the whole limit is free again.
 func TestConcurrencyExactAdmission(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	const n = 50
 	var admitted atomic.Int64
@@ -311,6 +318,7 @@ func TestConcurrencyOptions(t *testing.T) {
 // TestConcurrencyTTLRepair: a key found without a TTL (a manual write, a
 // restore) gets one from its next decision, a refusal included.
 func TestConcurrencyTTLRepair(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
@@ -364,6 +372,7 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 // at the same fake instants, and requires the same decision from both
 // while no lease expires.
 func TestConcurrencyMatchesMemory(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	ctx := context.Background()

@@ -179,6 +179,7 @@ var zero = 0.0
 // admits, the state having been written back in range (issue 18's defect
 // 6: warm-up gave a 31-year RetryAfter and TTL).
 func TestCorruptStates(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	const margin = time.Second
@@ -246,6 +247,7 @@ func TestCorruptStates(t *testing.T) {
 // stack refuses (a stack makes no charge then), so that waiting the
 // RetryAfter admits; the layer that admitted is not charged.
 func TestCorruptStateInStack(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	clk := coretest.NewClock(coretest.T0)

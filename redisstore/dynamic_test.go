@@ -38,6 +38,7 @@ func (t *tiers) set(key string, l core.Limit) {
 // Dynamic and on Redis's at the same fake instants: a key's state carries
 // over every change alike, and every decision is the same.
 func TestDynamicMatchesMemory(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	limits := []core.Limit{
 		core.PerSecond(10).WithBurst(3).WithName("free"),
@@ -114,6 +115,7 @@ func TestDynamicMatchesMemory(t *testing.T) {
 // keeps its state on Redis past the time to live its last write set under
 // the paid tier (a refusal under the free tier extends it), as in memory.
 func TestDynamicDowngrade(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	fast, slow := core.PerSecond(100).WithBurst(10), core.PerSecond(1).WithBurst(10)
@@ -156,6 +158,7 @@ func must[T any](v T, err error) T {
 }
 
 func TestDynamicErrors(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	if _, err := redisstore.NewDynamic(nil, func(string) core.Limit { return core.PerSecond(1) }); err == nil {
 		t.Error("nil client accepted")
@@ -191,6 +194,7 @@ func TestDynamicErrors(t *testing.T) {
 // so is a limit whose algorithm or settings differ from the first limit's:
 // on Allow, Refund and Key alike, without contacting the server.
 func TestDynamicUnsupported(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	for name, l := range map[string]core.Limit{
@@ -255,6 +259,7 @@ func TestDynamicUnsupported(t *testing.T) {
 // for the key under another, and an admission under the new limit drops
 // it, so that going back asks the server again.
 func TestDynamicDenyCache(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	free := core.PerMinute(1).WithName("free").WithAlgorithm(core.GCRA)

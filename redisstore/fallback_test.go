@@ -83,6 +83,7 @@ func wantHealth(t *testing.T, what string, r core.HealthReporter, h core.Health)
 // Redis, whose state was kept; a failed probe opens the breaker again for
 // twice as long. Health reports each step.
 func TestFallbackOutage(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	clk := coretest.NewClock(coretest.T0)
 	l := core.PerMinute(3).WithName("api")
@@ -160,6 +161,7 @@ func TestFallbackOutage(t *testing.T) {
 // as they are and never counted: an invalid cost, and any error once the
 // caller's context has ended.
 func TestFallbackPassesErrors(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	lim := redisstore.MustNew(c, core.PerMinute(3), redisstore.WithFallback())
 	ctx := context.Background()
@@ -187,6 +189,7 @@ func TestFallbackPassesErrors(t *testing.T) {
 // to Redis while it answers, else to the local limiter, so a charge made
 // locally is given back locally while Redis stays down.
 func TestFallbackRefundSide(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	clk := coretest.NewClock(coretest.T0)
 	lim := redisstore.MustNew(c, core.PerMinute(2), redisstore.WithClock(clk), redisstore.WithScriptClock(clk), redisstore.WithDenyCache(0),
@@ -216,6 +219,7 @@ func TestFallbackRefundSide(t *testing.T) {
 // same limits, named alike, and a Dynamic to a core.Dynamic of the same
 // limit function.
 func TestFallbackStackAndDynamic(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	ctx := context.Background()
 	s, err := redisstore.NewStack(c, []core.Limit{core.PerSecond(2), core.PerHour(3).WithAlgorithm(core.FixedWindow)}, redisstore.WithFallback())
@@ -256,6 +260,7 @@ func TestFallbackStackAndDynamic(t *testing.T) {
 // TestFallbackLeases: a concurrency limit falls back to core's, whose
 // leases are released in memory.
 func TestFallbackLeases(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	ctx := context.Background()
 	lim := redisstore.MustNew(c, core.InFlight(1), redisstore.WithFallback())
@@ -300,6 +305,7 @@ func TestFallbackOptions(t *testing.T) {
 // Redis goes down and up and the clock moves, for the race detector: no
 // call fails, and every decision is counted once, on one side.
 func TestFallbackFlapping(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	clk := coretest.NewClock(coretest.T0)
 	// Buckets of 3 ms, the clock's step: three steps of failures open the
@@ -356,6 +362,7 @@ func TestFallbackFlapping(t *testing.T) {
 // made, one per call that reached it; the deny cache's refusals, made in
 // process, are not counted.
 func TestHealthCountsRoundTrips(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	lim := redisstore.MustNew(c, core.PerMinute(1))
 	ctx := context.Background()

@@ -24,6 +24,9 @@ import (
 // after. A key decided before the kill is there after the restart, so the
 // scan covers restored keys.
 func TestFaultKeysKeepTTLs(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t, redistest.WithPersistence())
 	c := faultClient(t, srv.Addr())
 	ctx := context.Background()
@@ -92,7 +95,10 @@ func TestFaultKeysKeepTTLs(t *testing.T) {
 // outage is shorter than the node timeout anyway, so the assertion on
 // surviving keys does not depend on how fast the cluster notices.
 func TestFaultClusterNodeDown(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
+	t.Parallel()
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
+	runAs(t, realTime) // once the Cluster, two seconds' wait, is up
 	cc := redis.NewClusterClient(faultOptions(cl.Addrs()...).Cluster())
 	t.Cleanup(func() { cc.Close() })
 	lim := redisstore.MustNew(cc, faultLimit, redisstore.WithTimeout(faultTimeout))

@@ -17,6 +17,9 @@ import (
 // outage is still refused, from the deny cache; within 5 s of the restart
 // Redis refuses a drained key again.
 func TestFaultFailOpen(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))
@@ -57,6 +60,9 @@ func TestFaultFailOpen(t *testing.T) {
 // the run; within 5 s of the restart Redis admits again (under
 // FailClosed, a 200 is a decision of Redis).
 func TestFaultFailClosed(t *testing.T) {
+	redistest.SkipShort(t, "Redis killed under load, and seconds waiting for it in real time")
+	t.Parallel()
+	runAs(t, realTime)
 	srv := redistest.Start(t)
 	c := faultClient(t, srv.Addr())
 	lim := redisstore.MustNew(c, faultLimit, redisstore.WithTimeout(faultTimeout))

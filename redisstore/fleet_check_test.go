@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +17,9 @@ import (
 	"github.com/floodgate/floodgate/internal/redistest"
 )
 
-// TestFleet runs the fleet (see fleet_test.go) six times, one after the
-// other, on one hot key unless said otherwise, and checks each run from its
-// workers' logs:
+// TestFleet runs the fleet (see fleet_test.go) six times, in four groups
+// side by side, on one hot key unless said otherwise, and checks each run
+// from its workers' logs:
 //
 //   - gcra/exact, gcra/quota: GCRA, 2,000 a second, burst 2,000; every
 //     decision in Redis, then with WithLocalQuota (L = 100 ms).
@@ -25,6 +27,8 @@ import (
 //   - zipf/quota: the Zipf mix over 10,000 keys, GCRA 100 a second per key,
 //     burst 100, with WithLocalQuota.
 //   - kill/quota: gcra/quota, 3 s, with worker 0 killed (SIGKILL) at 1.5 s.
+//
+// Under -short it runs gcra/quota alone.
 //
 // The upper bound holds in every run (0 over); local quota's steady state
 // reaches 95 % of the limit, and after a kill, once the dead worker's lease
@@ -40,11 +44,7 @@ import (
 // is burst + rate × (max r - min s + L): measured from both sides, the
 // time a reply takes to come back needs no allowance.
 func TestFleet(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { c.Close() })
-	checkServerClock(t, c)
-
+	t.Parallel()
 	gcra := core.Limit{Events: 2000, Period: time.Second, Burst: 2000, Algorithm: core.GCRA}
 	fixed := core.Limit{Events: 2000, Period: time.Second, Algorithm: core.FixedWindow}
 	perKey := core.Limit{Events: 100, Period: time.Second, Burst: 100, Algorithm: core.GCRA}
@@ -57,43 +57,81 @@ func TestFleet(t *testing.T) {
 		{name: "zipf/quota", limit: perKey, quota: true, zipf: true, duration: run},
 		{name: "kill/quota", limit: gcra, quota: true, duration: 3 * time.Second, kill: 1500 * time.Millisecond},
 	}
+	if testing.Short() {
+		runs = runs[1:2]
+		t.Logf("-short runs %s alone: without it, TestFleet also runs the exact mode, fixed windows, the Zipf mix and a worker killed, and compares the commands per decision", runs[0].name)
+	}
+	// The runs of a group (the name's first part) go one after the other on
+	// a server of their own, whose command counts are theirs; the groups go
+	// side by side: a run takes about a third of a CPU, and waits on the
+	// clock.
+	var groups []string
+	byGroup := map[string][]fleetRun{}
+	for _, r := range runs {
+		g, _, _ := strings.Cut(r.name, "/")
+		if byGroup[g] == nil {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
+	}
+	var mu sync.Mutex
 	results := map[string]*fleetResult{}
-	for i, r := range runs {
-		t.Run(r.name, func(t *testing.T) {
-			res := runFleet(t, srv, c, r, fmt.Sprintf("fleet%d:", i))
-			results[r.name] = res
-			checkFleet(t, res)
+	for _, g := range groups {
+		t.Run(g, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+			t.Cleanup(func() { c.Close() })
+			checkServerClock(t, c)
+			mine := map[string]*fleetResult{}
+			for i, r := range byGroup[g] {
+				_, mode, _ := strings.Cut(r.name, "/")
+				t.Run(mode, func(t *testing.T) {
+					res := runFleet(t, srv, c, r, fmt.Sprintf("fleet%d:", i))
+					mine[mode] = res
+					mu.Lock()
+					results[r.name] = res
+					mu.Unlock()
+					checkFleet(t, res)
+				})
+			}
+			if ex, q := mine["exact"], mine["quota"]; ex != nil && q != nil {
+				checkCommands(t, g, ex, q)
+			}
 		})
 	}
-
-	// Commands per decision on the hot key, local quota against exact
-	// mode. Commands are the server's total_commands_processed, which
-	// counts a script's own calls too (TIME, GET, SET): about 4 per
-	// EVALSHA. At this demand (6× the limit) a GCRA key's bucket is empty,
-	// and each grant takes what refilled since the last one, a few units:
-	// about one grant per 4 to 8 admissions, so 1/50 of exact mode's
-	// commands is out of reach here (more demand per admission lowers the
-	// ratio: the refusals are local).
-	for _, alg := range []string{"gcra", "fixed"} {
-		ex, q := results[alg+"/exact"], results[alg+"/quota"]
-		if ex == nil || q == nil {
-			continue
-		}
-		pe, pq := ex.perDecision(), q.perDecision()
-		t.Logf("%s, one hot key: Redis commands per decision: exact %.3f, local quota %.4f (1 per %.0f decisions): %.0f× fewer",
-			alg, pe, pq, 1/pq, pe/pq)
-		if d := min(ex.demandRatio(), q.demandRatio()); d < 3 {
-			t.Logf("%s: commands per decision NOT JUDGED: the workers asked only %.1f× the limit, the machine was too busy", alg, d)
-			continue
-		}
-		if pq > pe/10 {
-			t.Errorf("%s: local quota sent %.4f commands per decision, exact mode %.3f: want at most a tenth of exact mode's", alg, pq, pe)
-		}
+	if *fleetChart {
+		// After every group has ended.
+		t.Cleanup(func() {
+			if t.Failed() {
+				return
+			}
+			if err := writeFleetChart("../docs/fleet.png", results["gcra/exact"], results["gcra/quota"], results["kill/quota"]); err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	if *fleetChart && !t.Failed() {
-		if err := writeFleetChart("../docs/fleet.png", results["gcra/exact"], results["gcra/quota"], results["kill/quota"]); err != nil {
-			t.Fatal(err)
-		}
+}
+
+// checkCommands compares the commands per decision on the hot key, local
+// quota against exact mode. Commands are the server's
+// total_commands_processed, which counts a script's own calls too (TIME,
+// GET, SET): about 4 per EVALSHA. At this demand (6× the limit) a GCRA
+// key's bucket is empty, and each grant takes what refilled since the last
+// one, a few units: about one grant per 4 to 8 admissions, so 1/50 of
+// exact mode's commands is out of reach here (more demand per admission
+// lowers the ratio: the refusals are local).
+func checkCommands(t *testing.T, alg string, ex, q *fleetResult) {
+	t.Helper()
+	pe, pq := ex.perDecision(), q.perDecision()
+	t.Logf("%s, one hot key: Redis commands per decision: exact %.3f, local quota %.4f (1 per %.0f decisions): %.0f× fewer",
+		alg, pe, pq, 1/pq, pe/pq)
+	if d := min(ex.demandRatio(), q.demandRatio()); d < 3 {
+		t.Logf("%s: commands per decision NOT JUDGED: the workers asked only %.1f× the limit, the machine was too busy", alg, d)
+		return
+	}
+	if pq > pe/10 {
+		t.Errorf("%s: local quota sent %.4f commands per decision, exact mode %.3f: want at most a tenth of exact mode's", alg, pq, pe)
 	}
 }
 

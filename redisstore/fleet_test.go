@@ -27,7 +27,7 @@ import (
 )
 
 // The fleet tests (issue 20): 4 OS processes, each a redisstore.Limiter
-// with 64 goroutines, share one redis-server that TestFleet starts. The
+// with 64 goroutines, share a redis-server that TestFleet starts. The
 // workers are this test binary run again with -test.run=^TestFleetWorker$
 // and fleetWorkerEnv set to their configuration; each logs every admission
 // it makes, with wall-clock timestamps (one clock: all the processes and

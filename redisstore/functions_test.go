@@ -65,6 +65,7 @@ func allowN(t *testing.T, lim core.Limiter, key string, n int) int {
 // after FUNCTION FLUSH and after a restart the library is loaded again, once,
 // and no decision is lost or charged twice.
 func TestFunctionsLoadOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -116,6 +117,7 @@ func TestFunctionsLoadOnce(t *testing.T) {
 // TestFunctionsFlushUnderLoad: batched calls across FUNCTION FLUSHes are
 // each charged exactly once.
 func TestFunctionsFlushUnderLoad(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -159,6 +161,7 @@ func TestFunctionsFlushUnderLoad(t *testing.T) {
 // TestFunctionsCluster: every master of a Cluster gets the library once,
 // and again after a FUNCTION FLUSH on it.
 func TestFunctionsCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -194,6 +197,7 @@ func TestFunctionsCluster(t *testing.T) {
 // TestFunctionsRefused: a server that refuses FUNCTION LOAD gets EVALSHA,
 // after one FCALL per Limiter that found no function, and decides the same.
 func TestFunctionsRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, noFunctions)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -210,6 +214,7 @@ func TestFunctionsRefused(t *testing.T) {
 // TestFunctionsSameDecisions: FCALL and EVALSHA decide a random trace of
 // every algorithm, and of a stack, alike, to the nanosecond.
 func TestFunctionsSameDecisions(t *testing.T) {
+	t.Parallel()
 	with, without := redistest.Start(t), redistest.Start(t, noFunctions)
 	cw := redis.NewClient(&redis.Options{Addr: with.Addr(), ContextTimeoutEnabled: true})
 	co := redis.NewClient(&redis.Options{Addr: without.Addr(), ContextTimeoutEnabled: true})
@@ -269,6 +274,7 @@ func TestFunctionsSameDecisions(t *testing.T) {
 // (FUNCTION FLUSH) loads the library once and sends its calls again with
 // FCALL, each charged once.
 func TestBatchingFunctionFlush(t *testing.T) {
+	t.Parallel()
 	r := newBatchRig(t, 128)
 	first := r.hold(t, "lone")
 	queued := r.queue(t, context.Background(), "k", 3)

@@ -22,6 +22,7 @@ const year = 365 * 24 * time.Hour
 // in memory, alone, in a stack and in a Multi; its reset is rounded up to
 // a whole microsecond only when the clock has finer digits.
 func TestLongFixedWindow(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	yearly := core.Limit{Events: 5, Period: year, Algorithm: core.FixedWindow}
@@ -161,6 +162,7 @@ func TestLongFixedWindow(t *testing.T) {
 // nanoseconds from another period of a Dynamic's key), refuses one it
 // cannot read, and keeps a start after now in force.
 func TestLongFixedWindowState(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	yearly := core.Limit{Events: 5, Period: year, Algorithm: core.FixedWindow}

@@ -21,6 +21,7 @@ import (
 // refused in a batch charges none of its items), and a lone call is sent
 // at once, alone.
 func TestMultiBatching(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })

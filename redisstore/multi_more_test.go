@@ -21,6 +21,7 @@ import (
 // under a limit of n for the test's length: exactly n calls are admitted,
 // and the other keys are charged by exactly those.
 func TestMultiExactUnderLoad(t *testing.T) {
+	t.Parallel()
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		const n = 200
 		gate := core.Limit{Events: n, Period: 24 * time.Hour, Algorithm: core.GCRA}
@@ -72,6 +73,7 @@ func TestMultiExactUnderLoad(t *testing.T) {
 // the last refuses, the others, which admitted, are refunded: a limiter
 // of their limits then finds them whole.
 func TestMultiClusterRefund(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -138,6 +140,7 @@ func TestMultiClusterRefund(t *testing.T) {
 // TestMultiSameKeyTwice: a key named twice in one call sees its first
 // charge, as two calls one after the other would.
 func TestMultiSameKeyTwice(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	l := core.Limit{Events: 3, Period: time.Hour, Algorithm: core.FixedWindow}
 	m := must(redisstore.NewMulti(c, redisstore.WithPrefix("twice:")))
@@ -161,8 +164,9 @@ func TestMultiSameKeyTwice(t *testing.T) {
 // TestMultiRefuses: what a Multi cannot decide is an error before any
 // round trip, and a server that cannot be reached a *core.StoreError.
 func TestMultiRefuses(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	if _, err := redisstore.NewMulti(c, redisstore.WithFallback()); err == nil {
 		t.Errorf("NewMulti with fallback: no error")
@@ -205,8 +209,9 @@ func TestMultiRefuses(t *testing.T) {
 // charges nothing; a call on the dead master alone fails without it; a
 // call on the live masters alone is decided.
 func TestMultiPartial(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	m, err := redisstore.NewMulti(c, redisstore.WithPrefix("partial:"), redisstore.WithTimeout(5*time.Second))
 	if err != nil {

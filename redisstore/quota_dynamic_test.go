@@ -78,6 +78,7 @@ func TestQuotaDynamicNoAllocs(t *testing.T) {
 // spent, and never past the limit in force, so the window never admits
 // more than 100; once every lease is back, it admits exactly 100.
 func TestQuotaDynamicChanging(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	r := newRig(t)
 	big := core.Limit{Events: 100, Period: 500 * time.Minute}.WithAlgorithm(core.FixedWindow)
@@ -120,6 +121,7 @@ func TestQuotaDynamicChanging(t *testing.T) {
 // whose grants fail decides locally under each key's tier, as one without
 // local quota does.
 func TestQuotaDynamicFallback(t *testing.T) {
+	t.Parallel()
 	c, p := plugged(t)
 	ctx := context.Background()
 	tiers := map[string]core.Limit{"free": core.PerMinute(1).WithName("free"), "paid": core.PerMinute(3).WithName("paid")}

@@ -19,8 +19,9 @@ import (
 // server gets the store error, or with WithFallback a local decision;
 // the failed return of a lease's units loses them, nothing more.
 func TestQuotaOutage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetryTimeout: deadDialPause})
 	t.Cleanup(func() { c.Close() })
 	lim := core.PerSecond(1000).WithAlgorithm(core.GCRA)
 	r := newQuotaRig(t, c, lim, 1, time.Second, 2)

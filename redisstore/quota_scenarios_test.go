@@ -96,6 +96,7 @@ func (s *scene) left() int {
 // instances holding one, and the call that takes it below a quarter asks
 // for the next.
 func TestQuotaScenarios(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	slow := func(n int) core.Limit {
 		return core.Limit{Events: n, Period: time.Duration(n) * 5 * time.Minute, Burst: n}

@@ -112,6 +112,7 @@ func counts(l *redisstore.Limiter) string {
 // cold calls are round trips; the hot key's grant; decisions from the
 // lease; its end, its return and the next grant; a limit exhausted.
 func TestQuotaLease(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket, core.FixedWindow} {
 		t.Run(alg.String(), func(t *testing.T) {
@@ -274,6 +275,7 @@ func (r *quotaRig) drain(key string, goroutines, calls int, step time.Duration) 
 // unspent is kept. The clock stands still (but for a lease's length), and
 // the limit refills one unit every 5 minutes.
 func TestQuotaFleetExact(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	const burst = 1000
 	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket, core.FixedWindow} {
@@ -313,6 +315,7 @@ func TestQuotaFleetExact(t *testing.T) {
 // window, and its units, returned after the window has turned, are not
 // added to the next window: every window admits exactly its limit.
 func TestQuotaFixedWindowReturn(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	l := core.PerMinute(500).WithAlgorithm(core.FixedWindow) // leases of 1 s
 	r := newQuotaRig(t, c, l, 4, 0, 0)
@@ -388,6 +391,7 @@ func TestQuotaRefused(t *testing.T) {
 // each grant reports the count (which sizes the next lease: see
 // TestQuotaSize), and an instance stops counting once its lease has ended.
 func TestQuotaHolders(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	const burst = 1000
 	l := core.Limit{Events: burst, Period: burst * 5 * time.Minute}.WithAlgorithm(core.GCRA) // leases of 1 s
@@ -418,6 +422,7 @@ func TestQuotaHolders(t *testing.T) {
 // exactly what was admitted (the GCRA layer has 100 left when the window
 // turns).
 func TestQuotaStack(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	layers := []core.Limit{
 		core.Limit{Events: 600, Period: 600 * 5 * time.Minute, Name: "bucket"}.WithAlgorithm(core.GCRA),
@@ -477,6 +482,7 @@ func TestQuotaStack(t *testing.T) {
 // layer's window, and its units, returned after the window has turned,
 // reach the other layers but not the next window.
 func TestQuotaStackWindowReturn(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	layers := []core.Limit{
 		core.Limit{Events: 100000, Period: 10000 * time.Minute, Name: "bucket"}.WithAlgorithm(core.GCRA),

@@ -26,6 +26,7 @@ import (
 // more; a leaky bucket waiting up to 99 intervals, 100 turns; a cold
 // warm-up key, one.
 func TestExactAdmission(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	const burst = 100
 	l := core.PerHour(burst) // one token back every 36 s: none during the test
@@ -98,6 +99,7 @@ func ttls(t *testing.T, c *redis.Client) map[string]time.Duration {
 // margin, and a key that lost its TTL gets it back from the next decision,
 // allowed or denied, and from a refund.
 func TestTTL(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -201,6 +203,7 @@ func TestKeyLayout(t *testing.T) {
 // TestNoScript: after SCRIPT FLUSH (as after a restart) decisions go on,
 // the script sent again.
 func TestNoScript(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	lim := redisstore.MustNew(c, core.PerMinute(3), redisstore.WithDenyCache(0))
@@ -229,6 +232,7 @@ func (s skewed) Now() int64 { return core.SystemClock.Now() + int64(s) }
 // one, on the server's clock: together they admit exactly the burst, and
 // every refusal's RetryAfter is the server's, not shifted by the skew.
 func TestClockSkew(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	l := core.PerMinute(10)
@@ -275,6 +279,7 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // with waits counting down on the process's clock; other costs and a
 // refund go to the server; with the cache off every call does.
 func TestDenyCache(t *testing.T) {
+	t.Parallel()
 	c := single(t).(*redis.Client)
 	var sent counter
 	c.AddHook(&sent)
@@ -340,11 +345,12 @@ func TestDenyCache(t *testing.T) {
 // TestStoreErrors: an unreachable server, a wrong password and a script
 // error each give a *core.StoreError and no admission.
 func TestStoreErrors(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.WithPassword("right"))
 	ctx := context.Background()
 	cases := map[string]func(t *testing.T) (*redisstore.Limiter, func()){
 		"unreachable": func(t *testing.T) (*redisstore.Limiter, func()) {
-			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetryTimeout: deadDialPause})
 			return redisstore.MustNew(c, core.PerMinute(5)), func() { c.Close() }
 		},
 		"wrong password": func(t *testing.T) (*redisstore.Limiter, func()) {
@@ -476,6 +482,7 @@ func TestCosts(t *testing.T) {
 // TestSentinel: through a Sentinel-backed client, decisions go on after the
 // master is killed and the replica promoted.
 func TestSentinel(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinel(t)
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs(), ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -506,6 +513,7 @@ func TestSentinel(t *testing.T) {
 // error, for every algorithm, never a fresh quota; so is a warm-up state
 // whose stored permits are out of range.
 func TestMalformedStates(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	l := core.PerSecond(10).WithBurst(3)
@@ -545,6 +553,7 @@ func TestMalformedStates(t *testing.T) {
 // whose context ends while it waits gives its turn back on Redis, so the
 // next request gets that turn.
 func TestShapedWaitCancelled(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	lim := redisstore.MustNew(c, core.PerSecond(10).WithAlgorithm(core.LeakyBucket),

@@ -125,6 +125,7 @@ func (e *spikeErrors) String() string {
 // call. Made WithFallback (default options too), the local limiter decides
 // nothing.
 func TestSpike(t *testing.T) {
+	redistest.SkipShort(t, "every CPU kept busy for seconds (the spike)")
 	for _, behind := range []bool{false, true} {
 		name := "redisstore"
 		if behind {

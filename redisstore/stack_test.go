@@ -40,6 +40,7 @@ func stackFactory(c redis.UniversalClient, opts ...redisstore.Option) coretest.S
 // TestStackTables: the shared stack tables pass exactly on a single server
 // and on a Cluster, with the deny cache on and off.
 func TestStackTables(t *testing.T) {
+	t.Parallel()
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		for _, tab := range coretest.StackTables() {
 			for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
@@ -56,6 +57,8 @@ func TestStackTables(t *testing.T) {
 // at the same fake instants and requires the same decisions, refunds and
 // lease releases included.
 func TestStackMatchesMemory(t *testing.T) {
+	t.Parallel()
+	runAs(t, busy)
 	c := single(t)
 	// The kinds are policies without a rate: each pair gets the rates below.
 	kinds := []core.Limit{
@@ -98,7 +101,7 @@ func TestStackMatchesMemory(t *testing.T) {
 						_, _ = h[0].Release(ctx), h[1].Release(ctx)
 					}
 				}()
-				for i := 0; i < 300; i++ {
+				for i := 0; i < shortSteps(300); i++ {
 					switch r.IntN(4) {
 					case 0:
 						clk.Advance(time.Duration(r.Int64N(1000)))
@@ -145,6 +148,7 @@ func TestStackMatchesMemory(t *testing.T) {
 // exactly its tightest layer's quota, and each layer's own key holds
 // exactly what was admitted.
 func TestStackAllOrNothing(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	s, err := redisstore.NewStack(c, []core.Limit{
@@ -213,6 +217,7 @@ func TestNewStackErrors(t *testing.T) {
 // lets them expire when their instance dies, and gives them back on
 // release; its other layers are charged by admissions alone.
 func TestStackLeases(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	var r renewals
@@ -283,6 +288,7 @@ func TestStackLeases(t *testing.T) {
 // the other layer is charged for those alone, and releasing every lease
 // empties the concurrency layer.
 func TestStackConcurrencyAllOrNothing(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	clk := coretest.NewClock(coretest.T0)
 	s, err := redisstore.NewStack(c, []core.Limit{

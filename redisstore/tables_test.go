@@ -39,8 +39,18 @@ func factory(c redis.UniversalClient, opts ...redisstore.Option) coretest.Factor
 	}
 }
 
+// shortSteps is n, or a quarter of it under -short: a randomized
+// comparison with memory then checks a quarter as many decisions, each as
+// exactly.
+func shortSteps(n int) int {
+	if testing.Short() {
+		return n / 4
+	}
+	return n
+}
+
 // onServers runs play on a client of a single server and on one of a
-// Cluster.
+// Cluster, in parallel subtests: the Cluster takes seconds to start.
 func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 	clients := map[string]func(t *testing.T) redis.UniversalClient{
 		"single": single,
@@ -52,13 +62,17 @@ func onServers(t *testing.T, play func(t *testing.T, c redis.UniversalClient)) {
 		},
 	}
 	for name, mk := range clients {
-		t.Run(name, func(t *testing.T) { play(t, mk(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			play(t, mk(t))
+		})
 	}
 }
 
 // TestDecisionTables: the shared decision tables pass exactly on a single
 // server and on a Cluster, with the deny cache on and off.
 func TestDecisionTables(t *testing.T) {
+	t.Parallel()
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		for _, tab := range coretest.Tables() {
 			for _, size := range []int{0, redisstore.DefaultDenyCacheSize} {
@@ -77,6 +91,8 @@ func TestDecisionTables(t *testing.T) {
 // algorithm's settings (overdraft, longest waits, warm-up periods and cold
 // factors, whole and not).
 func TestMatchesMemory(t *testing.T) {
+	t.Parallel()
+	runAs(t, busy)
 	c := single(t)
 	limits := []core.Limit{
 		core.PerSecond(10).WithBurst(3),
@@ -144,9 +160,9 @@ func TestMatchesMemory(t *testing.T) {
 				var allowed, denied, delayed, refunds int
 				// The float algorithms get longer runs: exact agreement
 				// depends on every rounding.
-				steps := 400
+				steps := shortSteps(400)
 				if tab.Limit.Algorithm == core.WarmUp || tab.Limit.Overdraft {
-					steps = 2000
+					steps = shortSteps(2000)
 				}
 				for i := 0; i < steps; i++ {
 					switch r.IntN(4) {

@@ -20,6 +20,7 @@ import (
 // on every key they write, give a lost TTL back, refuse to decide on a
 // state they cannot read, and fail at New where core.New fails.
 func TestWindowLogs(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
 	defer c.Close()
@@ -118,6 +119,7 @@ func TestWindowLogs(t *testing.T) {
 // TestSlidingLogSameNanoseconds: admissions whole seconds apart, with the
 // same nanoseconds and cost, are distinct entries of the log.
 func TestSlidingLogSameNanoseconds(t *testing.T) {
+	t.Parallel()
 	c := single(t)
 	ctx := context.Background()
 	clk := coretest.NewClock(coretest.T0)

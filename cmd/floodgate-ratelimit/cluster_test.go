@@ -219,8 +219,10 @@ func load(s *service, ds func() []*rlcommon.RateLimitDescriptor) (stop func() in
 // default, every node answers CLUSTERDOWN once the dead master is marked
 // failed, and every descriptor is answered by the failure mode.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"closed", "open"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			cl := redistest.StartCluster(t, redistest.WithConfig("cluster-require-full-coverage no"))
 			nodes := cl.Nodes()
 			clients := make([]*redis.Client, len(nodes))
@@ -311,6 +313,7 @@ func TestCluster(t *testing.T) {
 // master; then the master is killed under load and the replica promoted:
 // no call fails, and the service decides on the new master.
 func TestSentinel(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinel(t)
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", abcRules)

@@ -208,8 +208,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestRedis runs the service on Redis, then kills Redis under load: every
 // call is answered as the failure mode says, none fails.
 func TestRedis(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"closed", "open"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			srv := redistest.Start(t)
 			dir := t.TempDir()
 			write(t, dir, "d.yaml", strings.ReplaceAll(perMinute, "%N%", "2"))

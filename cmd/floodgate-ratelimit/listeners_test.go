@@ -158,6 +158,7 @@ func TestGRPCUDS(t *testing.T) {
 // for that name. A new certificate in the files is served without a
 // restart.
 func TestGRPCTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, dir, "ca")
 	other := tlstest.NewCA(t, dir, "other")
@@ -220,6 +221,7 @@ func served(t *testing.T, addr string, ca *tlstest.CA) *big.Int {
 // TestMaxConnectionAge: GRPC_MAX_CONNECTION_AGE closes a connection that
 // old (a GOAWAY), and the client connects again.
 func TestMaxConnectionAge(t *testing.T) {
+	t.Parallel()
 	r := launch(t, map[string]string{"GRPC_MAX_CONNECTION_AGE": "200ms", "GRPC_MAX_CONNECTION_AGE_GRACE": "100ms"}, "-grpc", "127.0.0.1:0", "-http", "")
 	c := dial(t, r.addrs.grpc, nil)
 	if _, err := call(c); err != nil {
@@ -278,6 +280,7 @@ func TestHTTPTimeouts(t *testing.T) {
 // is unhealthy by default and with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED
 // =true, and healthy with it false, as upstream's.
 func TestHealthWithConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value string
 		want  healthpb.HealthCheckResponse_ServingStatus
@@ -287,6 +290,7 @@ func TestHealthWithConfig(t *testing.T) {
 		{"false", healthpb.HealthCheckResponse_SERVING},
 	} {
 		t.Run("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED="+tc.value, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			r := launch(t, map[string]string{"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": tc.value}, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0")
 			c := dial(t, r.addrs.grpc, nil)
@@ -314,6 +318,7 @@ func TestHealthWithConfig(t *testing.T) {
 // start, unless FORCE_START_WITHOUT_INITIAL_CONFIG: then the service
 // starts NOT_SERVING and loads the directory once it appears.
 func TestForceStart(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "config")
 	out := &coretest.Buffer{}
 	if err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, noEnv, out, nil); err == nil {

@@ -20,7 +20,13 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/redistest"
 )
+
+// TestMain lets 8 parallel tests run at once (one per CPU under -race):
+// the service's tests on Redis mostly wait, on a Cluster's start, a
+// Sentinel's failover or health checks, and use little CPU.
+func TestMain(m *testing.M) { redistest.Main(m, 8) }
 
 // running is the command started by launch.
 type running struct {

@@ -190,6 +190,7 @@ func d(ds ...*rlcommon.RateLimitDescriptor) []*rlcommon.RateLimitDescriptor { re
 // decisions, but where docs/envoy.md lists a difference; the counters go
 // to statsd under upstream's names.
 func TestMigration(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	sd := listenStatsd(t)
 	host, port, _ := net.SplitHostPort(sd.addr())

@@ -193,6 +193,7 @@ func allKeys(t *testing.T, srv *redistest.Server, password string) []string {
 // REDIS_PERSECOND_URL's Redis and the others on REDIS_URL's, and a
 // request on both is still all or nothing.
 func TestPerSecondRedis(t *testing.T) {
+	t.Parallel()
 	main, sec := redistest.Start(t), redistest.Start(t)
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", secondAndMinute)
@@ -239,6 +240,7 @@ func TestPerSecondRedis(t *testing.T) {
 // TestRedisSettings: REDIS_AUTH (a password, or user:password),
 // CACHE_KEY_PREFIX, a redis:// URL and SENTINEL's URL form reach Redis.
 func TestRedisSettings(t *testing.T) {
+	t.Parallel()
 	const rules = "domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n"
 	check := func(t *testing.T, env map[string]string, srv *redistest.Server, password, prefix string) {
 		t.Helper()
@@ -258,10 +260,12 @@ func TestRedisSettings(t *testing.T) {
 		}
 	}
 	t.Run("password", func(t *testing.T) {
+		t.Parallel()
 		srv := redistest.Start(t, redistest.WithPassword("s3cret"))
 		check(t, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "REDIS_AUTH": "s3cret"}, srv, "s3cret", "floodgate:")
 	})
 	t.Run("user and password, prefix", func(t *testing.T) {
+		t.Parallel()
 		srv := redistest.Start(t, redistest.WithPassword("other"), redistest.WithConfig("user alice on >wonder ~* &* +@all"))
 		env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "REDIS_AUTH": "alice:wonder", "CACHE_KEY_PREFIX": "rl_"}
 		dir := t.TempDir()
@@ -278,19 +282,23 @@ func TestRedisSettings(t *testing.T) {
 		}
 	})
 	t.Run("redis:// URL", func(t *testing.T) {
+		t.Parallel()
 		srv := redistest.Start(t, redistest.WithPassword("s3cret"))
 		check(t, map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis://:s3cret@" + srv.Addr()}, srv, "s3cret", "floodgate:")
 	})
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		cl := redistest.StartCluster(t, redistest.WithMasters(1))
 		check(t, map[string]string{"REDIS_TYPE": "CLUSTER", "REDIS_URL": strings.Join(cl.Addrs(), ",")}, cl.Nodes()[0], "", "floodgate:")
 	})
 	t.Run("unix socket", func(t *testing.T) {
+		t.Parallel()
 		sock := filepath.Join(t.TempDir(), "redis.sock")
 		srv := redistest.Start(t, redistest.WithConfig("unixsocket "+sock, "unixsocketperm 700"))
 		check(t, map[string]string{"REDIS_SOCKET_TYPE": "unix", "REDIS_URL": sock}, srv, "", "floodgate:")
 	})
 	t.Run("sentinel", func(t *testing.T) {
+		t.Parallel()
 		g := redistest.StartSentinel(t)
 		check(t, map[string]string{"REDIS_TYPE": "SENTINEL", "REDIS_URL": g.MasterName() + "," + strings.Join(g.SentinelAddrs(), ",")}, g.Master(), "", "floodgate:")
 	})
@@ -299,6 +307,7 @@ func TestRedisSettings(t *testing.T) {
 // TestRedisTLS: REDIS_TLS with REDIS_TLS_CACERT and a client certificate
 // (REDIS_TLS_CLIENT_CERT, _KEY) reaches a Redis that requires both.
 func TestRedisTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, dir, "ca")
 	serverCert, serverKey := ca.Issue(t, dir, "redis", x509.ExtKeyUsageServerAuth, "127.0.0.1")
@@ -345,6 +354,7 @@ func freePort(t *testing.T) int {
 // service NOT_SERVING, logged, until it does; with
 // REDIS_HEALTH_CHECK_ACTIVE_CONNECTION health follows Redis after.
 func TestRedisHealth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", strings.ReplaceAll(perMinute, "%N%", "5"))
 	srv := redistest.Start(t)
@@ -372,6 +382,7 @@ func TestRedisHealth(t *testing.T) {
 // TestRedisStartupGivesUp: with REDIS_STARTUP_MAX_ELAPSED_TIME, a Redis
 // that does not answer in that time stops the service, as upstream's.
 func TestRedisStartupGivesUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", strings.ReplaceAll(perMinute, "%N%", "5"))
 	out := &coretest.Buffer{}

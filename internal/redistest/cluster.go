@@ -35,13 +35,14 @@ type Cluster struct {
 // ADDSLOTS), and waits until every node reports cluster_state:ok; the
 // servers are stopped when t ends. Options apply to every node. It skips t
 // as [Require] does when redis-server, or redis-cli for three or more
-// masters, is not installed.
+// masters, is not installed, and under go test -short (see [SkipShort]).
 func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	o := collect(opts)
 	if o.masters != 1 && o.masters < clusterNodes {
 		t.Fatalf("redistest: WithMasters(%d): a cluster here has 1 master or at least %d (redis-cli --cluster create needs %d)", o.masters, clusterNodes, clusterNodes)
 	}
+	SkipShort(t, "a Redis Cluster, which accepts writes only two seconds after it starts")
 	bin := Require(t)
 	cli := ""
 	if o.masters > 1 {

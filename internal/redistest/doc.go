@@ -24,6 +24,13 @@
 // turns that skip into a failure, so Redis tests cannot silently stop
 // running.
 //
+// Under go test -short, [StartCluster] and [StartSentinel] skip the test
+// ([SkipShort]): a Cluster accepts writes two seconds after it starts, and
+// Sentinel tests wait for failovers. Tests that wait seconds in real time
+// for other reasons call SkipShort themselves. Without -short, as in CI,
+// everything runs. [Main] lets a package's parallel tests, which mostly
+// wait on Redis, run more at once than one per CPU.
+//
 // Every wait is bounded: a server that does not answer PING within 10 s, a
 // cluster that does not reach cluster_state:ok, a failover that does not
 // happen, fail the test with the server's log tail.

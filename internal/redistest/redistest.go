@@ -38,3 +38,14 @@ func required() bool {
 	ok, _ := strconv.ParseBool(os.Getenv(RequireEnv))
 	return ok
 }
+
+// SkipShort skips t under go test -short, saying that it needs what, so
+// that -short leaves out the tests that wait seconds in real time: a
+// Cluster's start, a failover, an outage. Without -short they all run, as
+// in CI.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short leaves out the tests that need %s; run without -short", what)
+	}
+}

@@ -121,9 +121,16 @@ func TestChild(t *testing.T) {
 	if mode == "" {
 		t.Skip("run by the tests below in a subprocess")
 	}
-	if mode == "badconfig" {
+	switch mode {
+	case "badconfig":
 		Start(t, WithConfig("no-such-directive yes"))
 		t.Fatal("Start returned although redis-server cannot have started")
+	case "cluster":
+		StartCluster(t, WithMasters(1))
+		t.Fatal("StartCluster returned: the test was not skipped")
+	case "sentinel":
+		StartSentinel(t)
+		t.Fatal("StartSentinel returned: the test was not skipped")
 	}
 	s := Start(t)
 	os.WriteFile(os.Getenv("REDISTEST_PIDFILE"), []byte(strconv.Itoa(s.cmd.Process.Pid)), 0o644)
@@ -139,7 +146,13 @@ func TestChild(t *testing.T) {
 // error.
 func runChild(t *testing.T, env ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChild$", "-test.v", "-test.count=1")
+	return runChildArgs(t, nil, env...)
+}
+
+// runChildArgs is runChild with more arguments to the test binary.
+func runChildArgs(t *testing.T, args []string, env ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestChild$", "-test.v", "-test.count=1"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, RequireEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -163,6 +176,27 @@ func TestRequireWithoutRedis(t *testing.T) {
 	out, err = runChild(t, empty, childEnv+"=pass", RequireEnv+"=1")
 	if err == nil || !strings.Contains(out, "--- FAIL: TestChild") || !strings.Contains(out, RequireEnv+"=1 requires it") {
 		t.Errorf("without redis-server and with %s=1: %v, want a failure:\n%s", RequireEnv, err, out)
+	}
+}
+
+// TestSkipShort: under -short, a test that starts a Cluster or a Sentinel
+// group is skipped, saying what -short leaves out; the same test fails
+// without -short (it fails after the start, on purpose).
+func TestSkipShort(t *testing.T) {
+	Require(t)
+	t.Parallel()
+	for _, mode := range []string{"cluster", "sentinel"} {
+		out, err := runChildArgs(t, []string{"-test.short"}, childEnv+"="+mode)
+		if err != nil || !strings.Contains(out, "--- SKIP: TestChild") || !strings.Contains(out, "-short leaves out the tests that need") {
+			t.Errorf("%s under -short: %v, want a skip saying what -short leaves out:\n%s", mode, err, out)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	out, err := runChild(t, childEnv+"=cluster")
+	if err == nil || !strings.Contains(out, "StartCluster returned: the test was not skipped") {
+		t.Errorf("cluster without -short: %v, want the child's failure after the start:\n%s", err, out)
 	}
 }
 

@@ -28,9 +28,11 @@ type Sentinel struct {
 // StartSentinel starts the master, the replica and the sentinel, and waits
 // until the replica is in sync and the sentinel knows both; the servers are
 // stopped when t ends. Options apply to the master and the replica. It skips
-// t as [Require] does when redis-server is not installed.
+// t as [Require] does when redis-server is not installed, and under go test
+// -short (see [SkipShort]).
 func StartSentinel(t testing.TB, opts ...Option) *Sentinel {
 	t.Helper()
+	SkipShort(t, "Redis Sentinel, whose tests wait seconds for a failover")
 	bin := Require(t)
 	o := collect(opts)
 	// Diskless sync without its default delay (5 s in Redis 7) makes a

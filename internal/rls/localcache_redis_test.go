@@ -68,6 +68,7 @@ func untilNextSecond() {
 // next window. A request whose other descriptors Redis would admit
 // costs no command either.
 func TestLocalCacheRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
@@ -114,6 +115,7 @@ func TestLocalCacheRedis(t *testing.T) {
 // and, once the keys are refused, further requests send no command.
 // Run with -race.
 func TestLocalCacheRedisConcurrent(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })

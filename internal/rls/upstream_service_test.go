@@ -35,6 +35,7 @@ import (
 // store can hold (their rules are those of the rows below). The local
 // cache's decisions and counters are (Config.LocalCacheBytes).
 func TestUpstreamService(t *testing.T) {
+	t.Parallel()
 	runPort(t, upstreamRows())
 }
 
