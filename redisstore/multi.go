@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,15 +53,8 @@ type Multi struct {
 	layers  sync.Map    // core.Limit, unnamed → *multiLayer
 	quota   *multiQuota // WithLocalQuota's leases (multi_quota.go); nil without it
 	generic bool        // tests only: never the short form of fixed windows
+	windows bool        // WithClientClockWindows (multi_pipe.go)
 }
-
-// ErrPartial is matched (errors.Is) by the store error of a Multi call
-// whose keys are on several Cluster masters, one of which at least failed
-// or is shut off by its breaker, while the others may answer. Nothing
-// stays charged, as for any error; a caller that fails open may decide
-// the items again one Limiter at a time, so that the keys on the masters
-// that answer are still counted.
-var ErrPartial = errors.New("redisstore: Multi: the call's keys are on several servers, and not every one answered")
 
 // Item is one key of a Multi's call, the limits it must pass (all of
 // them, as a Stack's) and what it costs.
@@ -119,11 +111,16 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 		o.quota = nil
 	}
 	o.denyCache = 0
+	windows := o.clientWindows
+	if windows && mq != nil {
+		return nil, errClientWindowsQuota
+	}
+	o.clientWindows = false
 	lim, err := newLimiter(client, o, multiScript, "}")
 	if err != nil {
 		return nil, err
 	}
-	return &Multi{l: lim, quota: mq}, nil
+	return &Multi{l: lim, quota: mq, windows: windows}, nil
 }
 
 // layer returns l's part of a call, made on first use and kept: a Multi
@@ -182,6 +179,9 @@ func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}
+	if m.windows && pipelined(c, items) {
+		return m.allowWindows(ctx, c, items)
+	}
 	return m.allow(ctx, c, items)
 }
 
@@ -193,6 +193,9 @@ func (m *Multi) Refund(ctx context.Context, items []Item) error {
 	c, err := m.prepare(ctx, items)
 	if err != nil || len(items) == 0 {
 		return err
+	}
+	if m.windows && pipelined(c, items) {
+		return m.refundWindows(ctx, c, items)
 	}
 	return m.refund(ctx, c, nil)
 }
@@ -291,19 +294,4 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
 	return c, nil
-}
-
-// decision is an item's decision from its script's five numbers.
-func decision(limits []core.Limit, v []int64) core.Decision {
-	l := limits[min(max(v[4], 0), int64(len(limits)-1))]
-	if len(limits) > 1 && l.Name == "" {
-		l.Name = core.DefaultName(l) // as a Stack names its layers
-	}
-	d := core.Decision{Allowed: v[0] == 1, Limit: l, Remaining: int(v[1]), ResetAfter: time.Duration(v[3])}
-	if d.Allowed {
-		d.Delay = time.Duration(v[2])
-	} else {
-		d.RetryAfter = time.Duration(v[2])
-	}
-	return d
 }
