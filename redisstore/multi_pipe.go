@@ -75,22 +75,35 @@ type window struct {
 }
 
 // windowsAt names each item's window key at now and its TTL.
-func (m *Multi) windowsAt(c *prepared, items []Item, now int64) []window {
+func (m *Multi) windowsAt(items []Item, now int64) []window {
 	margin, _ := strconv.ParseInt(m.l.margins.pick().(string), 10, 64)
 	ws := make([]window, len(items))
-	for _, g := range c.groups {
-		for j, i := range g.items {
-			period := int64(items[i].Limits[0].Period)
-			idx := now / period
-			if now%period < 0 {
-				idx--
-			}
-			end := (idx + 1) * period
-			ws[i] = window{key: g.keys[j] + ":w" + strconv.FormatInt(idx, 10), cost: int64(items[i].Cost), end: end,
-				ttl: (end-now+999_999)/1_000_000 + margin}
-		}
+	for i, it := range items {
+		k, end := m.windowKey(it.Key, it.Limits[0], now)
+		ws[i] = window{key: k, cost: int64(it.Cost), end: end, ttl: (end-now+999_999)/1_000_000 + margin}
 	}
 	return ws
+}
+
+// windowKey returns the key of key's window of l at now and the window's
+// end: the client key, then '#', l's events and period, and the window's
+// index, all in base 36. Short keys cost Redis less (hashing, parsing);
+// the '#' keeps them apart from the scripts' keys, whose ends start with
+// an algorithm's letters.
+func (m *Multi) windowKey(key string, l core.Limit, now int64) (string, int64) {
+	period := int64(l.Period)
+	idx := now / period
+	if now%period < 0 {
+		idx--
+	}
+	var b [40]byte
+	e := append(b[:0], ":#"...)
+	e = strconv.AppendInt(e, int64(l.Events), 36)
+	e = append(e, '/')
+	e = strconv.AppendInt(e, period, 36)
+	e = append(e, ':')
+	e = strconv.AppendInt(e, idx, 36)
+	return m.l.keyEnd(key, string(e)), (idx + 1) * period
 }
 
 // now is the instant of a pipelined call: the test's script clock if set,
@@ -105,7 +118,7 @@ func (m *Multi) now() int64 {
 // allowWindows is Allow on c by pipelined commands (WithClientClockWindows).
 func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]core.Decision, error) {
 	now := m.now()
-	ws := m.windowsAt(c, items, now)
+	ws := m.windowsAt(items, now)
 	m.sendWindows(ctx, "allow", 'a', c.groups, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
 			w := &ws[i]
@@ -169,7 +182,7 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 // refundWindows is Refund on c by pipelined scripts of one key each
 // (refundScript): the current window's count of each item, never below 0.
 func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) error {
-	ws := m.windowsAt(c, items, m.now())
+	ws := m.windowsAt(items, m.now())
 	m.sendWindows(ctx, "refund", 'r', c.groups, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
 			p.Eval(ctx, refundScript, []string{ws[i].key}, ws[i].cost)

@@ -17,12 +17,6 @@ import (
 	"github.com/floodgate/floodgate/redisstore"
 )
 
-// windowKey is the key WithClientClockWindows charges for key under l at
-// now: the script's key, then the window's index.
-func windowKey(m *redisstore.Multi, key string, l core.Limit, now int64) string {
-	return fmt.Sprintf("%s:w%d", redisstore.MultiKey(m, key, l), now/int64(l.Period))
-}
-
 // TestClientClockWindowsMatchesCore plays random calls of plain fixed
 // windows on a fake clock through a Multi made WithClientClockWindows and
 // through core's fixed window, all or nothing by hand (the admitted items
@@ -72,7 +66,7 @@ func TestClientClockWindowsMatchesCore(t *testing.T) {
 			keys := make([]string, len(items))
 			before := make([]string, len(items))
 			for i, it := range items {
-				keys[i] = windowKey(m, it.Key, it.Limits[0], now)
+				keys[i] = redisstore.WindowKey(m, it.Key, it.Limits[0], now)
 				before[i], _ = c.Get(ctx, keys[i]).Result()
 			}
 			if r.IntN(6) == 0 {
@@ -175,7 +169,7 @@ func TestClientClockWindowsConcurrent(t *testing.T) {
 	if n := admitted.Load(); n != 50 {
 		t.Fatalf("%d calls admitted, want exactly 50", n)
 	}
-	if v := c.Get(ctx, windowKey(m, "big", big, clk.Now())).Val(); v != "50" {
+	if v := c.Get(ctx, redisstore.WindowKey(m, "big", big, clk.Now())).Val(); v != "50" {
 		t.Fatalf("the second key counts %q, want 50 (the admitted calls only)", v)
 	}
 }
