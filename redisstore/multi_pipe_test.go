@@ -14,6 +14,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/redisstore"
 )
 
@@ -199,5 +200,42 @@ func TestClientClockWindowsOptions(t *testing.T) {
 	_, err := m.Allow(ctx, []redisstore.Item{{Key: "k", Limits: []core.Limit{l}, Cost: 3}})
 	if !errors.Is(err, core.ErrCostTooLarge) {
 		t.Fatalf("cost above events: %v, want core.ErrCostTooLarge", err)
+	}
+}
+
+// TestClientClockWindowsBreaker: on the pipelined path a dead server is a
+// store error that Health counts and that opens the breaker, which then
+// keeps calls from the server; once it is back and the open period has
+// passed, the probe's call decides again.
+func TestClientClockWindowsBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	clk := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	m := must(redisstore.NewMulti(c, redisstore.WithClientClockWindows(), redisstore.WithClock(clk),
+		redisstore.WithBreaker(redisstore.BreakerConfig{MinCalls: 2, FailureRate: 50, OpenFor: time.Second})))
+	items := []redisstore.Item{{Key: "k", Limits: []core.Limit{{Algorithm: core.FixedWindow, Events: 5, Period: time.Hour}}, Cost: 1}}
+	if _, err := m.Allow(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if _, err := m.Allow(ctx, items); !errors.Is(err, core.ErrStore) {
+		t.Fatalf("server down: %v, want a store error", err)
+	}
+	if h := m.Health(); h.Breaker != "open" || h.Failures != 1 || h.StoreDecisions != 1 {
+		t.Fatalf("health %+v; want the breaker open, 1 failure, 1 decision", h)
+	}
+	srv.Restart()
+	if _, err := m.Allow(ctx, items); !errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("breaker open: %v, want ErrCircuitOpen", err)
+	}
+	clk.Advance(time.Second)
+	ds, err := m.Allow(ctx, items)
+	if err != nil || !ds[0].Allowed || ds[0].Remaining != 5-1 {
+		t.Fatalf("after the open period: %+v, %v; want admitted with 4 left (the restarted server is empty)", ds, err)
+	}
+	if h := m.Health(); h.Breaker != "closed" {
+		t.Fatalf("health %+v; want the breaker closed after the probe", h)
 	}
 }
