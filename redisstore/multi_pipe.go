@@ -68,11 +68,19 @@ func pipelined(c *prepared, items []Item) bool {
 
 // window is one key's part of a pipelined call.
 type window struct {
-	key       string
-	cost      int64
-	end, ttl  int64 // the window's end in ns; the key's TTL in ms
-	incr, exp redis.Cmder
+	key      string
+	cost     int64
+	end, ttl int64 // the window's end in ns; the key's TTL in ms
+	incr     *redis.IntCmd
 }
+
+// noRetry is a command go-redis must not send again after a failure (a
+// reply lost after Redis ran it): a charge or a refund sent twice would
+// count twice. One in a pipeline keeps go-redis from resending any of it.
+type noRetry struct{ redis.Cmder }
+
+// NoRetry tells go-redis not to send the command again.
+func (noRetry) NoRetry() bool { return true }
 
 // windowsAt names each item's window key at now and its TTL.
 func (m *Multi) windowsAt(items []Item, now int64) []window {
@@ -122,8 +130,9 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 	m.sendWindows(ctx, "allow", 'a', c.groups, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
 			w := &ws[i]
-			w.incr = p.IncrBy(ctx, w.key, w.cost)
-			w.exp = p.PExpire(ctx, w.key, time.Duration(w.ttl)*time.Millisecond)
+			w.incr = redis.NewIntCmd(ctx, "incrby", w.key, w.cost)
+			_ = p.Process(ctx, noRetry{w.incr})
+			_ = p.Process(ctx, noRetry{redis.NewBoolCmd(ctx, "pexpire", w.key, w.ttl)})
 		}
 	})
 	ds := make([]core.Decision, len(items))
@@ -136,7 +145,7 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 		}
 		for _, i := range g.items {
 			w, l := &ws[i], items[i].Limits[0]
-			n := w.incr.(*redis.IntCmd).Val()
+			n := w.incr.Val()
 			d := core.Decision{Allowed: n <= int64(l.Events), Limit: l, ResetAfter: time.Duration(w.end - now)}
 			if d.Allowed {
 				d.Remaining = l.Events - int(n)
@@ -162,8 +171,8 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 			bg := context.WithoutCancel(ctx)
 			m.sendWindows(bg, "refund", 'r', gs, func(p redis.Pipeliner, g *group) {
 				for _, i := range g.items {
-					p.DecrBy(bg, ws[i].key, ws[i].cost)
-					p.PExpire(bg, ws[i].key, time.Duration(ws[i].ttl)*time.Millisecond)
+					_ = p.Process(bg, noRetry{redis.NewIntCmd(bg, "decrby", ws[i].key, ws[i].cost)})
+					_ = p.Process(bg, noRetry{redis.NewBoolCmd(bg, "pexpire", ws[i].key, ws[i].ttl)})
 				}
 			})
 		}
@@ -185,7 +194,7 @@ func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) er
 	ws := m.windowsAt(items, m.now())
 	m.sendWindows(ctx, "refund", 'r', c.groups, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
-			p.Eval(ctx, refundScript, []string{ws[i].key}, ws[i].cost)
+			_ = p.Process(ctx, noRetry{redis.NewCmd(ctx, "eval", refundScript, 1, ws[i].key, ws[i].cost)})
 		}
 	})
 	var err error

@@ -239,3 +239,33 @@ func TestClientClockWindowsBreaker(t *testing.T) {
 		t.Fatalf("health %+v; want the breaker closed after the probe", h)
 	}
 }
+
+// TestClientClockWindowsReplyLost: a pipeline whose reply is lost after
+// Redis ran it is not sent again (go-redis would, on its own retries):
+// the call is a store error and each key was charged once.
+func TestClientClockWindowsReplyLost(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { admin.Close() })
+	proxy := newLossyProxy(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true}) // go-redis's default: 3 retries
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	clk := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	m := must(redisstore.NewMulti(c, redisstore.WithClientClockWindows(), redisstore.WithClock(clk), redisstore.WithTimeout(5*time.Second)))
+	l := core.Limit{Algorithm: core.FixedWindow, Events: 5, Period: time.Hour}
+	items := []redisstore.Item{{Key: "a", Limits: []core.Limit{l}, Cost: 1}, {Key: "b", Limits: []core.Limit{l}, Cost: 1}}
+	proxy.armed.Store(1)
+	ds, err := m.Allow(ctx, items)
+	if proxy.lost.Load() != 1 {
+		t.Fatalf("the proxy lost %d replies, want 1", proxy.lost.Load())
+	}
+	if !errors.Is(err, core.ErrStore) {
+		t.Errorf("Allow whose reply was lost = %+v, %v; want a store error", ds, err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if v := admin.Get(ctx, redisstore.WindowKey(m, k, l, clk.Now())).Val(); v != "1" {
+			t.Errorf("key %s holds %q after one call whose reply was lost, want 1 (charged once)", k, v)
+		}
+	}
+}
