@@ -124,9 +124,10 @@ func TestAPI(t *testing.T) {
 	// review, not by accident. Issue 30 added the otelobs package and its
 	// two options, WithMeterProvider (OpenTelemetry's convention for
 	// where instruments are made) and WithHealth (promobs's, meaning the
-	// same): 72.
-	if total > 463 || options > 72 {
-		t.Errorf("%d exported names (budget 463) and %d With* functions or methods (budget 72): cut before adding", total, options)
+	// same): 72. Issue 31 added redisstore.WithClientClockWindows, the
+	// lead's decision (a Multi's semantics change: the client's clock): 73.
+	if total > 463 || options > 73 {
+		t.Errorf("%d exported names (budget 463) and %d With* functions or methods (budget 73): cut before adding", total, options)
 	}
 	t.Logf("%d exported names in %d public packages, %d of them With* functions or methods", total, len(pkgs), options)
 }

@@ -147,6 +147,13 @@ func MultiHeld(m *Multi, key string, limits ...core.Limit) int64 {
 // form of fixed windows (lua/multi.lua), so that a test can compare them.
 func Generic(m *Multi) { m.generic = true }
 
+// WindowKey is the key m charges for key under l at now with
+// WithClientClockWindows.
+func WindowKey(m *Multi, key string, l core.Limit, now int64) string {
+	k, _ := m.windowKey(key, l, now)
+	return k
+}
+
 // MultiKey is the Redis key of key under l in m's calls.
 func MultiKey(m *Multi, key string, l core.Limit) string {
 	ly, err := m.layer(l)

@@ -51,15 +51,8 @@ type Multi struct {
 	layers  sync.Map    // core.Limit, unnamed → *multiLayer
 	quota   *multiQuota // WithLocalQuota's leases (multi_quota.go); nil without it
 	generic bool        // tests only: never the short form of fixed windows
+	windows bool        // WithClientClockWindows (multi_pipe.go)
 }
-
-// ErrPartial is matched (errors.Is) by the store error of a Multi call
-// whose keys are on several Cluster masters, one of which at least failed
-// or is shut off by its breaker, while the others may answer. Nothing
-// stays charged, as for any error; a caller that fails open may decide
-// the items again one Limiter at a time, so that the keys on the masters
-// that answer are still counted.
-var ErrPartial = errors.New("redisstore: Multi: the call's keys are on several servers, and not every one answered")
 
 // Item is one key of a Multi's call, the limits it must pass (all of
 // them, as a Stack's) and what it costs.
@@ -116,11 +109,16 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 		o.quota = nil
 	}
 	o.denyCache = 0
+	windows := o.clientWindows
+	if windows && mq != nil {
+		return nil, errClientWindowsQuota
+	}
+	o.clientWindows = false
 	lim, err := newLimiter(client, o, multiScript, "}")
 	if err != nil {
 		return nil, err
 	}
-	return &Multi{l: lim, quota: mq}, nil
+	return &Multi{l: lim, quota: mq, windows: windows}, nil
 }
 
 // layer returns l's part of a call, made on first use and kept: a Multi
@@ -179,6 +177,9 @@ func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}
+	if m.windows && pipelined(c, items) {
+		return m.allowWindows(ctx, c, items)
+	}
 	return m.allow(ctx, c, items)
 }
 
@@ -190,6 +191,9 @@ func (m *Multi) Refund(ctx context.Context, items []Item) error {
 	c, err := m.prepare(ctx, items)
 	if err != nil || len(items) == 0 {
 		return err
+	}
+	if m.windows && pipelined(c, items) {
+		return m.refundWindows(ctx, c, items)
 	}
 	return m.refund(ctx, c, nil)
 }

@@ -18,7 +18,8 @@ import (
 // three-master Cluster (where a call's keys are on two or three masters,
 // mostly); sequential (one round trip each) and from 64 goroutines
 // (sharing round trips). On the single server it also reports the
-// commands Redis ran per call.
+// commands Redis ran per call. The -windows rows are the same calls made
+// WithClientClockWindows (pipelined INCRBY and PEXPIRE, no script).
 func BenchmarkMulti(b *testing.B) {
 	var limits [3][]core.Limit
 	for i := range limits {
@@ -36,18 +37,30 @@ func BenchmarkMulti(b *testing.B) {
 		b.Cleanup(func() { c.Close() })
 		benchMulti(b, c, calls, func(b *testing.B) int64 { return commands(b, c) })
 	})
+	b.Run("single-windows", func(b *testing.B) { // WithClientClockWindows
+		srv := redistest.Start(b)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		b.Cleanup(func() { c.Close() })
+		benchMulti(b, c, calls, func(b *testing.B) int64 { return commands(b, c) }, redisstore.WithClientClockWindows())
+	})
 	b.Run("cluster", func(b *testing.B) {
 		cl := redistest.StartCluster(b)
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 		b.Cleanup(func() { c.Close() })
 		benchMulti(b, c, calls, nil)
 	})
+	b.Run("cluster-windows", func(b *testing.B) {
+		cl := redistest.StartCluster(b)
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+		b.Cleanup(func() { c.Close() })
+		benchMulti(b, c, calls, nil, redisstore.WithClientClockWindows())
+	})
 }
 
 // benchMulti runs BenchmarkMulti's rows on c; cmds, if not nil, counts
 // the commands the server ran.
-func benchMulti(b *testing.B, c redis.UniversalClient, calls [][]redisstore.Item, cmds func(*testing.B) int64) {
-	m, err := redisstore.NewMulti(c)
+func benchMulti(b *testing.B, c redis.UniversalClient, calls [][]redisstore.Item, cmds func(*testing.B) int64, opts ...redisstore.Option) {
+	m, err := redisstore.NewMulti(c, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

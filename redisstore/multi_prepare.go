@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
 
@@ -93,19 +92,4 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
 	return c, nil
-}
-
-// decision is an item's decision from its script's five numbers.
-func decision(limits []core.Limit, v []int64) core.Decision {
-	l := limits[min(max(v[4], 0), int64(len(limits)-1))]
-	if len(limits) > 1 && l.Name == "" {
-		l.Name = core.DefaultName(l) // as a Stack names its layers
-	}
-	d := core.Decision{Allowed: v[0] == 1, Limit: l, Remaining: int(v[1]), ResetAfter: time.Duration(v[3])}
-	if d.Allowed {
-		d.Delay = time.Duration(v[2])
-	} else {
-		d.RetryAfter = time.Duration(v[2])
-	}
-	return d
 }

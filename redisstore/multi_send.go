@@ -6,12 +6,21 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/breaker"
 )
+
+// ErrPartial is matched (errors.Is) by the store error of a Multi call
+// whose keys are on several Cluster masters, one of which at least failed
+// or is shut off by its breaker, while the others may answer. Nothing
+// stays charged, as for any error; a caller that fails open may decide
+// the items again one Limiter at a time, so that the keys on the masters
+// that answer are still counted.
+var ErrPartial = errors.New("redisstore: Multi: the call's keys are on several servers, and not every one answered")
 
 // group is the items of one call that share a hash slot, sent as one
 // script to the server holding it through r, its route.
@@ -265,4 +274,19 @@ func (m *Multi) pipeline(ctx context.Context, gs []*group) {
 			}
 		}
 	}
+}
+
+// decision is an item's decision from its script's five numbers.
+func decision(limits []core.Limit, v []int64) core.Decision {
+	l := limits[min(max(v[4], 0), int64(len(limits)-1))]
+	if len(limits) > 1 && l.Name == "" {
+		l.Name = core.DefaultName(l) // as a Stack names its layers
+	}
+	d := core.Decision{Allowed: v[0] == 1, Limit: l, Remaining: int(v[1]), ResetAfter: time.Duration(v[3])}
+	if d.Allowed {
+		d.Delay = time.Duration(v[2])
+	} else {
+		d.RetryAfter = time.Duration(v[2])
+	}
+	return d
 }

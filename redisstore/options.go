@@ -35,6 +35,8 @@ type options struct {
 
 	quota *LocalQuota // WithLocalQuota; nil: none
 
+	clientWindows bool // WithClientClockWindows (NewMulti only)
+
 	fallback bool          // WithFallback
 	local    []core.Option // WithFallback's options of the in-memory limiter
 

@@ -104,6 +104,9 @@ func newLimiter(client redis.UniversalClient, o options, script *script, suffix 
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err
 	}
+	if o.clientWindows {
+		return nil, errClientWindows
+	}
 	lim := &Limiter{
 		client:  client,
 		script:  script,

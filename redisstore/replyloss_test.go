@@ -20,7 +20,8 @@ import (
 )
 
 // lossyProxy forwards TCP connections on 127.0.0.1 to a Redis server and,
-// while armed, loses the reply to a script: it forwards the script, waits
+// while armed, loses the reply to a script (or to a pipeline of INCRBY,
+// WithClientClockWindows's): it forwards the script, waits
 // until the server has answered (so the script has run), then closes the
 // client's connection instead of passing the answer on, as a network that
 // drops a connection at the wrong moment would.
@@ -79,7 +80,7 @@ func (p *lossyProxy) up(c, s net.Conn, drop *atomic.Bool) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if low := bytes.ToLower(buf[:n]); (bytes.Contains(low, []byte("evalsha")) || bytes.Contains(low, []byte("fcall"))) && p.armed.Add(-1) >= 0 {
+			if low := bytes.ToLower(buf[:n]); (bytes.Contains(low, []byte("evalsha")) || bytes.Contains(low, []byte("fcall")) || bytes.Contains(low, []byte("incrby"))) && p.armed.Add(-1) >= 0 {
 				drop.Store(true)
 			}
 			if _, werr := s.Write(buf[:n]); werr != nil {

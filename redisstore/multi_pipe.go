@@ -1,0 +1,282 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/breaker"
+)
+
+// WithClientClockWindows makes a Multi charge a call whose every item is
+// one plain fixed window (core.FixedWindow, no other limit) as
+// envoyproxy/ratelimit does: per key an INCRBY of the cost and a PEXPIRE
+// in one pipeline, the window named in the key by its index on this
+// process's clock; then, only if an item is refused, one more pipeline
+// gives every key its charge back (DECRBY), so the call stays all or
+// nothing. Redis runs no script for such a call, which costs it several
+// times less; any other call (other algorithms, stacks, a key named
+// twice) is decided by the script as without the option.
+//
+// The trade-offs. Window boundaries follow the clock of each process
+// (core.SystemClock, or a test's clock), not the server's TIME: processes
+// whose clocks differ shift their windows by the difference, and a count
+// may then be split across two windows near a boundary, as upstream's
+// are. A refused call's units on the other keys are held until its DECRBY
+// lands: a concurrent call may be refused in that gap, never admitted
+// over a limit. The keys are new (the window index ends them): state kept
+// by the script (a Limiter's, a Stack's, or a Multi's without the option)
+// is not read, and expires by its TTL; so a Multi with this option shares
+// no state with the limiters of the same limits, and NewMulti refuses it
+// with WithLocalQuota, whose leases are those limiters'. New and NewStack
+// refuse it.
+func WithClientClockWindows() Option { return func(o *options) { o.clientWindows = true } }
+
+var (
+	errClientWindows      = errors.New("redisstore: WithClientClockWindows is an option of NewMulti only; a Limiter or a Stack keeps the script's keys")
+	errClientWindowsQuota = errors.New("redisstore: NewMulti: WithClientClockWindows and WithLocalQuota cannot be combined: the leases are taken from the script's keys, which the pipelined windows do not read; drop one of them")
+)
+
+// refundScript gives back up to ARGV[1] units of a window's count, never
+// below zero and never making a key: Refund's, whose charge may be gone.
+const refundScript = "local v = tonumber(redis.call('GET', KEYS[1]) or '0') if v > 0 then redis.call('DECRBY', KEYS[1], math.min(v, tonumber(ARGV[1]))) end return 0"
+
+// pipelined reports whether c, the call of items, may be sent as plain
+// commands: each item one plain fixed window, no key twice (the script
+// reads a key as the items before left it, which INCRBY cannot).
+func pipelined(c *prepared, items []Item) bool {
+	if !c.fw {
+		return false
+	}
+	for i, it := range items {
+		if len(it.Limits) != 1 {
+			return false
+		}
+		for j := range i {
+			if items[j].Key == it.Key && c.layers[j][0] == c.layers[i][0] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// window is one key's part of a pipelined call.
+type window struct {
+	key      string
+	cost     int64
+	end, ttl int64 // the window's end in ns; the key's TTL in ms
+	incr     *redis.IntCmd
+}
+
+// noRetry is a command go-redis must not send again after a failure (a
+// reply lost after Redis ran it): a charge or a refund sent twice would
+// count twice. One in a pipeline keeps go-redis from resending any of it.
+type noRetry struct{ redis.Cmder }
+
+// NoRetry tells go-redis not to send the command again.
+func (noRetry) NoRetry() bool { return true }
+
+// windowsAt names each item's window key at now and its TTL.
+func (m *Multi) windowsAt(items []Item, now int64) []window {
+	margin, _ := strconv.ParseInt(m.l.margins.pick().(string), 10, 64)
+	ws := make([]window, len(items))
+	for i, it := range items {
+		k, end := m.windowKey(it.Key, it.Limits[0], now)
+		ws[i] = window{key: k, cost: int64(it.Cost), end: end, ttl: (end-now+999_999)/1_000_000 + margin}
+	}
+	return ws
+}
+
+// windowKey returns the key of key's window of l at now and the window's
+// end: the client key, then '#', l's events and period, and the window's
+// index, all in base 36. Short keys cost Redis less (hashing, parsing);
+// the '#' keeps them apart from the scripts' keys, whose ends start with
+// an algorithm's letters.
+func (m *Multi) windowKey(key string, l core.Limit, now int64) (string, int64) {
+	period := int64(l.Period)
+	idx := now / period
+	if now%period < 0 {
+		idx--
+	}
+	var b [40]byte
+	e := append(b[:0], ":#"...)
+	e = strconv.AppendInt(e, int64(l.Events), 36)
+	e = append(e, '/')
+	e = strconv.AppendInt(e, period, 36)
+	e = append(e, ':')
+	e = strconv.AppendInt(e, idx, 36)
+	return m.l.keyEnd(key, string(e)), (idx + 1) * period
+}
+
+// now is the instant of a pipelined call: the test's script clock if set,
+// else the process's clock.
+func (m *Multi) now() int64 {
+	if m.l.testNow != nil {
+		return m.l.testNow.Now()
+	}
+	return m.l.clock.Now()
+}
+
+// allowWindows is Allow on c by pipelined commands (WithClientClockWindows).
+func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]core.Decision, error) {
+	now := m.now()
+	ws := m.windowsAt(items, now)
+	m.sendWindows(ctx, "allow", 'a', c.groups, func(p redis.Pipeliner, g *group) {
+		for _, i := range g.items {
+			w := &ws[i]
+			w.incr = redis.NewIntCmd(ctx, "incrby", w.key, w.cost)
+			_ = p.Process(ctx, noRetry{w.incr})
+			_ = p.Process(ctx, noRetry{redis.NewBoolCmd(ctx, "pexpire", w.key, w.ttl)})
+		}
+	})
+	ds := make([]core.Decision, len(items))
+	var err error
+	refused := false
+	for _, g := range c.groups {
+		if g.err != nil {
+			err = cmp(err, g.err)
+			continue
+		}
+		for _, i := range g.items {
+			w, l := &ws[i], items[i].Limits[0]
+			n := w.incr.Val()
+			d := core.Decision{Allowed: n <= int64(l.Events), Limit: l, ResetAfter: time.Duration(w.end - now)}
+			if d.Allowed {
+				d.Remaining = l.Events - int(n)
+			} else {
+				d.Remaining, d.RetryAfter = max(0, l.Events-int(n-w.cost)), d.ResetAfter
+				refused = true
+			}
+			ds[i] = d
+		}
+	}
+	if refused || err != nil {
+		// Every charged key gives its charge back, even if the caller has
+		// given up; a refund that fails leaves it charged, which refuses
+		// more, never admits more. The PEXPIRE keeps a TTL on a key the
+		// DECRBY would make, were it gone.
+		var gs []*group
+		for _, g := range c.groups {
+			if g.err == nil {
+				gs = append(gs, g)
+			}
+		}
+		if len(gs) > 0 {
+			bg := context.WithoutCancel(ctx)
+			m.sendWindows(bg, "refund", 'r', gs, func(p redis.Pipeliner, g *group) {
+				for _, i := range g.items {
+					_ = p.Process(bg, noRetry{redis.NewIntCmd(bg, "decrby", ws[i].key, ws[i].cost)})
+					_ = p.Process(bg, noRetry{redis.NewBoolCmd(bg, "pexpire", ws[i].key, ws[i].ttl)})
+				}
+			})
+		}
+	}
+	if err != nil {
+		if servers(c.groups) > 1 {
+			err = partial(err)
+		}
+		m.l.failed(ctx, err)
+		return nil, err
+	}
+	m.l.count.store.Add(1)
+	return ds, nil
+}
+
+// refundWindows is Refund on c by pipelined scripts of one key each
+// (refundScript): the current window's count of each item, never below 0.
+func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) error {
+	ws := m.windowsAt(items, m.now())
+	m.sendWindows(ctx, "refund", 'r', c.groups, func(p redis.Pipeliner, g *group) {
+		for _, i := range g.items {
+			_ = p.Process(ctx, noRetry{redis.NewCmd(ctx, "eval", refundScript, 1, ws[i].key, ws[i].cost)})
+		}
+	})
+	var err error
+	for _, g := range c.groups {
+		err = cmp(err, g.err)
+	}
+	if err != nil {
+		m.l.failed(ctx, err)
+	}
+	return err
+}
+
+// sendWindows sends the commands queue puts for each group in one
+// pipeline (on a Cluster, go-redis sends each master its part,
+// concurrently) and sets each group's error. As roundTrip: a group whose
+// server's breaker is open fails the call at once, and each server's
+// breaker hears what its commands showed.
+func (m *Multi) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(redis.Pipeliner, *group)) {
+	l := m.l
+	var probes []*route
+	for _, g := range gs {
+		g.err = nil
+		b := g.r.b
+		if b == nil || b.Closed() || slices.Contains(probes, g.r) {
+			continue
+		}
+		if !b.TryProbe() {
+			for _, r := range probes {
+				r.b.Inconclusive(true)
+			}
+			for _, g := range gs {
+				g.err = errOpen(code)
+			}
+			return
+		}
+		probes = append(probes, g.r)
+	}
+	done := false
+	defer func() {
+		if !done { // a client that panics must not keep a probe
+			for _, r := range probes {
+				r.b.Inconclusive(true)
+			}
+		}
+	}()
+	wire, cancel := breaker.Bound(ctx, l.timeout)
+	if cancel != nil {
+		defer cancel()
+	}
+	pipe := l.client.Pipeline()
+	from := make([]int, len(gs)+1) // group k's commands: cmds[from[k]:from[k+1]]
+	for k, g := range gs {
+		from[k] = pipe.Len()
+		queue(pipe, g)
+	}
+	from[len(gs)] = pipe.Len()
+	cmds, _ := pipe.Exec(wire) // each command holds its own error
+	type seen struct {
+		v   verdict
+		err error
+	}
+	byRoute := map[*route]*seen{}
+	for k, g := range gs {
+		s := byRoute[g.r]
+		if s == nil {
+			s = &seen{v: noEvidence}
+			byRoute[g.r] = s
+		}
+		for _, cmd := range cmds[from[k]:from[k+1]] {
+			err := cmd.Err()
+			if v := classify(ctx, wire, err); v == failed && s.v != failed || v == answered && s.v == noEvidence {
+				s.v, s.err = v, err
+			}
+			if err != nil && g.err == nil {
+				g.err = &core.StoreError{Op: op, Err: err}
+			}
+		}
+	}
+	done = true
+	for r, s := range byRoute {
+		if r.b != nil {
+			settle(r.b, s.v, s.err, slices.Contains(probes, r))
+		}
+	}
+}
