@@ -131,12 +131,21 @@ func TestSpike(t *testing.T) {
 		if behind {
 			name = "fallback"
 		}
-		t.Run(name, func(t *testing.T) { spike(t, behind) })
+		t.Run(name, func(t *testing.T) {
+			// The server shares the machine: when other processes starve
+			// it past the default timeout, the spike is tried once more
+			// on a fresh server, and only then judged.
+			if !spike(t, behind, false) {
+				spike(t, behind, true)
+			}
+		})
 	}
 }
 
-// spike runs the spike on Limiters made WithFallback or not.
-func spike(t *testing.T, behind bool) {
+// spike runs the spike on Limiters made WithFallback or not and judges
+// it. Unless last, a spike with store errors is not judged: it reports
+// false, and the caller tries again.
+func spike(t *testing.T, behind, last bool) bool {
 	srv := redistest.Start(t)
 	lims := make([]*redisstore.Limiter, spikeLimiters)
 	deciders := make([]core.Limiter, spikeLimiters)
@@ -200,6 +209,10 @@ func spike(t *testing.T, behind bool) {
 		time.Since(began).Round(time.Millisecond), runtime.GOMAXPROCS(0), time.Duration(slow.ns.Load()).Round(time.Millisecond),
 		time.Duration(slow.dial.Load()).Round(time.Millisecond))
 	if n := nerr.Load(); n != 0 {
+		if !last {
+			t.Logf("%d store errors (%v); the machine may be busy: trying again", n, &errs)
+			return false
+		}
 		t.Errorf("%d store errors on a healthy server, want 0: %v", n, &errs)
 	}
 	for i, lim := range lims {
@@ -219,4 +232,5 @@ func spike(t *testing.T, behind bool) {
 	if want := spikeShared - spikeCalls/2 - 1; err != nil || d.Remaining != want {
 		t.Errorf("own-0-0 after the spike: %+v, %v; want %d left", d, err, want)
 	}
+	return true
 }
