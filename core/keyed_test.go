@@ -89,7 +89,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			maxCost := int(min(l.Events, l.EffectiveBurst()))
 			r := rand.New(rand.NewPCG(uint64(alg), 7))
 			checked := 0
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < shortened(3000); i++ {
 				lim, clk := newLimiter(t, l.WithAlgorithm(alg))
 				clk.Advance(time.Duration(r.Int64N(int64(l.Period))))
 				var d core.Decision
@@ -121,7 +121,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 					t.Fatalf("cost %d denied at RetryAfter %v: %+v", cost, d.RetryAfter, late)
 				}
 			}
-			if checked < 1000 {
+			if checked < shortened(1000) {
 				t.Fatalf("only %d denials checked", checked)
 			}
 		})
@@ -137,7 +137,7 @@ func TestRemainingIsExact(t *testing.T) {
 			t.Parallel()
 			l := core.Limit{Events: 10, Period: time.Second, Burst: 6}
 			r := rand.New(rand.NewPCG(uint64(alg), 11))
-			for i := 0; i < 2000; i++ {
+			for i := 0; i < shortened(2000); i++ {
 				lim, clk := newLimiter(t, l.WithAlgorithm(alg))
 				clk.Advance(time.Duration(r.Int64N(int64(time.Second))))
 				var d core.Decision
@@ -578,4 +578,13 @@ func TestStoreError(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
+
+// shortened is n random trials, or a quarter of them under -short: the
+// same checks on fewer samples.
+func shortened(n int) int {
+	if testing.Short() {
+		return n / 4
+	}
+	return n
 }
