@@ -214,23 +214,12 @@ func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) er
 // breaker hears what its commands showed.
 func (m *Multi) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(redis.Pipeliner, *group)) {
 	l := m.l
-	var probes []*route
 	for _, g := range gs {
 		g.err = nil
-		b := g.r.b
-		if b == nil || b.Closed() || slices.Contains(probes, g.r) {
-			continue
-		}
-		if !b.TryProbe() {
-			for _, r := range probes {
-				r.b.Inconclusive(true)
-			}
-			for _, g := range gs {
-				g.err = errOpen(code)
-			}
-			return
-		}
-		probes = append(probes, g.r)
+	}
+	probes, ok := probesFor(gs, code)
+	if !ok {
+		return
 	}
 	done := false
 	defer func() {

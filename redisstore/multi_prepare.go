@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/floodgate/floodgate/core"
 
@@ -92,4 +93,29 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
 	return c, nil
+}
+
+// probesFor claims the probe of each half-open breaker among gs's servers
+// and returns their routes. When a server's breaker is open it gives back
+// the probes it claimed, fails every group with that breaker's error and
+// reports false: nothing is sent unless every server may be called.
+func probesFor(gs []*group, code byte) ([]*route, bool) {
+	var probes []*route
+	for _, g := range gs {
+		b := g.r.b
+		if b == nil || b.Closed() || slices.Contains(probes, g.r) {
+			continue
+		}
+		if !b.TryProbe() {
+			for _, r := range probes {
+				r.b.Inconclusive(true)
+			}
+			for _, g := range gs {
+				g.err = errOpen(code)
+			}
+			return nil, false
+		}
+		probes = append(probes, g.r)
+	}
+	return probes, true
 }

@@ -141,22 +141,9 @@ func (m *Multi) refund(ctx context.Context, c *prepared, only func(*group) bool)
 // Each server's breaker then hears what its round trip showed.
 func (m *Multi) roundTrip(ctx context.Context, op string, code byte, gs []*group) {
 	l := m.l
-	var probes []*route
-	for _, g := range gs {
-		b := g.r.b
-		if b == nil || b.Closed() || slices.Contains(probes, g.r) {
-			continue
-		}
-		if !b.TryProbe() {
-			for _, r := range probes {
-				r.b.Inconclusive(true)
-			}
-			for _, g := range gs {
-				g.err = errOpen(code)
-			}
-			return
-		}
-		probes = append(probes, g.r)
+	probes, ok := probesFor(gs, code)
+	if !ok {
+		return
 	}
 	done := false
 	defer func() {
