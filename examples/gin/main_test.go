@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"regexp"
 	"testing"
 
@@ -39,26 +38,5 @@ $`)
 }
 
 // TestServe: with keepServing, the server the reader is told to curl has
-// spent nothing on the demo, so its first login is admitted with the
-// whole quota left but one, and it stops when ctx ends.
-func TestServe(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := outputtest.New()
-	ran := make(chan error, 1)
-	go func() { ran <- run(ctx, out, "127.0.0.1:0", true) }()
-	url := out.WaitFor(t, regexp.MustCompile(`try: curl -i -X POST (http://127\.0\.0\.1:\d+/login)`))
-	resp, err := http.Post(url, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != `"login";r=2;t=20` {
-		t.Errorf("the suggested curl got %s, RateLimit %q; want 200 OK and \"login\";r=2;t=20", resp.Status, resp.Header.Get("RateLimit"))
-	}
-	cancel()
-	if err := <-ran; err != nil {
-		t.Fatal(err)
-	}
-	out.WaitFor(t, regexp.MustCompile(`(?m)^(stopped)$`))
-}
+// spent nothing on the demo, and it stops when its context ends.
+func TestServe(t *testing.T) { outputtest.CheckFreshLogin(t, run) }
