@@ -81,6 +81,9 @@ func NewDynamic(client redis.UniversalClient, limitOf func(key string) core.Limi
 	if err := checkClient(client, o.timeout); err != nil {
 		return nil, err
 	}
+	if o.clientWindows {
+		return nil, errClientWindows
+	}
 	local, err := localLimiter(&o, func(opts ...core.Option) (*core.Dynamic, error) { return core.NewDynamic(limitOf, opts...) })
 	if err != nil {
 		return nil, err

@@ -150,7 +150,7 @@ func Generic(m *Multi) { m.generic = true }
 // WindowKey is the key m charges for key under l at now with
 // WithClientClockWindows.
 func WindowKey(m *Multi, key string, l core.Limit, now int64) string {
-	k, _ := m.windowKey(key, l, now)
+	k, _ := m.l.windowKey(key, l, now)
 	return k
 }
 

@@ -177,8 +177,10 @@ func (m *Multi) Allow(ctx context.Context, items []Item) ([]core.Decision, error
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}
-	if m.windows && pipelined(c, items) {
-		return m.allowWindows(ctx, c, items)
+	if m.windows {
+		if win, scr := splitWindows(c, items); len(win) > 0 {
+			return m.allowMixed(ctx, c, items, win, scr)
+		}
 	}
 	return m.allow(ctx, c, items)
 }
@@ -192,8 +194,10 @@ func (m *Multi) Refund(ctx context.Context, items []Item) error {
 	if err != nil || len(items) == 0 {
 		return err
 	}
-	if m.windows && pipelined(c, items) {
-		return m.refundWindows(ctx, c, items)
+	if m.windows {
+		if win, scr := splitWindows(c, items); len(win) > 0 {
+			return m.refundMixed(ctx, c, items, win, scr)
+		}
 	}
 	return m.refund(ctx, c, nil)
 }

@@ -13,32 +13,35 @@ import (
 	"github.com/floodgate/floodgate/internal/breaker"
 )
 
-// WithClientClockWindows makes a Multi charge a call whose every item is
-// one plain fixed window (core.FixedWindow, no other limit) as
-// envoyproxy/ratelimit does: per key an INCRBY of the cost and a PEXPIRE
-// in one pipeline, the window named in the key by its index on this
-// process's clock; then, only if an item is refused, one more pipeline
-// gives every key its charge back (DECRBY), so the call stays all or
-// nothing. Redis runs no script for such a call, which costs it several
-// times less; any other call (other algorithms, stacks, a key named
-// twice) is decided by the script as without the option.
+// WithClientClockWindows charges plain fixed windows (core.FixedWindow)
+// as envoyproxy/ratelimit does: per key an INCRBY of the cost and a
+// PEXPIRE, the window named in the key by its index on this process's
+// clock, and no script. It is an option of New (of a plain fixed window)
+// and of NewMulti. A Multi sends a call's fixed windows in one pipeline;
+// only if an item is refused does one more give every key its charge back
+// (DECRBY), so the call stays all or nothing. Its other items (other
+// algorithms, stacks) go to the script, at the same time, under a
+// Limiter's or a Stack's keys, and either side takes back its charges
+// when the other refuses. A Limiter and a Multi made with the option keep
+// a key's window in one place. Redis runs no script for a fixed window,
+// which costs it several times less.
 //
 // The trade-offs. Window boundaries follow the clock of each process
 // (core.SystemClock, or a test's clock), not the server's TIME: processes
 // whose clocks differ shift their windows by the difference, and a count
 // may then be split across two windows near a boundary, as upstream's
-// are. A refused call's units on the other keys are held until its DECRBY
+// are. A refused call's units on the other keys are held until its refund
 // lands: a concurrent call may be refused in that gap, never admitted
-// over a limit. The keys are new (the window index ends them): state kept
-// by the script (a Limiter's, a Stack's, or a Multi's without the option)
-// is not read, and expires by its TTL; so a Multi with this option shares
-// no state with the limiters of the same limits, and NewMulti refuses it
-// with WithLocalQuota, whose leases are those limiters'. New and NewStack
-// refuse it.
+// over a limit. The keys are new (the window index ends them): a window
+// the script kept (a Limiter's or a Multi's without the option) is not
+// read, and expires by its TTL, so a limiter that takes the option
+// forgets the current window's count once. NewStack, NewDynamic (whose
+// keys keep their count across a change of limit) and WithLocalQuota
+// (whose leases are the script's) refuse it.
 func WithClientClockWindows() Option { return func(o *options) { o.clientWindows = true } }
 
 var (
-	errClientWindows      = errors.New("redisstore: WithClientClockWindows is an option of NewMulti only; a Limiter or a Stack keeps the script's keys")
+	errClientWindows      = errors.New("redisstore: WithClientClockWindows is an option of New (of a plain core.FixedWindow) and NewMulti only; a Stack or a Dynamic keeps the script's keys")
 	errClientWindowsQuota = errors.New("redisstore: NewMulti: WithClientClockWindows and WithLocalQuota cannot be combined: the leases are taken from the script's keys, which the pipelined windows do not read; drop one of them")
 )
 
@@ -46,24 +49,18 @@ var (
 // below zero and never making a key: Refund's, whose charge may be gone.
 const refundScript = "local v = tonumber(redis.call('GET', KEYS[1]) or '0') if v > 0 then redis.call('DECRBY', KEYS[1], math.min(v, tonumber(ARGV[1]))) end return 0"
 
-// pipelined reports whether c, the call of items, may be sent as plain
-// commands: each item one plain fixed window, no key twice (the script
-// reads a key as the items before left it, which INCRBY cannot).
-func pipelined(c *prepared, items []Item) bool {
-	if !c.fw {
-		return false
-	}
+// splitWindows returns the items of c, the call of items, that the pipelined
+// commands charge (one plain fixed window each) and those the script
+// decides (every other).
+func splitWindows(c *prepared, items []Item) (win, scr []int) {
 	for i, it := range items {
-		if len(it.Limits) != 1 {
-			return false
-		}
-		for j := range i {
-			if items[j].Key == it.Key && c.layers[j][0] == c.layers[i][0] {
-				return false
-			}
+		if len(it.Limits) == 1 && c.layers[i][0].fw {
+			win = append(win, i)
+		} else {
+			scr = append(scr, i)
 		}
 	}
-	return true
+	return win, scr
 }
 
 // window is one key's part of a pipelined call.
@@ -83,11 +80,11 @@ type noRetry struct{ redis.Cmder }
 func (noRetry) NoRetry() bool { return true }
 
 // windowsAt names each item's window key at now and its TTL.
-func (m *Multi) windowsAt(items []Item, now int64) []window {
-	margin, _ := strconv.ParseInt(m.l.margins.pick().(string), 10, 64)
+func (l *Limiter) windowsAt(items []Item, now int64) []window {
+	margin, _ := strconv.ParseInt(l.margins.pick().(string), 10, 64)
 	ws := make([]window, len(items))
 	for i, it := range items {
-		k, end := m.windowKey(it.Key, it.Limits[0], now)
+		k, end := l.windowKey(it.Key, it.Limits[0], now)
 		ws[i] = window{key: k, cost: int64(it.Cost), end: end, ttl: (end-now+999_999)/1_000_000 + margin}
 	}
 	return ws
@@ -98,36 +95,38 @@ func (m *Multi) windowsAt(items []Item, now int64) []window {
 // index, all in base 36. Short keys cost Redis less (hashing, parsing);
 // the '#' keeps them apart from the scripts' keys, whose ends start with
 // an algorithm's letters.
-func (m *Multi) windowKey(key string, l core.Limit, now int64) (string, int64) {
-	period := int64(l.Period)
+func (l *Limiter) windowKey(key string, lim core.Limit, now int64) (string, int64) {
+	period := int64(lim.Period)
 	idx := now / period
 	if now%period < 0 {
 		idx--
 	}
 	var b [40]byte
 	e := append(b[:0], ":#"...)
-	e = strconv.AppendInt(e, int64(l.Events), 36)
+	e = strconv.AppendInt(e, int64(lim.Events), 36)
 	e = append(e, '/')
 	e = strconv.AppendInt(e, period, 36)
 	e = append(e, ':')
 	e = strconv.AppendInt(e, idx, 36)
-	return m.l.keyEnd(key, string(e)), (idx + 1) * period
+	return l.baseKeyEnd(key, string(e)), (idx + 1) * period
 }
 
 // now is the instant of a pipelined call: the test's script clock if set,
 // else the process's clock.
-func (m *Multi) now() int64 {
-	if m.l.testNow != nil {
-		return m.l.testNow.Now()
+func (l *Limiter) now() int64 {
+	if l.testNow != nil {
+		return l.testNow.Now()
 	}
-	return m.l.clock.Now()
+	return l.clock.Now()
 }
 
-// allowWindows is Allow on c by pipelined commands (WithClientClockWindows).
-func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]core.Decision, error) {
-	now := m.now()
-	ws := m.windowsAt(items, now)
-	m.sendWindows(ctx, "allow", 'a', c.groups, func(p redis.Pipeliner, g *group) {
+// allowWindows charges items, grouped by server in gs, by pipelined
+// commands (WithClientClockWindows), all or nothing. A store failure is
+// returned, not yet counted (see failed).
+func (l *Limiter) allowWindows(ctx context.Context, gs []*group, items []Item) ([]core.Decision, error) {
+	now := l.now()
+	ws := l.windowsAt(items, now)
+	l.sendWindows(ctx, "allow", 'a', gs, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
 			w := &ws[i]
 			w.incr = redis.NewIntCmd(ctx, "incrby", w.key, w.cost)
@@ -138,19 +137,27 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 	ds := make([]core.Decision, len(items))
 	var err error
 	refused := false
-	for _, g := range c.groups {
+	for _, g := range gs {
 		if g.err != nil {
 			err = cmp(err, g.err)
 			continue
 		}
-		for _, i := range g.items {
-			w, l := &ws[i], items[i].Limits[0]
+		for k, i := range g.items {
+			w, lim := &ws[i], items[i].Limits[0]
 			n := w.incr.Val()
-			d := core.Decision{Allowed: n <= int64(l.Events), Limit: l, ResetAfter: time.Duration(w.end - now)}
+			for _, j := range g.items[:k] {
+				// A key named twice: its INCRBYs count in turn, as the
+				// script does, but an item does not see the charge of an
+				// earlier one that refused.
+				if ws[j].key == w.key && !ds[j].Allowed {
+					n -= ws[j].cost
+				}
+			}
+			d := core.Decision{Allowed: n <= int64(lim.Events), Limit: lim, ResetAfter: time.Duration(w.end - now)}
 			if d.Allowed {
-				d.Remaining = l.Events - int(n)
+				d.Remaining = lim.Events - int(n)
 			} else {
-				d.Remaining, d.RetryAfter = max(0, l.Events-int(n-w.cost)), d.ResetAfter
+				d.Remaining, d.RetryAfter = max(0, lim.Events-int(n-w.cost)), d.ResetAfter
 				refused = true
 			}
 			ds[i] = d
@@ -161,15 +168,15 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 		// given up; a refund that fails leaves it charged, which refuses
 		// more, never admits more. The PEXPIRE keeps a TTL on a key the
 		// DECRBY would make, were it gone.
-		var gs []*group
-		for _, g := range c.groups {
+		var charged []*group
+		for _, g := range gs {
 			if g.err == nil {
-				gs = append(gs, g)
+				charged = append(charged, g)
 			}
 		}
-		if len(gs) > 0 {
+		if len(charged) > 0 {
 			bg := context.WithoutCancel(ctx)
-			m.sendWindows(bg, "refund", 'r', gs, func(p redis.Pipeliner, g *group) {
+			l.sendWindows(bg, "refund", 'r', charged, func(p redis.Pipeliner, g *group) {
 				for _, i := range g.items {
 					_ = p.Process(bg, noRetry{redis.NewIntCmd(bg, "decrby", ws[i].key, ws[i].cost)})
 					_ = p.Process(bg, noRetry{redis.NewBoolCmd(bg, "pexpire", ws[i].key, ws[i].ttl)})
@@ -178,31 +185,28 @@ func (m *Multi) allowWindows(ctx context.Context, c *prepared, items []Item) ([]
 		}
 	}
 	if err != nil {
-		if servers(c.groups) > 1 {
+		if servers(gs) > 1 {
 			err = partial(err)
 		}
-		m.l.failed(ctx, err)
 		return nil, err
 	}
-	m.l.count.store.Add(1)
+	l.count.store.Add(1)
 	return ds, nil
 }
 
-// refundWindows is Refund on c by pipelined scripts of one key each
+// refundWindows gives items back by pipelined scripts of one key each
 // (refundScript): the current window's count of each item, never below 0.
-func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) error {
-	ws := m.windowsAt(items, m.now())
-	m.sendWindows(ctx, "refund", 'r', c.groups, func(p redis.Pipeliner, g *group) {
+// A store failure is returned, not yet counted.
+func (l *Limiter) refundWindows(ctx context.Context, gs []*group, items []Item) error {
+	ws := l.windowsAt(items, l.now())
+	l.sendWindows(ctx, "refund", 'r', gs, func(p redis.Pipeliner, g *group) {
 		for _, i := range g.items {
 			_ = p.Process(ctx, noRetry{redis.NewCmd(ctx, "eval", refundScript, 1, ws[i].key, ws[i].cost)})
 		}
 	})
 	var err error
-	for _, g := range c.groups {
+	for _, g := range gs {
 		err = cmp(err, g.err)
-	}
-	if err != nil {
-		m.l.failed(ctx, err)
 	}
 	return err
 }
@@ -212,8 +216,7 @@ func (m *Multi) refundWindows(ctx context.Context, c *prepared, items []Item) er
 // concurrently) and sets each group's error. As roundTrip: a group whose
 // server's breaker is open fails the call at once, and each server's
 // breaker hears what its commands showed.
-func (m *Multi) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(redis.Pipeliner, *group)) {
-	l := m.l
+func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(redis.Pipeliner, *group)) {
 	for _, g := range gs {
 		g.err = nil
 	}

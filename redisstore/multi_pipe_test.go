@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,8 +23,9 @@ import (
 // windows on a fake clock through a Multi made WithClientClockWindows and
 // through core's fixed window, all or nothing by hand (the admitted items
 // of a refused call given back), and wants the same decisions, Refund's
-// effect included. After each call every window key has a TTL, and a
-// refused call leaves every key's count as it was.
+// effect included; a call may name a key twice under one rule. After each
+// call every window key has a TTL, and a refused call leaves every key's
+// count as it was.
 func TestClientClockWindowsMatchesCore(t *testing.T) {
 	onServers(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
@@ -54,12 +56,10 @@ func TestClientClockWindowsMatchesCore(t *testing.T) {
 			var items []redisstore.Item
 			for range 1 + r.IntN(3) {
 				p := pick{r.IntN(4), rules[r.IntN(len(rules))]}
-				dup := false
 				for _, q := range picks {
-					dup = dup || q == p
-				}
-				if dup {
-					continue
+					if q == p {
+						counts["twice"]++
+					}
 				}
 				picks = append(picks, p)
 				items = append(items, redisstore.Item{Key: fmt.Sprintf("k%d", p.key), Limits: []core.Limit{p.rule}, Cost: 1 + r.IntN(2)})
@@ -124,7 +124,7 @@ func TestClientClockWindowsMatchesCore(t *testing.T) {
 			}
 			clk.Advance(time.Duration(r.IntN(300)) * time.Millisecond)
 		}
-		if counts["admitted"] < 20 || counts["refused"] < 20 || counts["refund"] < 20 {
+		if counts["admitted"] < 20 || counts["refused"] < 20 || counts["refund"] < 20 || counts["twice"] < 5 {
 			t.Fatalf("%v: the test wants each case many times", counts)
 		}
 	})
@@ -175,17 +175,27 @@ func TestClientClockWindowsConcurrent(t *testing.T) {
 	}
 }
 
-// TestClientClockWindowsOptions: the option is a Multi's, not with local
-// quota; a call it cannot pipeline goes to the script, on the script's key.
+// TestClientClockWindowsOptions: the option is a Multi's and a plain fixed
+// window Limiter's, never with local quota; an item it cannot pipeline
+// goes to the script, on the script's key.
 func TestClientClockWindowsOptions(t *testing.T) {
 	c := single(t)
 	ctx := context.Background()
 	l := core.Limit{Algorithm: core.FixedWindow, Events: 2, Period: time.Hour}
-	if _, err := redisstore.New(c, l, redisstore.WithClientClockWindows()); err == nil {
-		t.Fatal("New took WithClientClockWindows")
+	win := redisstore.WithClientClockWindows()
+	refused := map[string]error{}
+	_, refused["New, token bucket"] = redisstore.New(c, core.PerSecond(2), win)
+	_, refused["New, fixed window, local quota"] = redisstore.New(c, l, win, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
+	_, refused["NewStack"] = redisstore.NewStack(c, []core.Limit{l, {Algorithm: core.FixedWindow, Events: 3, Period: 2 * time.Hour}}, win)
+	_, refused["NewDynamic"] = redisstore.NewDynamic(c, func(string) core.Limit { return l }, win)
+	_, refused["NewMulti, local quota"] = redisstore.NewMulti(c, win, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
+	for what, err := range refused {
+		if err == nil || !strings.Contains(err.Error(), "WithClientClockWindows") {
+			t.Errorf("%s took WithClientClockWindows, or did not say why not: %v", what, err)
+		}
 	}
-	if _, err := redisstore.NewMulti(c, redisstore.WithClientClockWindows(), redisstore.WithLocalQuota(redisstore.LocalQuota{})); err == nil {
-		t.Fatal("NewMulti took WithClientClockWindows with WithLocalQuota")
+	if _, err := redisstore.New(c, l, win); err != nil {
+		t.Fatalf("New of a plain fixed window: %v", err)
 	}
 	m := must(redisstore.NewMulti(c, redisstore.WithClientClockWindows(), redisstore.WithPrefix(fmt.Sprintf("o%d:", rand.Uint64()))))
 	tb := core.Limit{Events: 2, Period: time.Hour, Burst: 2}

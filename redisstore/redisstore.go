@@ -46,6 +46,10 @@ type Limiter struct {
 
 	quota      *quotas // the local quota's leases; nil without it
 	quotaCount quotaCounts
+
+	// WithClientClockWindows: the one fixed window, charged by pipelined
+	// commands (windows.go); nil: the script decides.
+	windows []core.Limit
 }
 
 var errNilClient = errors.New("redisstore: nil client; pass a *redis.Client, *redis.ClusterClient or redis.NewUniversalClient(...)")
@@ -70,11 +74,19 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if err != nil {
 		return nil, err
 	}
+	windows := o.clientWindows
+	if windows && (l.Algorithm != core.FixedWindow || o.quota != nil) {
+		return nil, errClientWindowsLimit(l, o.quota != nil)
+	}
+	o.clientWindows = false
 	lim, err := newLimiter(client, o, script, "}:"+keyTag(tag, l)+o.settingsTag())
 	if err != nil {
 		return nil, err
 	}
 	lim.pol = lim.newPolicy(l, maxCost, p)
+	if windows {
+		lim.windows = []core.Limit{l}
+	}
 	if o.quota != nil {
 		if err := quotaAlgorithm(l.Algorithm, l.Overdraft); err != nil {
 			return nil, err
@@ -187,6 +199,9 @@ func (l *Limiter) allow(ctx context.Context, p *policy, key string, cost int) (c
 	if l.leases != nil {
 		member = l.leases.member(cost)
 	}
+	if l.windows != nil {
+		return l.allowWindow(ctx, p, key, cost, start, mark)
+	}
 	v, err := l.call(ctx, p, "allow", 'a', key, cost, member)
 	if err != nil {
 		// A lease the script took all the same (a timeout after the
@@ -279,7 +294,12 @@ func (l *Limiter) refund(ctx context.Context, p *policy, key string, cost int) e
 	if l.deny != nil {
 		l.deny.forget(key)
 	}
-	_, err := l.call(ctx, p, "refund", 'r', key, cost, "")
+	var err error
+	if l.windows != nil {
+		err = l.refundWindows(ctx, l.windowGroup(ctx, key), l.windowItem(key, cost))
+	} else {
+		_, err = l.call(ctx, p, "refund", 'r', key, cost, "")
+	}
 	if l.deny != nil {
 		l.deny.refunded(key)
 	}
