@@ -164,11 +164,11 @@ func (p *rlsProc) logTail() string {
 
 // startFloodgateRLS runs floodgate-ratelimit on Redis at redisAddr with
 // the configuration directory conf, and waits until it answers.
-func startFloodgateRLS(tb testing.TB, dir, bin, redisAddr, conf string) *rlsProc {
+func startFloodgateRLS(tb testing.TB, name, dir, bin, redisAddr, conf string, args ...string) *rlsProc {
 	tb.Helper()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
-	p := startProc(tb, "floodgate", dir, bin,
-		[]string{"-grpc", addr, "-http", "", "-redis", redisAddr, "-config", conf}, nil, addr)
+	p := startProc(tb, name, dir, bin,
+		append([]string{"-grpc", addr, "-http", "", "-redis", redisAddr, "-config", conf}, args...), nil, addr)
 	waitAnswering(tb, p)
 	return p
 }

@@ -96,13 +96,14 @@ func startRLSBench(tb testing.TB) *rlsBench {
 	}
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { c.Close() })
-	return &rlsBench{
-		redis: c,
-		procs: []*rlsProc{
-			startFloodgateRLS(tb, dir, floodgateBin, srv.Addr(), conf),
-			startEnvoyRLS(tb, dir, envoyBin, srv.Addr(), filepath.Join(dir, "runtime")),
-		},
+	rb := &rlsBench{redis: c, procs: []*rlsProc{startFloodgateRLS(tb, "floodgate", dir, floodgateBin, srv.Addr(), conf)}}
+	if os.Getenv("FLOODGATE_RLS_BENCH_SCRIPT") != "" {
+		// The script's fixed windows (the default before client-clock
+		// windows) beside them, for a before/after in one run.
+		rb.procs = append(rb.procs, startFloodgateRLS(tb, "floodgate-script", dir, floodgateBin, srv.Addr(), conf, "-client-clock-windows", "false"))
 	}
+	rb.procs = append(rb.procs, startEnvoyRLS(tb, dir, envoyBin, srv.Addr(), filepath.Join(dir, "runtime")))
+	return rb
 }
 
 // probeRLS checks, before anything is timed, that p counts in Redis under

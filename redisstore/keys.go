@@ -93,3 +93,26 @@ func (l *Limiter) keyEnd(key, end string) string {
 	}
 	return l.key(key) + end
 }
+
+// keys returns the script's keys for the base key rkey: rkey itself, or a
+// stack's key for each layer.
+func (l *Limiter) keys(rkey string) []string {
+	if l.layers == nil {
+		if l.quota != nil {
+			return []string{rkey, rkey + holdersSuffix}
+		}
+		return []string{rkey}
+	}
+	n := len(l.layers)
+	if l.quota != nil {
+		n++
+	}
+	ks := make([]string, n)
+	for i, end := range l.layers {
+		ks[i] = rkey + end
+	}
+	if l.quota != nil {
+		ks[n-1] = rkey + holdersSuffix
+	}
+	return ks
+}

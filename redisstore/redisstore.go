@@ -253,29 +253,6 @@ func (l *Limiter) limitAt(p *policy, layer int64) core.Limit {
 	return l.limits[layer]
 }
 
-// keys returns the script's keys for the base key rkey: rkey itself, or a
-// stack's key for each layer.
-func (l *Limiter) keys(rkey string) []string {
-	if l.layers == nil {
-		if l.quota != nil {
-			return []string{rkey, rkey + holdersSuffix}
-		}
-		return []string{rkey}
-	}
-	n := len(l.layers)
-	if l.quota != nil {
-		n++
-	}
-	ks := make([]string, n)
-	for i, end := range l.layers {
-		ks[i] = rkey + end
-	}
-	if l.quota != nil {
-		ks[n-1] = rkey + holdersSuffix
-	}
-	return ks
-}
-
 // Refund gives back cost units charged to key, never beyond a whole quota,
 // in one round trip: under core.LeakyBucket, a cancelled wait's turn (the
 // line drains cost intervals sooner, never before now). It fails as Allow

@@ -168,7 +168,16 @@ func count(n int, thing string) string {
 // watched, as upstream's default does), with svc's check of each rule
 // against its store.
 func options(s *settings, svc *rls.Service) []rlsconfig.Option {
-	opts := []rlsconfig.Option{rlsconfig.CheckRules(svc.CheckRule)}
+	check := svc.CheckRule
+	if s.redis != nil && s.store.windows {
+		check = func(r *rlsconfig.Rule) error {
+			if r.LocalQuota {
+				return errors.New("local_quota: true needs -client-clock-windows false (FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS=false) or -local-quota: its leases are taken from the script's counts, which the client-clock windows do not keep")
+			}
+			return svc.CheckRule(r)
+		}
+	}
+	opts := []rlsconfig.Option{rlsconfig.CheckRules(check)}
 	if s.merge {
 		opts = append(opts, rlsconfig.MergeDomains())
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // TestLocalQuotaSetting: -local-quota, FLOODGATE_RLS_LOCAL_QUOTA=true and
-// a rule's local_quota: true decide a hot request's descriptors from
+// a rule's local_quota: true (with FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS=false)
+// decide a hot request's descriptors from
 // leases: once they are hot, most requests send Redis no command, and the
 // limit admits no more than its 50 of 80 requests. Without them every
 // request is a command, and exactly 50 are admitted.
@@ -40,7 +41,7 @@ func TestLocalQuotaSetting(t *testing.T) {
 		{name: "off"},
 		{name: "flag", args: []string{"-local-quota"}, local: true},
 		{name: "env", env: map[string]string{"FLOODGATE_RLS_LOCAL_QUOTA": "true"}, local: true},
-		{name: "yaml", field: ", local_quota: true", local: true},
+		{name: "yaml", field: ", local_quota: true", env: map[string]string{"FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS": "false"}, local: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

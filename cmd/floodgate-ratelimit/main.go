@@ -142,6 +142,7 @@ func parse(args []string, out io.Writer, look lookupEnv) (*settings, error) {
 	headers := fs.String("headers", or(get("FLOODGATE_RLS_HEADERS"), "both"), "rate-limit response headers: `both`, ietf, legacy or none; $FLOODGATE_RLS_HEADERS")
 	fs.BoolVar(&s.shadow, "shadow", get("FLOODGATE_RLS_SHADOW") == "true", "global shadow mode: decide and count, answer OK; $FLOODGATE_RLS_SHADOW=true, or upstream's $SHADOW_MODE")
 	fs.BoolVar(&s.localQuota, "local-quota", get("FLOODGATE_RLS_LOCAL_QUOTA") == "true", "decide hot descriptors in memory from leases of Redis's counts, every rule's (a rule's own: local_quota: true in its rate_limit); $FLOODGATE_RLS_LOCAL_QUOTA=true")
+	windows := fs.String("client-clock-windows", get("FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS"), "`true` or false: charge fixed windows on Redis as envoyproxy/ratelimit does, INCRBY and PEXPIRE of a key named by the window's index on this process's clock, no script (default true, but false with -local-quota, whose leases are the script's); $FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS")
 	fs.BoolVar(&s.merge, "merge-domains", false, "merge a domain configured by several files (their top-level descriptors must differ); upstream's $MERGE_DOMAIN_CONFIG=true")
 	fs.BoolVar(&s.check, "check", false, "check the -config directory and exit: status 0 if every file loads, 1 with each error if not")
 	fs.DurationVar(&s.grace, "grace", 10*time.Second, "how long a SIGTERM waits for calls in flight")
@@ -182,6 +183,18 @@ func parse(args []string, out io.Writer, look lookupEnv) (*settings, error) {
 	}
 	s.headers = h
 	s.headersSet = set["headers"] || s.fromEnv["FLOODGATE_RLS_HEADERS"]
+	switch strings.ToLower(*windows) {
+	case "":
+		s.store.windows = !s.localQuota
+	case "true":
+		s.store.windows = true
+		if s.localQuota {
+			bad = append(bad, "-client-clock-windows true and -local-quota cannot be combined: the leases are taken from the script's counts, which the client-clock windows do not keep; drop one of them")
+		}
+	case "false":
+	default:
+		bad = append(bad, fmt.Sprintf("-client-clock-windows %q: use true or false", *windows))
+	}
 	if s.check && s.config == "" {
 		bad = append(bad, "-check needs -config DIR")
 	}

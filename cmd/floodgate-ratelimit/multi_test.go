@@ -48,16 +48,16 @@ func commands(t *testing.T, c *redis.Client) int64 {
 	return redistest.ParseInfo(reply).ClientCalls(t)
 }
 
-// TestOneRoundTrip: on Redis, a request of three descriptors, each under
-// its own rule (one of them a stack of two limits), is one command, all
-// or nothing, admitted or refused.
+// TestOneRoundTrip: on Redis, with -client-clock-windows false, a request
+// of three descriptors, each under its own rule (one of them a stack of two
+// limits), is one command, all or nothing, admitted or refused.
 func TestOneRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", threeRules)
-	s := start(t, "-config", dir, "-redis", srv.Addr())
+	s := start(t, "-config", dir, "-redis", srv.Addr(), "-client-clock-windows", "false")
 	ask := func() *rlsv3.RateLimitResponse {
 		return s.ask("d", 0, desc("remote_address=10.0.0.1"), desc("path=/login"), desc("user=ann"))
 	}
@@ -79,8 +79,8 @@ func TestOneRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRoundTrips: on Redis, a request's shadow descriptors are one more
-// command (once it is admitted), the hits it gives back one, and a request
+// TestRoundTrips: on Redis, with -client-clock-windows false, a request's
+// shadow descriptors are one more command (once it is admitted), the hits it gives back one, and a request
 // a deny-all rule names none; rules in quota mode are in the request's one
 // command.
 func TestRoundTrips(t *testing.T) {
@@ -104,7 +104,7 @@ descriptors:
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 10}
 `)
-	s := start(t, "-config", dir, "-redis", srv.Addr())
+	s := start(t, "-config", dir, "-redis", srv.Addr(), "-client-clock-windows", "false")
 	// Load the Multi's library, and the limiters' (a shadow descriptor
 	// decided alone when another refuses).
 	for range 2 {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,10 @@ type storeOptions struct {
 	// jitter is EXPIRATION_JITTER_MAX_SECONDS; unset: none (upstream's
 	// default is 300 s).
 	jitter opt[time.Duration]
+	// windows is -client-clock-windows: the Multi and the limiters of a
+	// plain fixed window made redisstore.WithClientClockWindows, and no
+	// leases (they are the script's).
+	windows bool
 }
 
 // maxJitterSeconds is the longest EXPIRATION_JITTER_MAX_SECONDS, the
@@ -137,25 +142,39 @@ type redisBackend struct {
 func newBackend(t *redisTarget, o storeOptions) (*redisBackend, error) {
 	c := t.client()
 	opts := t.options(o)
+	var windows []redisstore.Option
+	if o.windows {
+		windows = append(slices.Clip(opts), redisstore.WithClientClockWindows())
+	}
 	store := func(limits []core.Limit) (core.Limiter, error) {
+		if len(limits) == 1 && limits[0].Algorithm == core.FixedWindow && windows != nil {
+			return redisstore.New(c, limits[0], windows...)
+		}
 		if len(limits) == 1 {
 			return redisstore.New(c, limits[0], opts...)
 		}
 		return redisstore.NewStack(c, limits, opts...)
 	}
-	m, err := redisstore.NewMulti(c, opts...) // the limiters' options: the same keys
+	mopts := opts
+	if windows != nil {
+		mopts = windows
+	}
+	m, err := redisstore.NewMulti(c, mopts...) // the limiters' options: the same keys
 	if err != nil {
 		_ = c.Close()
 		return nil, err
 	}
-	// The calls whose every charge takes local quota: leases, which are
-	// made (and asked) only once such a call comes.
-	lq, err := redisstore.NewMulti(c, append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))...)
-	if err != nil {
-		_ = c.Close()
-		return nil, err
+	multi := redisMulti{m: m}
+	if !o.windows {
+		// The calls whose every charge takes local quota: leases, which
+		// are made (and asked) only once such a call comes.
+		multi.leased, err = redisstore.NewMulti(c, append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))...)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
 	}
-	return &redisBackend{t: t, c: c, store: store, multi: redisMulti{m: m, leased: lq}}, nil
+	return &redisBackend{t: t, c: c, store: store, multi: multi}, nil
 }
 
 // newStore returns the store the settings ask for, the Multi that decides
