@@ -34,10 +34,13 @@ type pending struct {
 	code byte // for the error of a call the breaker turns away
 	keys []string
 	args []any
-	cmd  *redis.IntSliceCmd // the answer, which holds the server's error
-	err  error              // else why the call was not sent
-	done chan struct{}      // closed when cmd or err is set
-	gone atomic.Bool        // the caller stopped waiting: do not send it
+	// plain, if set, are the call's commands, sent as they are and answered
+	// in place (WithClientClockWindows): no script.
+	plain []redis.Cmder
+	cmd   *redis.IntSliceCmd // the answer, which holds the server's error
+	err   error              // else why the call was not sent
+	done  chan struct{}      // closed when cmd or err is set
+	gone  atomic.Bool        // the caller stopped waiting: do not send it
 }
 
 // run makes the round trip of one call on the Redis key rkey through r,
@@ -77,6 +80,15 @@ func (l *Limiter) submit(ctx context.Context, r *route, probe bool, op string, c
 	p := &pending{code: code, keys: keys, args: args, done: make(chan struct{})}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
+	if err := l.wait(ctx, op, p); err != nil {
+		return nil, err
+	}
+	return p.cmd, p.err
+}
+
+// wait waits for p's answer, within the Limiter's timeout and ctx; an
+// error is why the caller stopped waiting.
+func (l *Limiter) wait(ctx context.Context, op string, p *pending) error {
 	var expired <-chan time.Time
 	if l.timeout > 0 {
 		t := time.NewTimer(l.timeout)
@@ -85,14 +97,75 @@ func (l *Limiter) submit(ctx context.Context, r *route, probe bool, op string, c
 	}
 	select {
 	case <-p.done:
-		return p.cmd, p.err
+		return nil
 	case <-ctx.Done():
 		p.gone.Store(true)
-		return nil, &core.StoreError{Op: op, Err: ctx.Err()}
+		return &core.StoreError{Op: op, Err: ctx.Err()}
 	case <-expired:
 		p.gone.Store(true)
-		return nil, &core.StoreError{Op: op, Err: errQueueTimeout}
+		return &core.StoreError{Op: op, Err: errQueueTimeout}
 	}
+}
+
+// submitPlain is submit for a call of plain commands, each answered in
+// place: sent at once while a round trip is free, else in the next
+// pipeline with the other calls waiting (scripts or not). The error is
+// the call's (unsent, or a command's), a *core.StoreError.
+func (l *Limiter) submitPlain(ctx context.Context, r *route, probe bool, op string, code byte, cmds []redis.Cmder) error {
+	if q := r.q; q != nil && !probe {
+		q.mu.Lock()
+		if q.inFlight >= q.limit {
+			p := &pending{code: code, plain: cmds, done: make(chan struct{})}
+			q.waiting = append(q.waiting, p)
+			q.mu.Unlock()
+			if err := l.wait(ctx, op, p); err != nil {
+				return err
+			}
+			if p.err != nil {
+				return p.err
+			}
+			return plainErr(op, cmds)
+		}
+		q.inFlight++
+		q.mu.Unlock()
+		defer l.handOff(r)
+	}
+	wire, cancel := breaker.Bound(ctx, l.timeout)
+	if cancel != nil {
+		defer cancel()
+	}
+	pipe := l.client.Pipeline()
+	for _, c := range cmds {
+		_ = pipe.Process(wire, noRetry{c})
+	}
+	_, _ = pipe.Exec(wire) // each command holds its own error
+	if b := r.b; b != nil {
+		v, err := noEvidence, error(nil)
+		for _, c := range cmds {
+			v, err = worse(v, err, classify(ctx, wire, c.Err()), c.Err())
+		}
+		settle(b, v, err, probe)
+	}
+	return plainErr(op, cmds)
+}
+
+// plainErr is the first error of cmds, a *core.StoreError, or nil.
+func plainErr(op string, cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return &core.StoreError{Op: op, Err: err}
+		}
+	}
+	return nil
+}
+
+// worse is the verdict of a round trip that showed v (for err) and then
+// w (for werr): a failure before an answer before no evidence.
+func worse(v verdict, err error, w verdict, werr error) (verdict, error) {
+	if w == failed && v != failed || w == answered && v == noEvidence {
+		return w, werr
+	}
+	return v, err
 }
 
 // errQueueTimeout is the cause of a queued call that had no answer within
@@ -198,7 +271,13 @@ func (l *Limiter) pipeline(r *route, batch []*pending) {
 	first := l.via(r)
 	pipe := l.client.Pipeline()
 	for i, p := range batch {
-		if !p.gone.Load() {
+		switch {
+		case p.gone.Load():
+		case p.plain != nil:
+			for _, c := range p.plain {
+				_ = pipe.Process(ctx, noRetry{c})
+			}
+		default:
 			vias[i] = first
 			cmds[i] = l.script.cmd(ctx, first, p.keys, p.args)
 			_ = pipe.Process(ctx, once{cmds[i]})
@@ -222,17 +301,14 @@ func (l *Limiter) pipeline(r *route, batch []*pending) {
 	v, vErr := noEvidence, error(nil)
 	for i, p := range batch {
 		if cmds[i] != nil {
-			switch err := cmds[i].Err(); classify(context.Background(), ctx, err) {
-			case failed:
-				if v != failed {
-					v, vErr = failed, err
-				}
-			case answered:
-				if v == noEvidence {
-					v = answered
-				}
-			}
+			err := cmds[i].Err()
+			v, vErr = worse(v, vErr, classify(context.Background(), ctx, err), err)
 			p.cmd = cmds[i]
+		}
+		if p.plain != nil && !p.gone.Load() {
+			for _, c := range p.plain {
+				v, vErr = worse(v, vErr, classify(context.Background(), ctx, c.Err()), c.Err())
+			}
 		}
 		close(p.done)
 	}

@@ -126,12 +126,12 @@ func (l *Limiter) now() int64 {
 func (l *Limiter) allowWindows(ctx context.Context, gs []*group, items []Item) ([]core.Decision, error) {
 	now := l.now()
 	ws := l.windowsAt(items, now)
-	l.sendWindows(ctx, "allow", 'a', gs, func(p redis.Pipeliner, g *group) {
+	l.sendWindows(ctx, "allow", 'a', gs, func(add func(redis.Cmder), g *group) {
 		for _, i := range g.items {
 			w := &ws[i]
 			w.incr = redis.NewIntCmd(ctx, "incrby", w.key, w.cost)
-			_ = p.Process(ctx, noRetry{w.incr})
-			_ = p.Process(ctx, noRetry{redis.NewBoolCmd(ctx, "pexpire", w.key, w.ttl)})
+			add(w.incr)
+			add(redis.NewBoolCmd(ctx, "pexpire", w.key, w.ttl))
 		}
 	})
 	ds := make([]core.Decision, len(items))
@@ -176,10 +176,10 @@ func (l *Limiter) allowWindows(ctx context.Context, gs []*group, items []Item) (
 		}
 		if len(charged) > 0 {
 			bg := context.WithoutCancel(ctx)
-			l.sendWindows(bg, "refund", 'r', charged, func(p redis.Pipeliner, g *group) {
+			l.sendWindows(bg, "refund", 'r', charged, func(add func(redis.Cmder), g *group) {
 				for _, i := range g.items {
-					_ = p.Process(bg, noRetry{redis.NewIntCmd(bg, "decrby", ws[i].key, ws[i].cost)})
-					_ = p.Process(bg, noRetry{redis.NewBoolCmd(bg, "pexpire", ws[i].key, ws[i].ttl)})
+					add(redis.NewIntCmd(bg, "decrby", ws[i].key, ws[i].cost))
+					add(redis.NewBoolCmd(bg, "pexpire", ws[i].key, ws[i].ttl))
 				}
 			})
 		}
@@ -199,9 +199,9 @@ func (l *Limiter) allowWindows(ctx context.Context, gs []*group, items []Item) (
 // A store failure is returned, not yet counted.
 func (l *Limiter) refundWindows(ctx context.Context, gs []*group, items []Item) error {
 	ws := l.windowsAt(items, l.now())
-	l.sendWindows(ctx, "refund", 'r', gs, func(p redis.Pipeliner, g *group) {
+	l.sendWindows(ctx, "refund", 'r', gs, func(add func(redis.Cmder), g *group) {
 		for _, i := range g.items {
-			_ = p.Process(ctx, noRetry{redis.NewCmd(ctx, "eval", refundScript, 1, ws[i].key, ws[i].cost)})
+			add(redis.NewCmd(ctx, "eval", refundScript, 1, ws[i].key, ws[i].cost))
 		}
 	})
 	var err error
@@ -216,7 +216,7 @@ func (l *Limiter) refundWindows(ctx context.Context, gs []*group, items []Item) 
 // concurrently) and sets each group's error. As roundTrip: a group whose
 // server's breaker is open fails the call at once, and each server's
 // breaker hears what its commands showed.
-func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(redis.Pipeliner, *group)) {
+func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*group, queue func(add func(redis.Cmder), g *group)) {
 	for _, g := range gs {
 		g.err = nil
 	}
@@ -232,6 +232,16 @@ func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*g
 			}
 		}
 	}()
+	if g := gs[0]; len(gs) == 1 && g.r.q != nil {
+		// One server that batches: the commands share its round trips
+		// with the calls under way, as a script's do; submitPlain tells
+		// the breaker.
+		var cmds []redis.Cmder
+		queue(func(c redis.Cmder) { cmds = append(cmds, c) }, g)
+		g.err = l.submitPlain(ctx, g.r, len(probes) == 1, op, code, cmds)
+		done = true
+		return
+	}
 	wire, cancel := breaker.Bound(ctx, l.timeout)
 	if cancel != nil {
 		defer cancel()
@@ -240,7 +250,7 @@ func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*g
 	from := make([]int, len(gs)+1) // group k's commands: cmds[from[k]:from[k+1]]
 	for k, g := range gs {
 		from[k] = pipe.Len()
-		queue(pipe, g)
+		queue(func(c redis.Cmder) { _ = pipe.Process(ctx, noRetry{c}) }, g)
 	}
 	from[len(gs)] = pipe.Len()
 	cmds, _ := pipe.Exec(wire) // each command holds its own error

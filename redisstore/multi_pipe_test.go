@@ -279,3 +279,65 @@ func TestClientClockWindowsReplyLost(t *testing.T) {
 		}
 	}
 }
+
+// TestClientClockWindowsBatched: goroutines make mixed calls (a fixed
+// window, pipelined, beside a GCRA, the script) and one-key calls of a
+// Limiter of the same window, on a frozen clock, so that windows and
+// scripts share the server's batched round trips: exactly the window's
+// events are admitted, and the GCRA key is charged for the admitted mixed
+// calls only.
+func TestClientClockWindowsBatched(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	clk := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	opts := []redisstore.Option{redisstore.WithClientClockWindows(), redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+		redisstore.WithPrefix(fmt.Sprintf("b%d:", rand.Uint64())), redisstore.WithDenyCache(0), redisstore.WithTimeout(10 * time.Second)}
+	m := must(redisstore.NewMulti(c, opts...))
+	hot := core.Limit{Algorithm: core.FixedWindow, Events: 60, Period: time.Hour}
+	lim := must(redisstore.New(c, hot, opts...))
+	gcra := core.PerHour(1000).WithAlgorithm(core.GCRA)
+	items := []redisstore.Item{{Key: "hot", Limits: []core.Limit{hot}, Cost: 1}, {Key: "g", Limits: []core.Limit{gcra}, Cost: 1}}
+	var admitted, mixed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if w%2 == 0 {
+					d, err := lim.Allow(ctx, "hot", 1)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if d.Allowed {
+						admitted.Add(1)
+					}
+					continue
+				}
+				ds, err := m.Allow(ctx, items)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ds[0].Allowed && ds[1].Allowed {
+					admitted.Add(1)
+					mixed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := admitted.Load(); n != 60 {
+		t.Fatalf("%d calls admitted, want exactly 60", n)
+	}
+	g := must(redisstore.New(c, gcra, opts[1:]...))
+	if d := must(g.Allow(ctx, "g", 1)); !d.Allowed || d.Remaining != 1000-int(mixed.Load())-1 {
+		t.Fatalf("the GCRA after %d admitted mixed calls: %+v, want %d left", mixed.Load(), d, 1000-mixed.Load()-1)
+	}
+}

@@ -191,3 +191,67 @@ func TestClientClockWindowsSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestClientClockWindowsUpgrade: a window counted by the script (the keys
+// of FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS=false, every version's before) is
+// not read by the client-clock windows: after the switch the window counts
+// from zero, once, as the CHANGELOG says, while the old key keeps its TTL
+// and expires with its window. Switched back, the script reads its key as
+// it left it.
+func TestClientClockWindowsUpgrade(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "config"), "d.yaml", "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 3}\n")
+	ctx := context.Background()
+	// answers runs the service with windows set as given and asks n times.
+	answers := func(windows string, n int) string {
+		t.Helper()
+		r := launch(t, map[string]string{
+			"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS": windows,
+			"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
+			"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
+		})
+		defer func() { _ = r.stop() }()
+		client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
+		var got []string
+		for range n {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			resp, err := client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*rlcommon.RateLimitDescriptor{desc("user=ann")}})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, resp.GetOverallCode().String())
+		}
+		return strings.Join(got, " ")
+	}
+	for attempt := 1; ; attempt++ {
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		hour := time.Now().Unix() / 3600
+		before := answers("false", 2)
+		old, err := c.Keys(ctx, "*user=ann*").Result()
+		if err != nil || len(old) != 1 {
+			t.Fatalf("the script's keys: %q, %v; want one", old, err)
+		}
+		after := answers("true", 4)
+		back := answers("false", 2)
+		ttl := c.PTTL(ctx, old[0]).Val()
+		if time.Now().Unix()/3600 != hour && attempt < 3 {
+			continue // an hour ended: the answers are of two windows
+		}
+		if before != "OK OK" || after != "OK OK OK OVER_LIMIT" || back != "OK OVER_LIMIT" {
+			t.Fatalf("before the switch %q, after it %q, switched back %q; want OK OK, then the window counted from zero (OK OK OK OVER_LIMIT), then the script's count as it was (OK OVER_LIMIT)", before, after, back)
+		}
+		if ttl <= 0 || ttl > time.Hour+2*time.Second {
+			t.Fatalf("the script's key %s: TTL %v, want it to expire with its window", old[0], ttl)
+		}
+		return
+	}
+}
