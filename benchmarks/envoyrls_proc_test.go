@@ -109,6 +109,7 @@ type rlsProc struct {
 	exited chan struct{}
 	conn   *grpc.ClientConn
 	client rlsv3.RateLimitServiceClient
+	leases bool // decides from local quota leases: may send Redis less than a command a request
 }
 
 // startProc starts bin with args and env (nothing else of this process's

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/floodgate/floodgate/internal/benchwork"
 	"github.com/floodgate/floodgate/internal/redistest"
 )
 
@@ -102,6 +103,12 @@ func startRLSBench(tb testing.TB) *rlsBench {
 		// windows) beside them, for a before/after in one run.
 		rb.procs = append(rb.procs, startFloodgateRLS(tb, "floodgate-script", dir, floodgateBin, srv.Addr(), conf, "-client-clock-windows", "false"))
 	}
+	if os.Getenv("FLOODGATE_RLS_BENCH_LOCAL_QUOTA") != "" {
+		// Local quota on every rule (on the script's counts).
+		lq := startFloodgateRLS(tb, "floodgate-lq", dir, floodgateBin, srv.Addr(), conf, "-local-quota")
+		lq.leases = true
+		rb.procs = append(rb.procs, lq)
+	}
 	rb.procs = append(rb.procs, startEnvoyRLS(tb, dir, envoyBin, srv.Addr(), filepath.Join(dir, "runtime")))
 	return rb
 }
@@ -177,10 +184,14 @@ func (t *rlsTally) call(ctx context.Context, do rlsCall, i int64) time.Duration 
 }
 
 // decide is a row's call: ShouldRateLimit with reqs[i % len(reqs)], each
-// of d descriptors.
-func decide(c rlsv3.RateLimitServiceClient, reqs []*rlsv3.RateLimitRequest, d int) rlsCall {
+// of d descriptors, or, with seq, reqs[seq[i % len(seq)]].
+func decide(c rlsv3.RateLimitServiceClient, reqs []*rlsv3.RateLimitRequest, d int, seq []uint32) rlsCall {
 	return func(ctx context.Context, i int64) (bool, error) {
-		resp, err := c.ShouldRateLimit(ctx, reqs[i%int64(len(reqs))])
+		req := reqs[i%int64(len(reqs))]
+		if seq != nil {
+			req = reqs[seq[i%int64(len(seq))]]
+		}
+		resp, err := c.ShouldRateLimit(ctx, req)
 		if err != nil {
 			return false, err
 		}
@@ -238,8 +249,8 @@ func BenchmarkEnvoyRLS(b *testing.B) {
 		}
 	}
 	rb := startRLSBench(b)
-	// The two services' rows alternate, so that what else this shared
-	// machine runs meanwhile falls on both alike.
+	// The services' rows alternate, so that what else this shared
+	// machine runs meanwhile falls on all alike.
 	for _, d := range []int{0, 1, 3} {
 		for _, c := range []int{1, 16, 64} {
 			if d == 0 && c == 16 {
@@ -250,15 +261,21 @@ func BenchmarkEnvoyRLS(b *testing.B) {
 				if d == 0 {
 					name = fmt.Sprintf("%s/health/c%d", p.name, c)
 				}
-				b.Run(name, func(b *testing.B) { rb.measure(b, p, d, c) })
+				b.Run(name, func(b *testing.B) { rb.measure(b, p, d, c, false) })
 			}
 		}
 	}
+	// The hot mix: three descriptors of one value drawn from a Zipf
+	// distribution (s = 1.1) over the same values.
+	for _, p := range rb.procs {
+		b.Run(p.name+"/z3/c64", func(b *testing.B) { rb.measure(b, p, 3, 64, true) })
+	}
 }
 
-// measure runs one row: b.N requests of d descriptors from c callers;
-// d = 0 is the health baseline.
-func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
+// measure runs one row: b.N requests of d descriptors from c callers, the
+// values in turn or, with zipf, drawn from benchwork.Zipf; d = 0 is the
+// health baseline.
+func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int, zipf bool) {
 	p.exitedEarly(b)
 	run := rlsRun.Add(1)
 	flush(b, rb.redis)
@@ -269,7 +286,11 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 		for i := range reqs {
 			reqs[i] = rlsRequest(fmt.Sprintf("r%d-%d", run, i), d)
 		}
-		do = decide(p.client, reqs, d)
+		var seq []uint32
+		if zipf {
+			seq = benchwork.Zipf(rlsValues)
+		}
+		do = decide(p.client, reqs, d, seq)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -305,7 +326,15 @@ func (rb *rlsBench) measure(b *testing.B, p *rlsProc, d, c int) {
 	cpu1, _ := p.cpuTime()
 	rcpu1 := redisCPU(b, rb.redis)
 	p.exitedEarly(b)
-	rb.check(b, p, &t, d, before, keys0)
+	values := min(b.N, rlsValues) // distinct values named
+	if zipf {
+		seen := map[uint32]bool{}
+		for _, v := range benchwork.Zipf(rlsValues)[:min(b.N, benchwork.SeqLen)] {
+			seen[v] = true
+		}
+		values = len(seen)
+	}
+	rb.check(b, p, &t, d, values, before, keys0)
 
 	slices.Sort(t.lat)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
@@ -342,7 +371,7 @@ func redisCPU(tb testing.TB, c *redis.Client) time.Duration {
 // was refused, Redis ran fewer commands than requests, or fewer keys were
 // made than distinct descriptors were named. It reports errors/op,
 // over/op and redis-cmds/op.
-func (rb *rlsBench) check(b *testing.B, p *rlsProc, t *rlsTally, d int, before serverStats, keys0 int64) {
+func (rb *rlsBench) check(b *testing.B, p *rlsProc, t *rlsTally, d, values int, before serverStats, keys0 int64) {
 	b.Helper()
 	after := readStats(b, rb.redis)
 	keys := dbSize(b, rb.redis)
@@ -367,12 +396,12 @@ func (rb *rlsBench) check(b *testing.B, p *rlsProc, t *rlsTally, d int, before s
 		}
 		return
 	}
-	if cmds < int64(b.N) {
+	if cmds < int64(b.N) && !p.leases {
 		b.Fatalf("%s: Redis ran %d commands for %d requests", p.name, cmds, b.N)
 	}
 	// Each distinct descriptor named makes a key at least (envoyproxy makes
 	// one a window): in Redis now, or expired since.
-	want := int64(d * min(b.N, rlsValues))
+	want := int64(d * values)
 	if made := keys - keys0 + after.expired - before.expired; made < want {
 		b.Fatalf("%s: %d keys made in Redis (%d there, %d expired) for %d distinct descriptors", p.name, made, keys, after.expired-before.expired, want)
 	}

@@ -236,7 +236,7 @@ func (l *Limiter) sendWindows(ctx context.Context, op string, code byte, gs []*g
 		// One server that batches: the commands share its round trips
 		// with the calls under way, as a script's do; submitPlain tells
 		// the breaker.
-		var cmds []redis.Cmder
+		cmds := make([]redis.Cmder, 0, 2*len(g.items))
 		queue(func(c redis.Cmder) { cmds = append(cmds, c) }, g)
 		g.err = l.submitPlain(ctx, g.r, len(probes) == 1, op, code, cmds)
 		done = true

@@ -70,12 +70,25 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 			c.fw = c.fw && ly.fw
 		}
 	}
+	// A call of plain fixed windows only, under WithClientClockWindows,
+	// runs no script: its groups need no script keys or arguments.
+	plain := m.windows
+	for _, ls := range c.layers {
+		plain = plain && len(ls) == 1 && ls[0].fw
+	}
 	if m.l.masters == nil {
 		g := &c.one
 		g.r = m.l.one
-		g.items, g.keys, g.args = make([]int, 0, len(items)), make([]string, 0, n), make([]any, 2, nargs)
+		g.items = make([]int, 0, len(items))
 		c.ones[0] = g
 		c.groups = c.ones[:]
+		if plain {
+			for i := range items {
+				g.items = append(g.items, i)
+			}
+			return c, nil
+		}
+		g.keys, g.args = make([]string, 0, n), make([]any, 2, nargs)
 		for i, it := range items {
 			g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 		}
@@ -89,6 +102,10 @@ func (m *Multi) prepare(ctx context.Context, items []Item) (*prepared, error) {
 			g = &group{r: m.l.masters.forKey(ctx, base)}
 			bySlot[keyslot.Of(base)] = g
 			c.groups = append(c.groups, g)
+		}
+		if plain {
+			g.items = append(g.items, i)
+			continue
 		}
 		g.add(m.l, i, it.Key, it.Cost, c.layers[i], c.fw)
 	}
