@@ -46,6 +46,7 @@ func TestLocalCacheSetting(t *testing.T) {
 					"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
 					"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
 				})
+				healthy(t, r.addrs.http)
 				client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 				ask := func() (*rlsv3.RateLimitResponse, int64) {
 					t.Helper()

@@ -63,6 +63,7 @@ func TestLocalQuotaSetting(t *testing.T) {
 					env[k] = v
 				}
 				r := launch(t, env, tc.args...)
+				healthy(t, r.addrs.http)
 				client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 				req := &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*rlcommon.RateLimitDescriptor{desc("user=ann"), desc("path=/a"), desc("tenant=t")}}
 				admitted, free := 0, 0 // requests admitted, and those that cost no command

@@ -252,3 +252,17 @@ func TestRedisLog(t *testing.T) {
 		t.Fatalf("logged %q, want %q", b.String(), want)
 	}
 }
+
+// healthy waits until the service at httpAddr answers /healthcheck with
+// 200, which on Redis follows its first PING: a test that counts Redis's
+// commands starts after it, so that PING is not among them.
+func healthy(t *testing.T, httpAddr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for status(t, "http://"+httpAddr+"/healthcheck") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("/healthcheck not OK 10 s after the start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -58,6 +58,7 @@ func TestOneRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "d.yaml", threeRules)
 	s := start(t, "-config", dir, "-redis", srv.Addr(), "-client-clock-windows", "false")
+	healthy(t, s.addrs.http)
 	ask := func() *rlsv3.RateLimitResponse {
 		return s.ask("d", 0, desc("remote_address=10.0.0.1"), desc("path=/login"), desc("user=ann"))
 	}
@@ -105,6 +106,7 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10}
 `)
 	s := start(t, "-config", dir, "-redis", srv.Addr(), "-client-clock-windows", "false")
+	healthy(t, s.addrs.http)
 	// Load the Multi's library, and the limiters' (a shadow descriptor
 	// decided alone when another refuses).
 	for range 2 {

@@ -91,6 +91,7 @@ descriptors:
 					env[k] = v
 				}
 				r := launch(t, env)
+				healthy(t, r.addrs.http)
 				client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 				ask := func(ds ...*rlcommon.RateLimitDescriptor) []string {
 					t.Helper()
