@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +21,7 @@ func TestLocalCacheSetting(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(root, "config"), "d.yaml", "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n")
+	root := runtimeRoot(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n")
 	for _, tc := range []struct {
 		size     string
 		commands int64 // of the second refusal
@@ -41,11 +35,7 @@ func TestLocalCacheSetting(t *testing.T) {
 					t.Fatal(err)
 				}
 				hour := time.Now().Unix() / 3600
-				r := launch(t, map[string]string{
-					"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "LOCAL_CACHE_SIZE_IN_BYTES": tc.size,
-					"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
-					"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
-				})
+				r := launch(t, upstreamEnv(srv.Addr(), root, map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": tc.size}))
 				healthy(t, r.addrs.http)
 				client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 				ask := func() (*rlsv3.RateLimitResponse, int64) {

@@ -54,11 +54,7 @@ func TestLocalQuotaSetting(t *testing.T) {
 					t.Fatal(err)
 				}
 				hour := time.Now().Unix() / 3600
-				env := map[string]string{
-					"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "LOCAL_CACHE_SIZE_IN_BYTES": "0",
-					"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
-					"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
-				}
+				env := upstreamEnv(srv.Addr(), root, map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "0"})
 				for k, v := range tc.env {
 					env[k] = v
 				}

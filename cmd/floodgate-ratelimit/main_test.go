@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -265,4 +267,31 @@ func healthy(t *testing.T, httpAddr string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runtimeRoot returns a RUNTIME_ROOT whose config directory holds one
+// file, d.yaml, of yaml.
+func runtimeRoot(t *testing.T, yaml string) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "config"), "d.yaml", yaml)
+	return root
+}
+
+// upstreamEnv is the environment, in upstream's variables, of a service on
+// the Redis at addr with its configuration in root's config directory, its
+// listeners on free ports of 127.0.0.1; more adds to it or overrides.
+func upstreamEnv(addr, root string, more map[string]string) map[string]string {
+	env := map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": addr,
+		"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
+		"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
+	}
+	for k, v := range more {
+		env[k] = v
+	}
+	return env
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +23,7 @@ func TestClientClockWindowsService(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(root, "config"), "d.yaml", `domain: d
+	root := runtimeRoot(t, `domain: d
 descriptors:
   - key: a
     rate_limit: {unit: hour, requests_per_unit: 2}
@@ -82,15 +76,7 @@ descriptors:
 					t.Fatal(err)
 				}
 				hour := time.Now().Unix() / 3600
-				env := map[string]string{
-					"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(),
-					"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
-					"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
-				}
-				for k, v := range tc.env {
-					env[k] = v
-				}
-				r := launch(t, env)
+				r := launch(t, upstreamEnv(srv.Addr(), root, tc.env))
 				healthy(t, r.addrs.http)
 				client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 				ask := func(ds ...*rlcommon.RateLimitDescriptor) []string {
@@ -203,20 +189,12 @@ func TestClientClockWindowsUpgrade(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(root, "config"), "d.yaml", "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 3}\n")
+	root := runtimeRoot(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 3}\n")
 	ctx := context.Background()
 	// answers runs the service with windows set as given and asks n times.
 	answers := func(windows string, n int) string {
 		t.Helper()
-		r := launch(t, map[string]string{
-			"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": srv.Addr(), "FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS": windows,
-			"RUNTIME_ROOT": root, "RUNTIME_WATCH_ROOT": "false", "USE_STATSD": "false",
-			"HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
-		})
+		r := launch(t, upstreamEnv(srv.Addr(), root, map[string]string{"FLOODGATE_RLS_CLIENT_CLOCK_WINDOWS": windows}))
 		defer func() { _ = r.stop() }()
 		client := rlsv3.NewRateLimitServiceClient(dial(t, r.addrs.grpc, nil))
 		var got []string
