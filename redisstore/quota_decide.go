@@ -45,20 +45,15 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			q.wait = 0
 		}
 		if !changed && q.end > now && q.units >= int64(cost) {
+			// The next lease is asked for once this one cannot pay a call:
+			// asked sooner, it would replace this one, whose last units
+			// would go back to Redis only after the grant had been sized
+			// without them (an instant burst would lose them).
 			q.units -= int64(cost)
 			d := q.admitted(now)
 			d.Leased = true
 			l.quotaCount.leased.Add(1)
-			if q.units*4 >= q.granted || q.asking != nil || now < q.wait {
-				q.mu.Unlock()
-				return d, nil
-			}
-			// Below a quarter: this call asks for the next lease.
-			ch := make(chan struct{})
-			q.asking = ch
-			n := q.size(lt.length, cost, p.limit.EffectiveBurst())
 			q.mu.Unlock()
-			l.refill(ctx, p, key, q, ch, n, now)
 			return d, nil
 		}
 		// The lease, if any, is over for this call: its end has come, it
@@ -123,12 +118,11 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	return d, nil
 }
 
-// refill asks for the next lease of n units for key while the one in force
-// still has some: the call that took it below a quarter of its size makes
-// the round trip, and the key's other calls spend what is left meanwhile.
-// The new lease replaces the old, whose last units go back. A refill that
-// fails changes nothing: the call that finds the lease spent asks again,
-// and meets the failure mode.
+// refill asks for the next lease of n units for key, a Multi's ask in the
+// background (multi_quota.go), made while the lease in force may still
+// have units: the new lease replaces it, and its last units go back. A
+// refill that fails changes nothing: a later call asks again, and meets
+// the failure mode.
 func (l *Limiter) refill(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) {
 	if _, err := l.lease(ctx, p, key, q, ch, n, sent); err == nil {
 		q.mu.Unlock()
@@ -138,10 +132,8 @@ func (l *Limiter) refill(ctx context.Context, p *policy, key string, q *quota, c
 // lease asks for a lease of n units for key and ends q's ask (ch). On
 // success it returns with q locked and the reply applied: a new lease in
 // place of the one in force (whose units go back), or, when nothing fits,
-// the instant before which the key is refused here: the grantor's wait,
-// but at least a quarter of a lease, so that an exhausted key costs a
-// round trip per quarter lease at most, and at most a lease, since units
-// that other instances give back come sooner than the grantor's wait.
+// the instant before which the key is refused here: until the units asked
+// for fit, at most a lease (see below).
 func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) (vals, error) {
 	lt := p.lease
 	v, err := l.call(ctx, lt.grant, "grant", 'g', key, n, "")
@@ -156,16 +148,21 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 	q.holders = v[8]
 	k := v[5]
 	if k == 0 {
-		q.wait = sent + min(max(v[2], lt.length/4), lt.length)
+		// Nothing fits: ask again when the n units asked for will, as the
+		// grantor's wait for one and the limit's interval for the others
+		// say (a fixed window's come all at once, when it turns), and at
+		// most a lease from now, since units other instances give back
+		// come sooner. n is at most half the burst shared among the
+		// holders, so the instances that wait together leave the bucket
+		// room: none of its refill is lost while they wait, and a key at
+		// its limit costs a round trip per n units refilled, not per unit.
+		wait := max(v[2], 0)
+		if p.limit.Algorithm != core.FixedWindow {
+			wait += int64(n-1) * int64(p.limit.Interval())
+		}
+		q.wait = sent + min(wait, lt.length)
 		q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
 		return v, nil
-	}
-	if k*4 < int64(n) {
-		// A quarter of the ask or less: the key is at its limit, and what
-		// refills goes to whoever asks first. Asking again at once would
-		// cost a round trip per few units; the units wait in Redis (up to
-		// the burst) for the next ask, a quarter of a lease from now.
-		q.wait = sent + lt.length/4
 	}
 	back := q.take()
 	end := sent + lt.length

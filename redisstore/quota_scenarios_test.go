@@ -134,12 +134,12 @@ func TestQuotaScenarios(t *testing.T) {
 			want: want{decisions: []string{"aaaaLL"}, charged: 8, held: []int64{2}, returned: []int64{0}, grants: []uint64{1}},
 		},
 		{
-			// The third leased call leaves 1 unit, under a quarter of 5: it
-			// asks for the next lease (7 calls: 9 units), which replaces this
-			// one, whose last unit goes back.
-			name: "return", algs: all, limit: slow(100), instances: 1,
-			run:  func(s *scene) { s.call(0, 7) },
-			want: want{decisions: []string{"aaaaLLL"}, charged: 3 + 5 + 9 - 1, held: []int64{9}, returned: []int64{1}, grants: []uint64{1 + 1}},
+			// The lease pays four calls; the ninth finds it spent and takes
+			// the next (9 calls: 12 units). Nothing was asked while the lease
+			// could pay, so nothing goes back.
+			name: "replace", algs: all, limit: slow(100), instances: 1,
+			run:  func(s *scene) { s.call(0, 9) },
+			want: want{decisions: []string{"aaaaLLLLa"}, charged: 3 + 5 + 12, held: []int64{11}, returned: []int64{0}, grants: []uint64{1 + 1}},
 		},
 		{
 			// The lease is in force until L has passed since its grant was
@@ -181,12 +181,11 @@ func TestQuotaScenarios(t *testing.T) {
 			want: want{decisions: []string{"aaaaLa"}, charged: 8, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
-			// Leases follow the key's demand on instance 0 (5, 9, 18 units
-			// at its 4th, 7th and 14th calls, each replacing the last, whose
-			// 1 and 2 units left go back), then on instance 1 (5, 9, 18, 35
-			// at its 4th, 7th, 14th and 28th; 1, 2 and 4 back), whose fifth
-			// lease, at its 55th call, would be 69 but is half the burst
-			// shared between the 2 holders: 50 (8 back).
+			// Leases follow the key's demand, each taken when the last is
+			// spent: on instance 0, 5 and 12 units at its 4th and 9th calls;
+			// on instance 1, 5, 12 and 27 at its 4th, 9th and 21st, and at
+			// its 48th a lease that would be 60 but is half the burst shared
+			// between the 2 holders: 50.
 			name: "resize", algs: all, limit: slow(200), instances: 2,
 			run: func(s *scene) {
 				s.call(0, 14)
@@ -196,9 +195,9 @@ func TestQuotaScenarios(t *testing.T) {
 				}
 			},
 			want: want{
-				decisions: []string{"aaaa" + strings.Repeat("L", 10), "aaaa" + strings.Repeat("L", 51)},
-				charged:   (3 + 5 + 9 + 18 - 1 - 2) + (3 + 5 + 9 + 18 + 35 + 50 - 1 - 2 - 4 - 8),
-				held:      []int64{18, 50}, returned: []int64{1 + 2, 1 + 2 + 4 + 8}, grants: []uint64{3, 5},
+				decisions: []string{"aaaaLLLLa" + strings.Repeat("L", 5), "aaaaLLLLa" + strings.Repeat("L", 11) + "a" + strings.Repeat("L", 26) + "a" + strings.Repeat("L", 7)},
+				charged:   (3 + 5 + 12) + (3 + 5 + 12 + 27 + 50),
+				held:      []int64{6, 42}, returned: []int64{0, 0}, grants: []uint64{2, 4},
 			},
 		},
 		{
@@ -294,11 +293,11 @@ func TestQuotaScenarios(t *testing.T) {
 				s.limit.Store(&l)
 				s.call(0, 1)
 			},
-			// 3 cold; a lease of 3 (at most half the burst), whose second
-			// unit's call asks for the next, refused (nothing is left: the
-			// key waits L here); its last unit; a local refusal; then a
-			// lease of 10 (8 calls; half the new burst).
-			want: want{decisions: []string{"aaaaLLXa"}, charged: 6 + 10, held: []int64{9}, returned: []int64{0}, grants: []uint64{3}},
+			// 3 cold; a lease of 3 (at most half the burst), spent; the
+			// next call's grant is refused (nothing is left: the key would
+			// wait for a unit here, a lease at most); then a lease of 10 (8
+			// calls; half the new burst).
+			want: want{decisions: []string{"aaaaLLxa"}, charged: 6 + 10, held: []int64{9}, returned: []int64{0}, grants: []uint64{3}},
 		},
 	} {
 		for _, alg := range row.algs {
@@ -332,8 +331,9 @@ func TestQuotaScenarios(t *testing.T) {
 							i, got, g, ret, s.held(i), w.decisions[i], w.grants[i], w.returned[i], w.held[i])
 					}
 				}
-				if burst := s.limit.Load().EffectiveBurst(); burst-s.left() != w.charged {
-					t.Errorf("the key's state holds %d charged, want %d", burst-s.left(), w.charged)
+				// left spends what is left: read it once.
+				if charged := s.limit.Load().EffectiveBurst() - s.left(); charged != w.charged {
+					t.Errorf("the key's state holds %d charged, want %d", charged, w.charged)
 				}
 			})
 		}
