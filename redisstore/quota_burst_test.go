@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestQuotaInstantBurst: one instance with local quota, 300 calls at once
@@ -73,5 +74,43 @@ func TestQuotaInstantBurst(t *testing.T) {
 				t.Fatalf("%d decisions from leases, want most of the 300 (%s)", leased.Load(), counts(r.lims[0]))
 			}
 		})
+	}
+}
+
+// TestQuotaWindowRefusalHolds: with local quota, a fixed window that
+// refused here stays refused to the window's end, as exact mode's deny
+// cache keeps it, even if Redis loses the window's count meanwhile (a
+// restart; here FLUSHDB): before, the instance asked again a lease's
+// length later, and the empty state granted the window over.
+func TestQuotaWindowRefusalHolds(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	l := core.Limit{Events: 20, Period: time.Minute, Algorithm: core.FixedWindow}
+	r := newQuotaRig(t, c, l, 1, 0, 0)
+	r.clk.Set(coretest.T0.Truncate(time.Minute)) // a window's start
+	admitted := func(n int) int {
+		got := 0
+		for range n {
+			if r.allow(0, "k").Allowed {
+				got++
+			}
+		}
+		return got
+	}
+	if got := admitted(30); got != 20 {
+		t.Fatalf("the first window admitted %d of 30, want 20", got)
+	}
+	r.settle()
+	if err := c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(30 * time.Second) // 30 leases later, the same window
+	if got := admitted(30); got != 0 {
+		t.Fatalf("after Redis lost the count, the same window admitted %d more, want 0", got)
+	}
+	r.clk.Advance(30 * time.Second) // the next window
+	r.fire()
+	if got := admitted(30); got != 20 {
+		t.Fatalf("the next window admitted %d of 30, want 20", got)
 	}
 }

@@ -61,16 +61,18 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		// of at least the cost is asked for), or the key's limit changed.
 		back := q.take()
 		switch {
-		case !hot:
-			q.mu.Unlock()
-			l.giveBackHeld(key, back, p)
-			return l.allow(ctx, p, key, cost)
 		case now < q.wait:
+			// A grant's refusal holds until then, for the calls of a key
+			// gone cold too, as the deny cache holds the exact path's.
 			d := q.refused(now, time.Duration(q.wait-now))
 			d.Leased = true
 			q.mu.Unlock()
 			l.giveBackHeld(key, back, p)
 			return d, nil
+		case !hot:
+			q.mu.Unlock()
+			l.giveBackHeld(key, back, p)
+			return l.allow(ctx, p, key, cost)
 		case q.asking != nil:
 			ch := q.asking
 			q.mu.Unlock()
@@ -150,17 +152,22 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 	if k == 0 {
 		// Nothing fits: ask again when the n units asked for will, as the
 		// grantor's wait for one and the limit's interval for the others
-		// say (a fixed window's come all at once, when it turns), and at
-		// most a lease from now, since units other instances give back
-		// come sooner. n is at most half the burst shared among the
+		// say, at most a lease from now, since units other instances give
+		// back come sooner (a fixed window's come all at once, when it
+		// turns). n is at most half the burst shared among the
 		// holders, so the instances that wait together leave the bucket
 		// room: none of its refill is lost while they wait, and a key at
 		// its limit costs a round trip per n units refilled, not per unit.
 		wait := max(v[2], 0)
 		if p.limit.Algorithm != core.FixedWindow {
 			wait += int64(n-1) * int64(p.limit.Interval())
+			wait = min(wait, lt.length)
 		}
-		q.wait = sent + min(wait, lt.length)
+		// A fixed window's refusal holds to the window's end, as exact
+		// mode's deny cache holds it: were Redis to lose the window's
+		// count (a restart), a grant after a lease's length would start
+		// the window over.
+		q.wait = sent + wait
 		q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
 		return v, nil
 	}
