@@ -102,9 +102,12 @@ func limiterOf(lim core.Limiter) *Limiter {
 }
 
 // QuotaCounts returns the grants answered, the decisions made from leases
-// and the units given back.
+// (the calls that took them included) and the units given back.
 func QuotaCounts(lim core.Limiter) (grants, leased uint64, returned int64) {
 	l := limiterOf(lim)
+	if l == nil { // a Dynamic before its first call
+		return 0, 0, 0
+	}
 	return l.quotaCount.grants.Load(), l.quotaCount.leased.Load(), l.quotaCount.returned.Load()
 }
 

@@ -110,6 +110,10 @@ type quota struct {
 	asking chan struct{}
 	// wait is the instant before which a refused key does not ask again.
 	wait int64
+	// full is the end of the fixed window a grant found full (process
+	// clock; 0: none), until which that window's count may only come back
+	// by returns, never by more than half the limit (see lease).
+	full int64
 	// Demand: decisions seen since from, and the rate over the last
 	// full length (per ns).
 	seen, from int64

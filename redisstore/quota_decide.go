@@ -42,7 +42,7 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			// The key's limit is not the one of the last grant: the lease
 			// ends before any unit of it is spent under this limit, and a
 			// refusal under the other no longer holds.
-			q.wait = 0
+			q.wait, q.full = 0, 0
 		}
 		if !changed && q.end > now && q.units >= int64(cost) {
 			// The next lease is asked for once this one cannot pay a call:
@@ -61,10 +61,11 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		// of at least the cost is asked for), or the key's limit changed.
 		back := q.take()
 		switch {
-		case now < q.wait:
-			// A grant's refusal holds until then, for the calls of a key
-			// gone cold too, as the deny cache holds the exact path's.
-			d := q.refused(now, time.Duration(q.wait-now))
+		case now < q.wait || !hot && now < q.full:
+			// A grant's refusal holds until then, and a full fixed
+			// window's to its end for the calls of a key gone cold, as the
+			// deny cache holds the exact path's.
+			d := q.refused(now, time.Duration(max(q.wait, q.full)-now))
 			d.Leased = true
 			q.mu.Unlock()
 			l.giveBackHeld(key, back, p)
@@ -104,18 +105,25 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	k := v[5]
 	switch {
 	case k == 0:
+		// Redis refused the grant: the decision is the store's.
+		l.count.store.Add(1)
 		d := q.refused(sent, time.Duration(q.wait-sent))
 		q.mu.Unlock()
 		return d, nil
 	case k < int64(cost):
 		// Fewer units than the cost fit: a shared limiter refuses it too.
 		// The units serve cheaper calls.
+		l.count.store.Add(1)
 		d := q.refused(sent, time.Duration(int64(cost)-k)*p.limit.Interval())
 		q.mu.Unlock()
 		return d, nil
 	}
+	// The call takes the lease's first units: a decision from the lease,
+	// as the calls that spend the rest are.
 	q.units -= int64(cost)
 	d := q.admitted(sent)
+	d.Leased = true
+	l.quotaCount.leased.Add(1)
 	q.mu.Unlock()
 	return d, nil
 }
@@ -159,16 +167,25 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 		// room: none of its refill is lost while they wait, and a key at
 		// its limit costs a round trip per n units refilled, not per unit.
 		wait := max(v[2], 0)
-		if p.limit.Algorithm != core.FixedWindow {
+		if p.limit.Algorithm == core.FixedWindow {
+			q.full = sent + wait // the window's end
+		} else {
 			wait += int64(n-1) * int64(p.limit.Interval())
-			wait = min(wait, lt.length)
 		}
-		// A fixed window's refusal holds to the window's end, as exact
-		// mode's deny cache holds it: were Redis to lose the window's
-		// count (a restart), a grant after a lease's length would start
-		// the window over.
-		q.wait = sent + wait
+		q.wait = sent + min(wait, lt.length)
 		q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
+		return v, nil
+	}
+	if sent < q.full && 2*(v[1]+k) > int64(p.limit.EffectiveBurst()) {
+		// The window was full here, and now more than half of it is free:
+		// more than the leases out (each at most half the burst shared
+		// among the holders) could have given back. Redis lost the
+		// window's count (a restart): the units stay charged, unspent, and
+		// the window stays refused here to its end, as exact mode's deny
+		// cache keeps it.
+		q.wait = q.full
+		q.remaining, q.reset, q.sent, q.limit, q.pol = 0, v[3], sent, l.limitAt(p, v[4]), p
+		v[5] = 0
 		return v, nil
 	}
 	back := q.take()

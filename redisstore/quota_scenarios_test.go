@@ -17,8 +17,9 @@ import (
 // scene is one row of TestQuotaScenarios being played: instances of one
 // limit (a Dynamic's when the row is, whose limit the row changes), on the
 // rig's fake clock, and each instance's decisions as letters: 'a' admitted
-// by a round trip (cold, or the call that took a lease), 'L' admitted from
-// a lease, 'x' and 'X' refused so.
+// by a round trip (cold), 'G' by the call that took a lease (from its
+// first units, a decision from the lease), 'L' admitted from a lease, 'x'
+// refused by Redis (a cold call's, or a grant's) and 'X' refused here.
 type scene struct {
 	t     *testing.T
 	c     redis.UniversalClient
@@ -32,11 +33,15 @@ type scene struct {
 func (s *scene) call(i, n int) {
 	s.t.Helper()
 	for range n {
+		g0, _, _ := redisstore.QuotaCounts(s.r.all[i])
 		d := s.r.allow(i, "k")
 		if want := *s.limit.Load(); d.Limit != want {
 			s.t.Fatalf("instance %d, after %q: Decision.Limit %v, want the limit in force %v", i, s.got[i].String(), d.Limit, want)
 		}
 		c := map[[2]bool]byte{{true, false}: 'a', {true, true}: 'L', {false, false}: 'x', {false, true}: 'X'}[[2]bool{d.Allowed, d.Leased}]
+		if g1, _, _ := redisstore.QuotaCounts(s.r.all[i]); c == 'L' && g1 > g0 {
+			c = 'G'
+		}
 		s.got[i].WriteByte(c)
 	}
 }
@@ -124,14 +129,14 @@ func TestQuotaScenarios(t *testing.T) {
 			// hot and takes a lease of 5, spends one and holds 4.
 			name: "grant", algs: all, limit: slow(100), instances: 1,
 			run:  func(s *scene) { s.call(0, 4) },
-			want: want{decisions: []string{"aaaa"}, charged: 8, held: []int64{4}, returned: []int64{0}, grants: []uint64{1}},
+			want: want{decisions: []string{"aaaG"}, charged: 8, held: []int64{4}, returned: []int64{0}, grants: []uint64{1}},
 		},
 		{
 			// Two calls from the lease, in memory: Redis is charged nothing
 			// more.
 			name: "spend", algs: all, limit: slow(100), instances: 1,
 			run:  func(s *scene) { s.call(0, 6) },
-			want: want{decisions: []string{"aaaaLL"}, charged: 8, held: []int64{2}, returned: []int64{0}, grants: []uint64{1}},
+			want: want{decisions: []string{"aaaGLL"}, charged: 8, held: []int64{2}, returned: []int64{0}, grants: []uint64{1}},
 		},
 		{
 			// The lease pays four calls; the ninth finds it spent and takes
@@ -139,7 +144,7 @@ func TestQuotaScenarios(t *testing.T) {
 			// could pay, so nothing goes back.
 			name: "replace", algs: all, limit: slow(100), instances: 1,
 			run:  func(s *scene) { s.call(0, 9) },
-			want: want{decisions: []string{"aaaaLLLLa"}, charged: 3 + 5 + 12, held: []int64{11}, returned: []int64{0}, grants: []uint64{1 + 1}},
+			want: want{decisions: []string{"aaaGLLLLG"}, charged: 3 + 5 + 12, held: []int64{11}, returned: []int64{0}, grants: []uint64{1 + 1}},
 		},
 		{
 			// The lease is in force until L has passed since its grant was
@@ -158,7 +163,7 @@ func TestQuotaScenarios(t *testing.T) {
 				}
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLLa"}, charged: 3 + 5 - 2 + 8, held: []int64{7}, returned: []int64{2}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLLG"}, charged: 3 + 5 - 2 + 8, held: []int64{7}, returned: []int64{2}, grants: []uint64{2}},
 		},
 		{
 			// A fixed window's lease ends with its window, 300 ms after the
@@ -178,7 +183,7 @@ func TestQuotaScenarios(t *testing.T) {
 				}
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 8, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 8, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
 			// Leases follow the key's demand, each taken when the last is
@@ -195,7 +200,7 @@ func TestQuotaScenarios(t *testing.T) {
 				}
 			},
 			want: want{
-				decisions: []string{"aaaaLLLLa" + strings.Repeat("L", 5), "aaaaLLLLa" + strings.Repeat("L", 11) + "a" + strings.Repeat("L", 26) + "a" + strings.Repeat("L", 7)},
+				decisions: []string{"aaaGLLLLG" + strings.Repeat("L", 5), "aaaGLLLLG" + strings.Repeat("L", 11) + "G" + strings.Repeat("L", 26) + "G" + strings.Repeat("L", 7)},
 				charged:   (3 + 5 + 12) + (3 + 5 + 12 + 27 + 50),
 				held:      []int64{6, 42}, returned: []int64{0, 0}, grants: []uint64{2, 4},
 			},
@@ -216,7 +221,7 @@ func TestQuotaScenarios(t *testing.T) {
 				s.limit.Store(&core.Limit{Events: 50, Period: 100 * time.Minute, Burst: 50, Algorithm: core.GCRA})
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 50 - 39, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 50 - 39, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
 			// Token bucket, from 1 unit a second to 1 every 5 minutes, 30 s
@@ -233,7 +238,7 @@ func TestQuotaScenarios(t *testing.T) {
 				s.limit.Store(&core.Limit{Events: 100, Period: 500 * time.Minute, Burst: 100, Algorithm: core.TokenBucket})
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 100 - 87, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 100 - 87, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
 			// The same change, seen by no call before the lease ends: at its
@@ -253,7 +258,7 @@ func TestQuotaScenarios(t *testing.T) {
 				s.r.fire()
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 100 - 88, held: []int64{6}, returned: []int64{3}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 100 - 88, held: []int64{6}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
 			// Fixed window, from 100 to 50 per 500 minutes: the same
@@ -266,7 +271,7 @@ func TestQuotaScenarios(t *testing.T) {
 				s.limit.Store(&core.Limit{Events: 50, Period: 500 * time.Minute, Burst: 50, Algorithm: core.FixedWindow})
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 8 - 3 + 8, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 8 - 3 + 8, held: []int64{7}, returned: []int64{3}, grants: []uint64{2}},
 		},
 		{
 			// Fixed window, from 500 to 1000 minutes (T0's windows of both
@@ -279,7 +284,7 @@ func TestQuotaScenarios(t *testing.T) {
 				s.limit.Store(&core.Limit{Events: 100, Period: 1000 * time.Minute, Burst: 100, Algorithm: core.FixedWindow})
 				s.call(0, 1)
 			},
-			want: want{decisions: []string{"aaaaLa"}, charged: 8 + 8, held: []int64{7}, returned: []int64{0}, grants: []uint64{2}},
+			want: want{decisions: []string{"aaaGLG"}, charged: 8 + 8, held: []int64{7}, returned: []int64{0}, grants: []uint64{2}},
 		},
 		{
 			// A key refused locally under one limit (nothing was left when
@@ -297,7 +302,7 @@ func TestQuotaScenarios(t *testing.T) {
 			// next call's grant is refused (nothing is left: the key would
 			// wait for a unit here, a lease at most); then a lease of 10 (8
 			// calls; half the new burst).
-			want: want{decisions: []string{"aaaaLLxa"}, charged: 6 + 10, held: []int64{9}, returned: []int64{0}, grants: []uint64{3}},
+			want: want{decisions: []string{"aaaGLLxG"}, charged: 6 + 10, held: []int64{9}, returned: []int64{0}, grants: []uint64{3}},
 		},
 	} {
 		for _, alg := range row.algs {

@@ -132,8 +132,8 @@ func TestQuotaLease(t *testing.T) {
 			// The fourth call makes the key hot: a grant of the demand over
 			// one length and a quarter more (4 calls in 1 s: 5 units), of
 			// which this call spends one.
-			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 96 || d.Leased {
-				t.Fatalf("the grant's call: %+v, want 96 left (92 shared, 4 held)", d)
+			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 96 || !d.Leased {
+				t.Fatalf("the grant's call: %+v, want 96 left (92 shared, 4 held), from the lease", d)
 			}
 			// Two calls from the lease, in memory.
 			for i := range 2 {
@@ -141,10 +141,11 @@ func TestQuotaLease(t *testing.T) {
 					t.Fatalf("leased call %d: %+v", i, d)
 				}
 			}
-			if g, d, _ := redisstore.QuotaCounts(lim); g != 1 || d != 2 || lim.Health().StoreDecisions != 3 {
-				t.Fatalf("after two leased calls: %s, want one grant and two leased decisions", counts(lim))
+			// The grant's call and these two are decisions from the lease.
+			if g, d, _ := redisstore.QuotaCounts(lim); g != 1 || d != 3 || lim.Health().StoreDecisions != 3 {
+				t.Fatalf("after two leased calls: %s, want one grant and three leased decisions", counts(lim))
 			}
-			if h := lim.Health(); h.Leases != 1 || h.LeaseDecisions != 2 || h.Returned != 0 {
+			if h := lim.Health(); h.Leases != 1 || h.LeaseDecisions != 3 || h.Returned != 0 {
 				t.Fatalf("Health after two leased calls: %+v", h)
 			}
 			// Two more spend the lease: nothing is asked while it can pay a
@@ -161,8 +162,8 @@ func TestQuotaLease(t *testing.T) {
 			// The next call finds it spent and takes the next lease, of the
 			// demand (9 calls in this length: 12 units), of which it spends
 			// one: 80 shared (100 less 8 spent, less the 12), 11 held.
-			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 91 || d.Leased {
-				t.Fatalf("the second grant's call: %+v, want 91 left (80 shared, 11 held)", d)
+			if d := r.allow(0, "k"); !d.Allowed || d.Remaining != 91 || !d.Leased {
+				t.Fatalf("the second grant's call: %+v, want 91 left (80 shared, 11 held), from the lease", d)
 			}
 			if g, _, _ := redisstore.QuotaCounts(lim); g != 2 {
 				t.Fatalf("after the second grant: %s, want two grants", counts(lim))
