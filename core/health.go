@@ -23,11 +23,12 @@ type Health struct {
 	// Opens counts how often the breaker opened, from closed or after a
 	// failed probe.
 	Opens uint64
-	// LeaseDecisions counts the decisions made in memory from local quota
-	// leases (redisstore's WithLocalQuota), Leases the leases the store
-	// granted (each a round trip, counted in neither StoreDecisions nor
-	// LeaseDecisions), and Returned the units the leases gave back unspent.
-	LeaseDecisions, Leases, Returned uint64
+	// LeaseDecisions counts the decisions made from local quota leases
+	// (redisstore's WithLocalQuota), the call that took a lease included,
+	// Leases the leases the store granted (each a round trip), Returned the
+	// units the leases gave back unspent, and Returns the round trips that
+	// gave them back.
+	LeaseDecisions, Leases, Returned, Returns uint64
 }
 
 // HealthReporter is a limiter that reports its store's health, as

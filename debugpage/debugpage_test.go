@@ -97,7 +97,7 @@ func TestJSON(t *testing.T) {
 	clock.Advance(9 * time.Second)
 	p.Observe(ctx, event("b", core.OutcomeStoreError))
 	clock.Advance(500 * time.Millisecond)
-	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11})
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3})
 
 	s, _ := getJSON(t, p)
 	wantTotals := map[string]uint64{"allowed": 5, "shaped": 0, "denied": 3, "bad_key": 1, "bad_cost": 0, "error": 0, "store_error": 1, "canceled": 0, "other": 0}
@@ -131,14 +131,14 @@ func TestJSON(t *testing.T) {
 	if got := fmt.Sprint(s.Policies); got != "[{static [{api 5 1s 5}]} {stack [{burst 10 1s 10} {sustained 100 1m0s 100}]}]" {
 		t.Errorf("policies %s", got)
 	}
-	if len(s.Health) != 2 || s.Health[0].State != "open" || *s.Health[0].Stats != (stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11}) ||
+	if len(s.Health) != 2 || s.Health[0].State != "open" || *s.Health[0].Stats != (stats{PrimaryDecisions: 7, LocalDecisions: 3, PrimaryFailures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3}) ||
 		s.Health[1].State != "half-open" || *s.Health[1].Stats != (stats{}) {
 		t.Errorf("health %+v", s.Health)
 	}
 	// The page's table shows the same counters.
 	if _, html := get(t, p, "/debug/floodgate/"); !strings.Contains(html, `id="health-primary-0">7</td>`) ||
 		!strings.Contains(html, `id="health-lease-0">900</td>`) || !strings.Contains(html, `id="health-leases-0">4</td>`) ||
-		!strings.Contains(html, `id="health-returned-0">11</td>`) {
+		!strings.Contains(html, `id="health-returned-0">11</td>`) || !strings.Contains(html, `id="health-returns-0">3</td>`) {
 		t.Errorf("the page's health table does not show the counters")
 	}
 

@@ -69,7 +69,8 @@
 //	policies             [{limiter, limits: [{name, events, period, burst}]}]
 //	health               [{name, state, stats: {primary_decisions,
 //	                     local_decisions, primary_failures, opens,
-//	                     lease_decisions, leases, returned_units}}]
+//	                     lease_decisions, leases, returned_units,
+//	                     returns}}]
 //
 // # Keys are personal data
 //

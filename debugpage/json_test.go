@@ -59,4 +59,5 @@ type stats struct {
 	LeaseDecisions   uint64 `json:"lease_decisions"`
 	Leases           uint64 `json:"leases"`
 	Returned         uint64 `json:"returned_units"`
+	Returns          uint64 `json:"returns"`
 }

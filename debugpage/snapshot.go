@@ -112,6 +112,7 @@ type breakerStats struct {
 	LeaseDecisions   uint64 `json:"lease_decisions"`
 	Leases           uint64 `json:"leases"`
 	Returned         uint64 `json:"returned_units"`
+	Returns          uint64 `json:"returns"`
 }
 
 // snapshot returns what the page shows now. It locks each shard in turn
@@ -187,7 +188,7 @@ func (p *Page) snapshot() snapshot {
 	for _, src := range p.health {
 		st := src.health.Health()
 		snap.Health = append(snap.Health, healthView{Name: src.name, State: st.Breaker,
-			Stats: &breakerStats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens, st.LeaseDecisions, st.Leases, st.Returned}})
+			Stats: &breakerStats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens, st.LeaseDecisions, st.Leases, st.Returned, st.Returns}})
 	}
 	if p.custom {
 		snap.KeyForm = "custom"

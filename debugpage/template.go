@@ -57,8 +57,8 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
 {{end}}{{end}}</tbody></table>{{else}}<p class="meta">none registered (debugpage.WithLimiter)</p>{{end}}
 
 <h2>Store health</h2>
-{{if .Snap.Health}}<table id="health"><thead><tr><th>store</th><th>breaker</th><th>primary decisions</th><th>local decisions</th><th>primary failures</th><th>opens</th><th>lease decisions</th><th>leases</th><th>units returned</th></tr></thead><tbody>
-{{range $i, $h := .Snap.Health}}<tr><td>{{.Name}}</td><td id="health-state-{{$i}}" class="state-{{.State}}">{{.State}}</td>{{with .Stats}}<td class="num" id="health-primary-{{$i}}">{{.PrimaryDecisions}}</td><td class="num" id="health-local-{{$i}}">{{.LocalDecisions}}</td><td class="num" id="health-failures-{{$i}}">{{.PrimaryFailures}}</td><td class="num" id="health-opens-{{$i}}">{{.Opens}}</td><td class="num" id="health-lease-{{$i}}">{{.LeaseDecisions}}</td><td class="num" id="health-leases-{{$i}}">{{.Leases}}</td><td class="num" id="health-returned-{{$i}}">{{.Returned}}</td>{{else}}<td colspan="7" class="meta">no stats</td>{{end}}</tr>
+{{if .Snap.Health}}<table id="health"><thead><tr><th>store</th><th>breaker</th><th>primary decisions</th><th>local decisions</th><th>primary failures</th><th>opens</th><th>lease decisions</th><th>leases</th><th>units returned</th><th>returns</th></tr></thead><tbody>
+{{range $i, $h := .Snap.Health}}<tr><td>{{.Name}}</td><td id="health-state-{{$i}}" class="state-{{.State}}">{{.State}}</td>{{with .Stats}}<td class="num" id="health-primary-{{$i}}">{{.PrimaryDecisions}}</td><td class="num" id="health-local-{{$i}}">{{.LocalDecisions}}</td><td class="num" id="health-failures-{{$i}}">{{.PrimaryFailures}}</td><td class="num" id="health-opens-{{$i}}">{{.Opens}}</td><td class="num" id="health-lease-{{$i}}">{{.LeaseDecisions}}</td><td class="num" id="health-leases-{{$i}}">{{.Leases}}</td><td class="num" id="health-returned-{{$i}}">{{.Returned}}</td><td class="num" id="health-returns-{{$i}}">{{.Returns}}</td>{{else}}<td colspan="8" class="meta">no stats</td>{{end}}</tr>
 {{end}}</tbody></table>{{else}}<p class="meta">none registered (debugpage.WithHealth)</p>{{end}}
 
 <script nonce="{{.Nonce}}">
@@ -146,6 +146,7 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
         set("health-lease-" + i, h.stats.lease_decisions);
         set("health-leases-" + i, h.stats.leases);
         set("health-returned-" + i, h.stats.returned_units);
+        set("health-returns-" + i, h.stats.returns);
       }
     });
   }

@@ -59,8 +59,9 @@
 //     store's circuit breaker is in and 0 for the others;
 //     floodgate.fallback.decisions{breaker, side} (side primary, local or
 //     lease), floodgate.fallback.primary_failures{breaker},
-//     floodgate.breaker.opens{breaker}, floodgate.store.leases{breaker}
-//     and floodgate.store.returned_units{breaker}.
+//     floodgate.breaker.opens{breaker}, floodgate.store.leases{breaker},
+//     floodgate.store.returned_units{breaker} and
+//     floodgate.store.returns{breaker}.
 //
 // The histograms advise promobs's bucket bounds (1 µs to 1 s; 10 ms to
 // 30 s); a View of the MeterProvider replaces them, as it can rename an

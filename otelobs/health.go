@@ -45,6 +45,8 @@ func registerHealth(m metric.Meter, bs []obsreg.Breaker) error {
 		"Local quota leases a limiter's shared store granted (each a round trip).")
 	returned := counter("floodgate.store.returned_units", "{unit}",
 		"Units local quota leases gave back to a limiter's shared store unspent.")
+	returns := counter("floodgate.store.returns", "{call}",
+		"Round trips that gave local quota units back to a limiter's shared store.")
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -76,8 +78,9 @@ func registerHealth(m metric.Meter, bs []obsreg.Breaker) error {
 			o.ObserveInt64(opens, int64(h.Opens), a.one)
 			o.ObserveInt64(leases, int64(h.Leases), a.one)
 			o.ObserveInt64(returned, int64(h.Returned), a.one)
+			o.ObserveInt64(returns, int64(h.Returns), a.one)
 		}
 		return nil
-	}, state, decisions, failures, opens, leases, returned)
+	}, state, decisions, failures, opens, leases, returned, returns)
 	return err
 }

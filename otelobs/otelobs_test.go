@@ -145,6 +145,7 @@ func TestInstruments(t *testing.T) {
 		"floodgate.breaker.opens":             {"counter", "{open}", nil},
 		"floodgate.store.leases":              {"counter", "{lease}", nil},
 		"floodgate.store.returned_units":      {"counter", "{unit}", nil},
+		"floodgate.store.returns":             {"counter", "{call}", nil},
 	}
 	for name, w := range wants {
 		f, ok := fams[name]
@@ -196,6 +197,7 @@ func TestHealth(t *testing.T) {
 			m["floodgate.breaker.opens{breaker="+name+"}"] = float64(h.Opens)
 			m["floodgate.store.leases{breaker="+name+"}"] = float64(h.Leases)
 			m["floodgate.store.returned_units{breaker="+name+"}"] = float64(h.Returned)
+			m["floodgate.store.returns{breaker="+name+"}"] = float64(h.Returns)
 			for _, s := range []string{"closed", "open", "half-open"} {
 				v := 0.0
 				if s == h.Breaker {
@@ -208,7 +210,7 @@ func TestHealth(t *testing.T) {
 	}
 	got, _ := collect(t, reader)
 	diff(t, got, want(redis.Health(), payments.Health()))
-	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11})
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3})
 	payments.set(core.Health{Breaker: "half-open", StoreDecisions: 1})
 	got, _ = collect(t, reader)
 	diff(t, got, want(redis.Health(), payments.Health()))

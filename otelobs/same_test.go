@@ -72,7 +72,7 @@ func promName(f family) string {
 // once OpenTelemetry's names are put as a Prometheus exporter puts them.
 func TestSameAsPromobs(t *testing.T) {
 	t.Parallel()
-	redis := &reporter{h: core.Health{Breaker: "half-open", StoreDecisions: 70, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11}}
+	redis := &reporter{h: core.Health{Breaker: "half-open", StoreDecisions: 70, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3}}
 	obs, reader := sdkObserver(t, otelobs.WithHealth("redis", redis))
 	reg := prometheus.NewRegistry()
 	prom, err := promobs.New(reg, promobs.WithHealth("redis", redis))

@@ -65,11 +65,12 @@
 //     locally while it failed, "local", or made from a local quota lease,
 //     "lease"; failed calls; times the breaker opened), read at each
 //     scrape.
-//   - floodgate_store_leases_total{breaker} and
-//     floodgate_store_returned_units_total{breaker}: with [WithHealth], the
-//     local quota leases the store granted and the units they gave back
-//     unspent (redisstore's WithLocalQuota). Like every metric here, they
-//     carry no key.
+//   - floodgate_store_leases_total{breaker},
+//     floodgate_store_returned_units_total{breaker} and
+//     floodgate_store_returns_total{breaker}: with [WithHealth], the local
+//     quota leases the store granted, the units they gave back unspent and
+//     the round trips that gave them back (redisstore's WithLocalQuota).
+//     Like every metric here, they carry no key.
 //
 // # Keys are never labels
 //

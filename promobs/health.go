@@ -15,7 +15,7 @@ var breakerStates = []string{"closed", "open", "half-open"}
 // breakerCollector reads the breakers at scrape time.
 type breakerCollector struct {
 	state, decisions, failures, opens *prometheus.Desc
-	leases, returned                  *prometheus.Desc
+	leases, returned, returns         *prometheus.Desc
 	breakers                          []obsreg.Breaker
 }
 
@@ -41,6 +41,9 @@ func newBreakerCollector(ns string, constLabels prometheus.Labels, bs []obsreg.B
 		returned: prometheus.NewDesc(prometheus.BuildFQName(ns, "store", "returned_units_total"),
 			"Units local quota leases gave back to a limiter's shared store unspent.",
 			[]string{"breaker"}, constLabels),
+		returns: prometheus.NewDesc(prometheus.BuildFQName(ns, "store", "returns_total"),
+			"Round trips that gave local quota units back to a limiter's shared store.",
+			[]string{"breaker"}, constLabels),
 		breakers: bs,
 	}
 }
@@ -53,6 +56,7 @@ func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.opens
 	ch <- c.leases
 	ch <- c.returned
+	ch <- c.returns
 }
 
 // Collect implements prometheus.Collector.
@@ -71,6 +75,7 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(h.LeaseDecisions), b.Name, "lease")
 		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.CounterValue, float64(h.Leases), b.Name)
 		ch <- prometheus.MustNewConstMetric(c.returned, prometheus.CounterValue, float64(h.Returned), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.returns, prometheus.CounterValue, float64(h.Returns), b.Name)
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), b.Name)
 		ch <- prometheus.MustNewConstMetric(c.opens, prometheus.CounterValue, float64(h.Opens), b.Name)
 	}

@@ -201,7 +201,7 @@ func TestKeyNeverALabel(t *testing.T) {
 	}
 	// Every metric family is there, with labels, so that the check above
 	// looked at something.
-	if len(mfs) != 11 || labels < 50 {
+	if len(mfs) != 12 || labels < 50 {
 		t.Fatalf("%d families, %d labels checked", len(mfs), labels)
 	}
 }
@@ -322,6 +322,7 @@ func TestHealth(t *testing.T) {
 			m["floodgate_fallback_decisions_total{breaker="+name+",side=lease}"] = float64(h.LeaseDecisions)
 			m["floodgate_store_leases_total{breaker="+name+"}"] = float64(h.Leases)
 			m["floodgate_store_returned_units_total{breaker="+name+"}"] = float64(h.Returned)
+			m["floodgate_store_returns_total{breaker="+name+"}"] = float64(h.Returns)
 			for _, s := range []string{"closed", "open", "half-open"} {
 				m[fmt.Sprintf("%s{breaker=%s,state=%s}", st, name, s)] = b2f(s == h.Breaker)
 			}
@@ -329,7 +330,7 @@ func TestHealth(t *testing.T) {
 		return m
 	}
 	diff(t, scrape(), want(redis.Health(), payments.Health()))
-	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11})
+	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3})
 	payments.set(core.Health{Breaker: "half-open", StoreDecisions: 1})
 	diff(t, scrape(), want(redis.Health(), payments.Health()))
 }

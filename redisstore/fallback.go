@@ -92,6 +92,7 @@ func (l *Limiter) Health() core.Health {
 		LeaseDecisions: l.quotaCount.leased.Load(),
 		Leases:         l.quotaCount.grants.Load(),
 		Returned:       uint64(l.quotaCount.returned.Load()),
+		Returns:        l.quotaCount.returns.Load(),
 	}
 	l.breakers(func(b *breaker.Breaker) { h.Opens += b.Opens() })
 	return h

@@ -223,6 +223,7 @@ func (m *Multi) quotaHealth(h core.Health) core.Health {
 		if l != nil {
 			h.Leases += l.quotaCount.grants.Load()
 			h.Returned += uint64(l.quotaCount.returned.Load())
+			h.Returns += l.quotaCount.returns.Load()
 		}
 	}
 	return h

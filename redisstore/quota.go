@@ -269,6 +269,7 @@ func (l *Limiter) giveBack(p *policy, key string, units, gs, gn int64) {
 		defer cancel()
 		if _, err := l.call(ctx, rp, "return", 'r', key, int(units), ""); err == nil {
 			l.quotaCount.returned.Add(units)
+			l.quotaCount.returns.Add(1)
 		}
 	})
 }

@@ -13,6 +13,7 @@ type quotaCounts struct {
 	grants   atomic.Uint64 // grant round trips answered
 	leased   atomic.Uint64 // decisions made from a lease
 	returned atomic.Int64  // units given back
+	returns  atomic.Uint64 // return round trips that gave them back
 }
 
 // allowQuota decides for key with the local quota: from the key's lease

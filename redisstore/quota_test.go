@@ -174,8 +174,8 @@ func TestQuotaLease(t *testing.T) {
 			r.clk.Advance(time.Second)
 			r.fire()
 			_, _, ret := redisstore.QuotaCounts(lim)
-			if ret == 0 || lim.Health().Returned != uint64(ret) {
-				t.Fatalf("after the lease ended: %s (Health %+v), want its units back", counts(lim), lim.Health())
+			if h := lim.Health(); ret == 0 || h.Returned != uint64(ret) || h.Returns != 1 {
+				t.Fatalf("after the lease ended: %s (Health %+v), want its units back in one round trip", counts(lim), h)
 			}
 			// Redis is charged exactly what was spent, 9 calls (3 cold, 5
 			// from the first lease, 1 from the second), and the buckets
