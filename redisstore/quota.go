@@ -91,7 +91,7 @@ type leaseTerms struct {
 const holdersSuffix = ":holders"
 
 type quotaShard struct {
-	mu sync.Mutex
+	mu sync.RWMutex // read-locked to find a key, locked to add or drop one
 	m  map[string]*quota
 }
 
@@ -180,6 +180,12 @@ func (qs *quotas) terms(l core.Limit, p *policy) *leaseTerms {
 // get returns key's quota, made if there is room (nil if not).
 func (qs *quotas) get(key string, now int64) *quota {
 	sh := &qs.shards[maphash.String(qs.seed, key)%uint64(len(qs.shards))]
+	sh.mu.RLock()
+	q := sh.m[key]
+	sh.mu.RUnlock()
+	if q != nil {
+		return q // a hot key's calls never wait for each other here
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if q := sh.m[key]; q != nil {
@@ -188,7 +194,7 @@ func (qs *quotas) get(key string, now int64) *quota {
 	if len(sh.m) >= (qs.keys+len(qs.shards)-1)/len(qs.shards) && !sh.prune(now) {
 		return nil
 	}
-	q := &quota{from: now}
+	q = &quota{from: now}
 	sh.m[key] = q
 	return q
 }
