@@ -66,7 +66,11 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			// A grant's refusal holds until then, and a full fixed
 			// window's to its end for the calls of a key gone cold, as the
 			// deny cache holds the exact path's.
-			d := q.refused(now, time.Duration(max(q.wait, q.full)-now))
+			until := q.wait
+			if !hot {
+				until = max(q.wait, q.full)
+			}
+			d := q.refused(now, time.Duration(until-now))
 			d.Leased = true
 			q.mu.Unlock()
 			l.giveBackHeld(key, back, p)
