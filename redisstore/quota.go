@@ -108,6 +108,8 @@ type quota struct {
 	remaining, reset, sent int64
 	// asking is closed when the grant in flight ends; nil when none is.
 	asking chan struct{}
+	// ahead: a grant is set to be asked for when the wait ends (askAhead).
+	ahead bool
 	// wait is the instant before which a refused key does not ask again.
 	wait int64
 	// full is the end of the fixed window a grant found full (process

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/redisstore"
 )
 
 // TestQuotaInstantBurst: one instance with local quota, 300 calls at once
@@ -112,5 +113,39 @@ func TestQuotaWindowRefusalHolds(t *testing.T) {
 	r.fire()
 	if got := admitted(30); got != 20 {
 		t.Fatalf("the next window admitted %d of 30, want 20", got)
+	}
+}
+
+// TestQuotaAskAhead: a hot key refused because nothing fit has its next
+// lease asked for when its units will, in the background, so that the
+// next call is decided from it without a round trip however late it
+// comes (at a burst of 1 the refill would cap and be lost while no call
+// came). GCRA, 200 a second, burst 1: a unit every 5 ms.
+func TestQuotaAskAhead(t *testing.T) {
+	c := single(t)
+	l := core.Limit{Events: 200, Period: time.Second, Burst: 1, Algorithm: core.GCRA}
+	r := newQuotaRig(t, c, l, 1, 0, 1)
+	lim := r.lims[0]
+	if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
+		t.Fatalf("the first call: %+v, want admitted from its lease of 1", d)
+	}
+	if d := r.allow(0, "k"); d.Allowed || d.RetryAfter != 5*time.Millisecond {
+		t.Fatalf("the second: %+v, want refused by the grant, for the 5 ms until a unit fits", d)
+	}
+	if g, _, _ := redisstore.QuotaCounts(lim); g != 2 {
+		t.Fatalf("%s, want two grants", counts(lim))
+	}
+	r.clk.Advance(5 * time.Millisecond)
+	r.fire() // the grant asked ahead
+	if g, _, _ := redisstore.QuotaCounts(lim); g != 3 {
+		t.Fatalf("when the unit fits: %s, want a third grant, asked ahead", counts(lim))
+	}
+	r.clk.Advance(20 * time.Millisecond) // the next call comes late
+	store := lim.Health().StoreDecisions
+	if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
+		t.Fatalf("the late call: %+v, want admitted from the lease asked ahead", d)
+	}
+	if g, _, _ := redisstore.QuotaCounts(lim); g != 3 || lim.Health().StoreDecisions != store {
+		t.Fatalf("the late call: %s, want no round trip", counts(lim))
 	}
 }

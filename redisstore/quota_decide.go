@@ -72,6 +72,9 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			}
 			d := q.refused(now, time.Duration(until-now))
 			d.Leased = true
+			if hot && now < q.wait {
+				l.aheadAt(p, key, q, now)
+			}
 			q.mu.Unlock()
 			l.giveBackHeld(key, back, p)
 			return d, nil
@@ -112,6 +115,7 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	case k == 0:
 		// Redis refused the grant: the decision is the store's.
 		l.count.store.Add(1)
+		l.aheadAt(p, key, q, sent)
 		d := q.refused(sent, time.Duration(q.wait-sent))
 		q.mu.Unlock()
 		return d, nil
@@ -131,6 +135,40 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 	l.quotaCount.leased.Add(1)
 	q.mu.Unlock()
 	return d, nil
+}
+
+// aheadAt sets key's next grant to be asked for at q.wait, once (q is
+// locked; now is before q.wait): the key is in demand, so its next lease
+// is asked for the moment its units will fit, not when its next call
+// comes, which may be later (calls come in waves), when a small bucket
+// has capped and lost its refill.
+func (l *Limiter) aheadAt(p *policy, key string, q *quota, now int64) {
+	if q.ahead || now >= q.wait {
+		return
+	}
+	q.ahead = true
+	l.opts.after(time.Duration(q.wait-now), func() { l.askAhead(p, key, q) })
+}
+
+// askAhead asks for key's next lease in the background once a refusal's
+// wait has ended (see allowQuota), unless a grant is under way or the
+// key holds units (a call asked, or the limit changed meanwhile). The
+// lease, sized to the key's demand, waits for the key's next calls.
+func (l *Limiter) askAhead(p *policy, key string, q *quota) {
+	now := l.clock.Now()
+	q.mu.Lock()
+	q.ahead = false
+	if q.asking != nil || q.units > 0 && q.end > now || q.pol != nil && !q.pol.same(p) || now < q.wait {
+		q.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	q.asking = ch
+	n := q.size(p.lease.length, 1, p.limit.EffectiveBurst())
+	back := q.take()
+	q.mu.Unlock()
+	l.giveBackHeld(key, back, p)
+	l.refill(context.Background(), p, key, q, ch, n, now)
 }
 
 // refill asks for the next lease of n units for key, a Multi's ask in the

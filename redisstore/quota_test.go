@@ -446,7 +446,11 @@ func TestQuotaStack(t *testing.T) {
 		t.Errorf("admitted %d + %d once the leases were back, want exactly 500", first, second)
 	}
 	// The next window: the fixed window is whole again, the bucket not.
+	// The grants asked ahead by the refused keys (askAhead) run now, and
+	// their leases end unspent a lease later.
 	r.clk.Set(turn.Add(time.Second))
+	r.fire()
+	r.clk.Advance(2 * time.Second)
 	r.fire()
 	// A plain stack on the same keys: the GCRA layer has 100 left.
 	plain, err := redisstore.NewStack(c, layers, redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
