@@ -1,0 +1,209 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/redisstore"
+)
+
+// timers are lease ends on a fake clock: each fires once the clock has
+// reached it (fire).
+type timers struct {
+	clk *coretest.Clock
+	mu  sync.Mutex
+	due []timer
+}
+
+type timer struct {
+	at int64
+	f  func()
+}
+
+func (ts *timers) after(d time.Duration, f func()) func() bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.due = append(ts.due, timer{ts.clk.Now() + int64(d), f})
+	return func() bool { return false }
+}
+
+// fire runs the timers due by now.
+func (ts *timers) fire() {
+	ts.mu.Lock()
+	var now []func()
+	rest := ts.due[:0]
+	for _, t := range ts.due {
+		if t.at <= ts.clk.Now() {
+			now = append(now, t.f)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	ts.due = rest
+	ts.mu.Unlock()
+	for _, f := range now {
+		f()
+	}
+}
+
+// degradedFleet is what a fleet of 4 instances admitted on one hot key
+// through a Redis outage, with the demand of each at twice the limit.
+type degradedFleet struct {
+	each          [4]int // admitted per instance during the outage
+	total, leased int    // admitted in all, and from leases taken before it
+	local         int    // decisions made without a lease during the outage
+	localHealth   uint64 // what Health counted as local decisions
+	// fresh is what instance 0 admitted at the outage's start of 200 calls
+	// at one instant for a key it never saw.
+	fresh int
+}
+
+// runDegradedFleet runs 4 instances of lim on a fake clock, in steps of
+// 10 ms, each asking twice per step (twice the limit in all of 100/s,
+// 8 times it together) for one key: up for 1 s, then Redis killed and
+// 10 s more. With quota the instances use local quota.
+func runDegradedFleet(t *testing.T, lim core.Limit, quota bool) degradedFleet {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
+	t.Cleanup(func() { c.Close() })
+	clk := coretest.NewClock(coretest.T0)
+	ts := &timers{clk: clk}
+	prefix := fmt.Sprintf("degraded%d:", time.Now().UnixNano())
+	var lims [4]*redisstore.Limiter
+	for i := range lims {
+		opts := []redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5 * time.Second),
+			redisstore.WithAfterFunc(ts.after), redisstore.WithFallback(core.WithClock(clk))}
+		if quota {
+			opts = append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
+		}
+		lims[i] = redisstore.MustNew(c, lim, opts...)
+	}
+	const step = 10 * time.Millisecond
+	var f degradedFleet
+	run := func(d time.Duration, down bool) {
+		for range d / step {
+			for i, l := range lims {
+				for range 2 {
+					d, err := l.Allow(context.Background(), "hot", 1)
+					if err != nil {
+						t.Fatalf("instance %d at %v: %v", i, time.Duration(clk.Now()-coretest.T0.UnixNano()), err)
+					}
+					if quota {
+						// A replaced lease's units go back in the
+						// background: back before the next call, so that
+						// the run is the same each time.
+						redisstore.QuotaSettle(l)
+					}
+					if !down {
+						continue
+					}
+					if d.Allowed {
+						f.each[i]++
+						f.total++
+						if d.Leased {
+							f.leased++
+						}
+					}
+					if !d.Leased {
+						f.local++
+					}
+				}
+			}
+			clk.Advance(step)
+			ts.fire()
+			if quota {
+				for _, l := range lims {
+					redisstore.QuotaSettle(l)
+				}
+			}
+		}
+	}
+	run(time.Second, false)
+	var before uint64
+	for _, l := range lims {
+		before += l.Health().LocalDecisions
+	}
+	srv.Kill()
+	for range 200 {
+		d, err := lims[0].Allow(context.Background(), "fresh", 1)
+		if err != nil {
+			t.Fatalf("a fresh key: %v", err)
+		}
+		if d.Allowed {
+			f.fresh++
+		}
+		if d.Limit != lim {
+			t.Fatalf("a fresh key's decision names %v, want the limit %v", d.Limit, lim)
+		}
+	}
+	before += 200
+	run(10*time.Second, true)
+	for _, l := range lims {
+		f.localHealth += l.Health().LocalDecisions
+	}
+	f.localHealth -= before
+	return f
+}
+
+// TestQuotaDegradedFleet: 4 instances made WithFallback on one hot key, a
+// demand of 8 times the limit (100/s), through a 10 s Redis outage on a
+// fake clock. With local quota each falls back to its share, a quarter of
+// the limit (4 held leases at the last grant), warm from that grant: the
+// shared state had nothing left, so each share starts empty and admits a
+// quarter of the rate, and the 4 together admit the limit over the outage
+// (a share started whole would add its burst of 25 each). A key never
+// granted starts whole, with the share of the latest grant's holders.
+// Without local quota each falls back to the whole limit from a cold
+// start: 4 times the limit and 4 bursts more. Health counts every
+// decision made without a lease as local.
+func TestQuotaDegradedFleet(t *testing.T) {
+	t.Parallel()
+	const outage = 10 * 100 // the limit over 10 s
+	for _, tc := range []struct {
+		name  string
+		lim   core.Limit
+		quota bool
+		// What each instance admits over the outage, and of a fresh key at
+		// once.
+		each  [4]int
+		fresh int
+		// The ratio's bounds: the acceptance with local quota.
+		low, high float64
+	}{
+		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"token bucket, local quota", core.PerSecond(100), true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		// A refused grant asks again a lease length later, as its entry
+		// among the holders ends: instance 1's last grant came at such an
+		// instant, before the other asked, and saw 3 holders; its share
+		// is a third (33 a window).
+		{"fixed window, local quota", core.PerSecond(100).WithAlgorithm(core.FixedWindow), true, [4]int{250, 330, 250, 250}, 25, 0.8, 1.1},
+		// 100 at once and 999 more over 9.99 s of calls.
+		{"GCRA, no local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), false, [4]int{1099, 1099, 1099, 1099}, 100, 4.0, 4.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := runDegradedFleet(t, tc.lim, tc.quota)
+			ratio := float64(f.total) / outage
+			t.Logf("admitted %d (%v per instance, %d from leases) over a limit of %d in the outage: %.3f×", f.total, f.each, f.leased, outage, ratio)
+			if f.each != tc.each || f.fresh != tc.fresh {
+				t.Errorf("admitted %v per instance, %d of a fresh key; want %v, %d", f.each, f.fresh, tc.each, tc.fresh)
+			}
+			if ratio < tc.low || ratio > tc.high {
+				t.Errorf("the fleet admitted %.3f× the limit over the outage, want %.1f× to %.1f×", ratio, tc.low, tc.high)
+			}
+			if f.localHealth != uint64(f.local) {
+				t.Errorf("Health counted %d local decisions, the fleet made %d without a lease", f.localHealth, f.local)
+			}
+		})
+	}
+}
