@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,5 +206,87 @@ func TestQuotaDegradedFleet(t *testing.T) {
 				t.Errorf("Health counted %d local decisions, the fleet made %d without a lease", f.localHealth, f.local)
 			}
 		})
+	}
+}
+
+// TestQuotaDegradedConcurrent: 4 instances of 8 goroutines each ask at
+// one instant, Redis dead, for a key each instance saw granted among 4
+// holders with the shared state whole, and for a key none saw: each
+// instance admits exactly its share's burst of each, however its calls
+// interleave, and counts each decision once in Health.
+func TestQuotaDegradedConcurrent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
+	t.Cleanup(func() { c.Close() })
+	clk := coretest.NewClock(coretest.T0)
+	ts := &timers{clk: clk}
+	lim := core.PerSecond(100).WithAlgorithm(core.GCRA)
+	prefix := fmt.Sprintf("degradedc%d:", time.Now().UnixNano())
+	var lims [4]*redisstore.Limiter
+	for i := range lims {
+		lims[i] = redisstore.MustNew(c, lim, redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second), redisstore.WithAfterFunc(ts.after),
+			redisstore.WithFallback(), redisstore.WithLocalQuota(redisstore.LocalQuota{Hot: 1}))
+	}
+	ctx := context.Background()
+	// Two rounds of one call each: every call takes a lease (Hot 1) of
+	// one unit, its cost, so the second round's grants see 4 holders.
+	for range 2 {
+		for _, l := range lims {
+			if d, err := l.Allow(ctx, "shared", 1); err != nil || !d.Allowed {
+				t.Fatalf("a first lease: %+v, %v", d, err)
+			}
+			redisstore.QuotaSettle(l)
+		}
+	}
+	for i, l := range lims {
+		if _, h := redisstore.QuotaHeld(l, "shared"); h != 4 {
+			t.Fatalf("instance %d saw %d holders at its last grant, want 4", i, h)
+		}
+	}
+	srv.Kill()
+	// Past the leases' end: every call falls back.
+	clk.Advance(time.Second)
+	ts.fire()
+	var before [4]uint64
+	for i, l := range lims {
+		redisstore.QuotaSettle(l)
+		before[i] = l.Health().LocalDecisions
+	}
+	const calls = 8 * 20 // more than the whole burst
+	var admitted [4]map[string]*atomic.Int64
+	var wg sync.WaitGroup
+	for i, l := range lims {
+		admitted[i] = map[string]*atomic.Int64{"shared": {}, "fresh": {}}
+		for range 8 {
+			wg.Go(func() {
+				for range calls / 8 {
+					for _, key := range []string{"shared", "fresh"} {
+						d, err := l.Allow(ctx, key, 1)
+						if err != nil {
+							t.Errorf("instance %d, %s: %v", i, key, err)
+							return
+						}
+						if d.Allowed {
+							admitted[i][key].Add(1)
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, l := range lims {
+		// 25: a quarter of the burst, the shared state whole at the grant
+		// and refilled since; the fresh key's holders are the latest
+		// grant's, 4.
+		if s, f := admitted[i]["shared"].Load(), admitted[i]["fresh"].Load(); s != 25 || f != 25 {
+			t.Errorf("instance %d admitted %d of the shared key and %d of the fresh one, want 25 and 25", i, s, f)
+		}
+		if n := l.Health().LocalDecisions - before[i]; n != 2*calls {
+			t.Errorf("instance %d: Health counted %d local decisions, want %d", i, n, 2*calls)
+		}
 	}
 }
