@@ -136,8 +136,8 @@
 // context ended) or of the request (an invalid cost) are returned as they
 // are.
 //
-// A Limiter made with New and both [WithFallback] and [WithLocalQuota]
-// decides each key, instead, under this instance's share of its limit: the
+// A Limiter (or Dynamic) made with both [WithFallback] and
+// [WithLocalQuota] decides each key, instead, under this instance's share of its limit: the
 // rate and burst (a fixed window's events) divided by the instances that
 // held a lease on the key at its last grant here, at least one unit, warm
 // from that grant (the shared state's Remaining then, divided alike, and

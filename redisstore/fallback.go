@@ -46,8 +46,10 @@ func (l *Limiter) allowLocal(ctx context.Context, key string, cost int, err erro
 		return core.Decision{}, err
 	}
 	if l.share != nil {
-		l.count.local.Add(1)
-		return l.allowShare(key, cost), nil
+		if d, ok := l.allowShare(key, cost); ok {
+			l.count.local.Add(1)
+			return d, nil
+		}
 	}
 	d, err := l.local.Allow(ctx, key, cost)
 	if err == nil {
@@ -63,8 +65,7 @@ func (l *Limiter) refundLocal(ctx context.Context, key string, cost int, err err
 	if !l.failed(ctx, err) {
 		return err
 	}
-	if l.share != nil {
-		l.refundShare(key, cost)
+	if l.share != nil && l.refundShare(key, cost) {
 		return nil
 	}
 	return l.local.Refund(ctx, key, cost)

@@ -67,11 +67,18 @@ type degradedFleet struct {
 	fresh int
 }
 
+// healthLimiter is a Limiter or a Dynamic.
+type healthLimiter interface {
+	core.Limiter
+	Health() core.Health
+}
+
 // runDegradedFleet runs 4 instances of lim on a fake clock, in steps of
 // 10 ms, each asking twice per step (twice the limit in all of 100/s,
 // 8 times it together) for one key: up for 1 s, then Redis killed and
-// 10 s more. With quota the instances use local quota.
-func runDegradedFleet(t *testing.T, lim core.Limit, quota bool) degradedFleet {
+// 10 s more. With quota the instances use local quota; with dynamic they
+// are Dynamic limiters whose limit function gives lim.
+func runDegradedFleet(t *testing.T, lim core.Limit, quota, dynamic bool) degradedFleet {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
@@ -80,7 +87,7 @@ func runDegradedFleet(t *testing.T, lim core.Limit, quota bool) degradedFleet {
 	clk := coretest.NewClock(coretest.T0)
 	ts := &timers{clk: clk}
 	prefix := fmt.Sprintf("degraded%d:", time.Now().UnixNano())
-	var lims [4]*redisstore.Limiter
+	var lims [4]healthLimiter
 	for i := range lims {
 		opts := []redisstore.Option{redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
 			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5 * time.Second),
@@ -88,7 +95,15 @@ func runDegradedFleet(t *testing.T, lim core.Limit, quota bool) degradedFleet {
 		if quota {
 			opts = append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
 		}
-		lims[i] = redisstore.MustNew(c, lim, opts...)
+		if !dynamic {
+			lims[i] = redisstore.MustNew(c, lim, opts...)
+			continue
+		}
+		d, err := redisstore.NewDynamic(c, func(string) core.Limit { return lim }, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lims[i] = d
 	}
 	const step = 10 * time.Millisecond
 	var f degradedFleet
@@ -172,9 +187,9 @@ func TestQuotaDegradedFleet(t *testing.T) {
 	t.Parallel()
 	const outage = 10 * 100 // the limit over 10 s
 	for _, tc := range []struct {
-		name  string
-		lim   core.Limit
-		quota bool
+		name           string
+		lim            core.Limit
+		quota, dynamic bool
 		// What each instance admits over the outage, and of a fresh key at
 		// once.
 		each  [4]int
@@ -182,18 +197,19 @@ func TestQuotaDegradedFleet(t *testing.T) {
 		// The ratio's bounds: the acceptance with local quota.
 		low, high float64
 	}{
-		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
-		{"token bucket, local quota", core.PerSecond(100), true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, false, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"GCRA, Dynamic, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"token bucket, local quota", core.PerSecond(100), true, false, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
 		// A refused grant asks again a lease length later, as its entry
 		// among the holders ends: instance 1's last grant came at such an
 		// instant, before the other asked, and saw 3 holders; its share
 		// is a third (33 a window).
-		{"fixed window, local quota", core.PerSecond(100).WithAlgorithm(core.FixedWindow), true, [4]int{250, 330, 250, 250}, 25, 0.8, 1.1},
+		{"fixed window, local quota", core.PerSecond(100).WithAlgorithm(core.FixedWindow), true, false, [4]int{250, 330, 250, 250}, 25, 0.8, 1.1},
 		// 100 at once and 999 more over 9.99 s of calls.
-		{"GCRA, no local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), false, [4]int{1099, 1099, 1099, 1099}, 100, 4.0, 4.5},
+		{"GCRA, no local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), false, false, [4]int{1099, 1099, 1099, 1099}, 100, 4.0, 4.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := runDegradedFleet(t, tc.lim, tc.quota)
+			f := runDegradedFleet(t, tc.lim, tc.quota, tc.dynamic)
 			ratio := float64(f.total) / outage
 			t.Logf("admitted %d (%v per instance, %d from leases) over a limit of %d in the outage: %.3f×", f.total, f.each, f.leased, outage, ratio)
 			if f.each != tc.each || f.fresh != tc.fresh {
@@ -288,5 +304,85 @@ func TestQuotaDegradedConcurrent(t *testing.T) {
 		if n := l.Health().LocalDecisions - before[i]; n != 2*calls {
 			t.Errorf("instance %d: Health counted %d local decisions, want %d", i, n, 2*calls)
 		}
+	}
+}
+
+// TestQuotaDegradedDynamic: a Dynamic's key whose limit changes while
+// Redis is dead gets a share of its new limit, whole (no grant was made
+// under it), among the latest grant's holders; decisions name the key's
+// limit, and a refund goes back to its share.
+func TestQuotaDegradedDynamic(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
+	t.Cleanup(func() { c.Close() })
+	clk := coretest.NewClock(coretest.T0)
+	ts := &timers{clk: clk}
+	low, high := core.PerSecond(100).WithAlgorithm(core.GCRA), core.PerSecond(200).WithAlgorithm(core.GCRA)
+	var raised atomic.Bool
+	limitOf := func(string) core.Limit {
+		if raised.Load() {
+			return high
+		}
+		return low
+	}
+	prefix := fmt.Sprintf("degradedd%d:", time.Now().UnixNano())
+	var lims [2]*redisstore.Dynamic
+	for i := range lims {
+		d, err := redisstore.NewDynamic(c, limitOf, redisstore.WithClock(clk), redisstore.WithScriptClock(clk),
+			redisstore.WithPrefix(prefix), redisstore.WithTimeout(5*time.Second), redisstore.WithAfterFunc(ts.after),
+			redisstore.WithFallback(), redisstore.WithLocalQuota(redisstore.LocalQuota{Hot: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lims[i] = d
+	}
+	ctx := context.Background()
+	for range 2 { // as in TestQuotaDegradedConcurrent: the second grants see 2 holders
+		for _, l := range lims {
+			if d, err := l.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				t.Fatalf("a first lease: %+v, %v", d, err)
+			}
+			redisstore.QuotaSettle(l)
+		}
+	}
+	srv.Kill()
+	clk.Advance(time.Second)
+	ts.fire()
+	redisstore.QuotaSettle(lims[0])
+	burst := func(n int, want core.Limit) int {
+		t.Helper()
+		admitted := 0
+		for range n {
+			d, err := lims[0].Allow(ctx, "k", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Limit != want {
+				t.Fatalf("a decision names %v, want the key's limit %v", d.Limit, want)
+			}
+			if d.Allowed {
+				admitted++
+			}
+		}
+		return admitted
+	}
+	before := lims[0].Health().LocalDecisions
+	if n := burst(60, low); n != 50 {
+		t.Errorf("under %v among 2 holders: %d admitted at once, want 50", low, n)
+	}
+	raised.Store(true)
+	if n := burst(150, high); n != 100 {
+		t.Errorf("under %v among 2 holders: %d admitted at once, want 100", high, n)
+	}
+	if err := lims[0].Refund(ctx, "k", 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := burst(20, high); n != 10 {
+		t.Errorf("after a refund of 10: %d admitted, want 10", n)
+	}
+	if n := lims[0].Health().LocalDecisions - before; n != 60+150+20 {
+		t.Errorf("Health counted %d local decisions, want %d", n, 60+150+20)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"math"
 	"sync"
-	"time"
 
 	"github.com/floodgate/floodgate/core"
 )
@@ -23,22 +22,22 @@ import (
 // only). A key never granted here is shared among the holders of the most
 // recent grant of any key (1 when there was none), and starts whole.
 //
-// A key's share lasts until a newer grant is seen for it: the next outage
-// starts again from that grant. The lease in force when Redis fails is
-// spent first, as it would be anyway; its units were charged before.
+// A key's share lasts until a newer grant is seen for it, or (a
+// Dynamic's) until its limit changes: the next outage starts again from
+// that grant. The lease in force when Redis fails is spent first, as it
+// would be anyway; its units were charged before. A stack's keys fall
+// back to the whole limit, as without local quota.
 
 // shares are the keys' shares, in shards, bounded like the quotas.
 type shares struct {
-	limit  core.Limit
 	max    int // keys per shard
 	seed   maphash.Seed
 	shards [16]shareShard
 
 	// The holders of the most recent grant of any key, and when they were
 	// read (process clock; 0: never).
-	mu          sync.Mutex
-	latest, at  int64
-	latestEvery int64 // how long a reading serves: one lease length
+	mu         sync.Mutex
+	latest, at int64
 }
 
 type shareShard struct {
@@ -49,132 +48,59 @@ type shareShard struct {
 // share is one key's share and its state.
 type share struct {
 	terms shareTerms
-	from  int64 // the grant it was warmed from (process clock); 0: none
+	limit core.Limit // the key's, which the decisions name
+	from  int64      // the grant it was warmed from (process clock); 0: none
 	// GCRA and token bucket: the instant the share is whole again.
 	// Fixed window: when the window ends, and the units it admitted.
 	tat, end, count int64
 }
 
-// shareTerms are one share of a limit: a GCRA (which admits as the token
-// bucket does) of interval and burst, or a fixed window of burst units per
-// period.
-type shareTerms struct {
-	fixed    bool
-	holders  int64
-	interval int64 // ns per unit; 0 for a fixed window
-	burst    int64 // units
-	period   int64 // ns; a fixed window's
-}
-
-// sharesOf returns the shares of lim, the limit of New's Limiter, if made
-// with both WithLocalQuota and WithFallback; nil otherwise.
-func (l *Limiter) sharesOf(lim core.Limit) *shares {
-	if l.local == nil || l.quota == nil {
+// sharesOf returns l's shares if l, not a stack's, was made with both
+// WithLocalQuota and WithFallback; nil otherwise.
+func (l *Limiter) sharesOf() *shares {
+	if l.local == nil || l.quota == nil || l.layers != nil {
 		return nil
 	}
-	s := &shares{limit: lim, max: max(1, (l.quota.keys+15)/16), seed: maphash.MakeSeed(), latestEvery: l.pol.lease.length}
+	s := &shares{max: max(1, (l.quota.keys+15)/16), seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].m = map[string]*share{}
 	}
 	return s
 }
 
-// termsOf returns the share of l among h holders (at least 1): a GCRA's
-// interval h times l's (at most the longest span a script takes, so that
-// a share's arithmetic never overflows), and l's burst (a fixed window's
-// events) divided by h, at least 1.
-func termsOf(l core.Limit, h int64) shareTerms {
-	h = max(h, 1)
-	if l.Algorithm == core.FixedWindow {
-		return shareTerms{fixed: true, holders: h, burst: max(1, int64(l.Events)/h), period: int64(l.Period)}
-	}
-	interval := min(satMul(h, int64(l.Interval())), int64(maxSpan))
-	return shareTerms{holders: h, interval: interval, burst: max(1, int64(l.EffectiveBurst())/h)}
-}
-
-// warm returns the share's state as the grant sent at the instant sent
-// left it: rem units in the shared state, divided among the holders, and
-// for a fixed window reset, the time left in the grant's window.
-func (t shareTerms) warm(sent, rem, reset int64) share {
-	s := share{terms: t, from: sent}
-	left := min(t.burst, max(rem, 0)/t.holders)
-	if t.fixed {
-		s.end, s.count = sent+reset, t.burst-left
-		return s
-	}
-	s.tat = satAdd(sent, satMul(t.burst-left, t.interval))
-	return s
-}
-
-// allow decides for cost units at now, and charges s if it admits.
-func (s *share) allow(now, cost int64) core.Decision {
-	t := &s.terms
-	if t.fixed {
-		if now >= s.end {
-			s.end, s.count = (now/t.period+1)*t.period, 0
-		}
-		wait := time.Duration(s.end - now)
-		if s.count+cost > t.burst {
-			return core.Decision{Remaining: int(t.burst - s.count), RetryAfter: max(wait, 1), ResetAfter: wait}
-		}
-		s.count += cost
-		return core.Decision{Allowed: true, Remaining: int(t.burst - s.count), ResetAfter: wait}
-	}
-	tol := satMul(t.burst, t.interval)
-	tat := max(s.tat, now)
-	next := satAdd(tat, satMul(cost, t.interval))
-	if next-now > tol {
-		return core.Decision{Remaining: int((tol - (tat - now)) / t.interval),
-			RetryAfter: time.Duration(next - now - tol), ResetAfter: time.Duration(tat - now)}
-	}
-	s.tat = next
-	return core.Decision{Allowed: true, Remaining: int((tol - (next - now)) / t.interval), ResetAfter: time.Duration(next - now)}
-}
-
-// refund gives back cost units at now, never beyond a whole share.
-func (s *share) refund(now, cost int64) {
-	if s.terms.fixed {
-		if now < s.end {
-			s.count = max(0, s.count-cost)
-		}
-		return
-	}
-	s.tat = max(s.tat-satMul(cost, s.terms.interval), now)
-}
-
-// whole is the instant s is whole again.
-func (s *share) whole() int64 {
-	if s.terms.fixed {
-		if s.count == 0 {
-			return 0
-		}
-		return s.end
-	}
-	return s.tat
-}
-
 // allowShare decides for key while Redis fails, under this instance's
-// share of the key's limit.
-func (l *Limiter) allowShare(key string, cost int) core.Decision {
+// share of the key's limit; false if the key has no limit to share (a
+// Dynamic's limit function gave one it cannot use), which the whole-limit
+// fallback answers.
+func (l *Limiter) allowShare(key string, cost int) (core.Decision, bool) {
 	now := l.clock.Now()
 	s := l.shareOf(key, now)
+	if s == nil {
+		return core.Decision{}, false
+	}
 	sh := l.share.shard(key)
 	sh.mu.Lock()
 	d := s.allow(now, int64(cost))
 	sh.mu.Unlock()
-	d.Limit = l.pol.limit // the headers name the limit, not the share
-	return d
+	d.Limit = s.limit // the headers name the limit, not the share
+	return d, true
 }
 
-// refundShare gives cost units back to key's share, if it has one.
-func (l *Limiter) refundShare(key string, cost int) {
+// refundShare gives cost units back to key's share, if it has one, and
+// reports whether the key has a limit to share (as allowShare).
+func (l *Limiter) refundShare(key string, cost int) bool {
+	p := l.quota.current(key, l.pol)
+	if p == nil {
+		return false
+	}
 	now := l.clock.Now()
 	sh := l.share.shard(key)
 	sh.mu.Lock()
-	if s := sh.m[key]; s != nil {
+	if s := sh.m[key]; s != nil && s.limit == p.limit {
 		s.refund(now, int64(cost))
 	}
 	sh.mu.Unlock()
+	return true
 }
 
 func (ss *shares) shard(key string) *shareShard {
@@ -182,24 +108,31 @@ func (ss *shares) shard(key string) *shareShard {
 }
 
 // shareOf returns key's share at now: the one in place, unless the key was
-// granted since it was made (then one warmed from that grant).
+// granted since it was made, or its limit changed (then one warmed from
+// the last grant under the limit in force); nil if the key's limit cannot
+// be used.
 func (l *Limiter) shareOf(key string, now int64) *share {
 	ss := l.share
-	from, h, rem, reset := l.lastGrant(key, now)
+	p := l.quota.current(key, l.pol)
+	if p == nil {
+		return nil
+	}
+	from, h, rem, reset := l.lastGrant(key, now, p)
 	sh := ss.shard(key)
 	sh.mu.Lock()
 	s := sh.m[key]
 	sh.mu.Unlock()
-	if s != nil && s.from == from {
+	if s != nil && s.from == from && s.limit == p.limit {
 		return s
 	}
 	if from == 0 {
-		h = ss.latestHolders(l.quota, now)
+		h = ss.latestHolders(l.quota, now, p.lease.length)
 	}
-	w := termsOf(ss.limit, h).warm(from, rem, reset)
+	w := termsOf(p.limit, h).warm(from, rem, reset)
+	w.limit = p.limit
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s := sh.m[key]; s != nil && s.from == from {
+	if s := sh.m[key]; s != nil && s.from == from && s.limit == p.limit {
 		return s // made meanwhile by another call
 	}
 	if sh.m[key] == nil && len(sh.m) >= ss.max {
@@ -227,30 +160,30 @@ func (sh *shareShard) prune(now int64) {
 	}
 }
 
-// lastGrant returns what key's last grant here saw: when it was sent
-// (process clock; 0: never), the holders, the units the shared state had
-// left and its ResetAfter.
-func (l *Limiter) lastGrant(key string, now int64) (sent, holders, rem, reset int64) {
+// lastGrant returns what key's last grant here under p saw: when it was
+// sent (process clock; 0: never), the holders, the units the shared state
+// had left and its ResetAfter.
+func (l *Limiter) lastGrant(key string, now int64, p *policy) (sent, holders, rem, reset int64) {
 	q := l.quota.get(key, now)
 	if q == nil {
 		return 0, 0, 0, 0
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.holders == 0 {
+	if q.holders == 0 || q.pol == nil || !q.pol.same(p) {
 		return 0, 0, 0, 0
 	}
 	return q.sent, q.holders, q.remaining, q.reset
 }
 
 // latestHolders returns the holders of the most recent grant of any key
-// (1 when there was none), read from the quotas at most once per lease
-// length: a key never granted here is shared among as many instances as
-// the others.
-func (ss *shares) latestHolders(qs *quotas, now int64) int64 {
+// (1 when there was none), read from the quotas at most once per length
+// (a lease's): a key never granted here is shared among as many instances
+// as the others.
+func (ss *shares) latestHolders(qs *quotas, now, length int64) int64 {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.at != 0 && now-ss.at < ss.latestEvery {
+	if ss.at != 0 && now-ss.at < length {
 		return ss.latest
 	}
 	var sent, h int64
@@ -268,20 +201,4 @@ func (ss *shares) latestHolders(qs *quotas, now int64) int64 {
 	}
 	ss.latest, ss.at = max(h, 1), now
 	return ss.latest
-}
-
-// satMul is a×b for a, b ≥ 0, at most math.MaxInt64.
-func satMul(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
-}
-
-// satAdd is a+b for b ≥ 0, at most math.MaxInt64.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
