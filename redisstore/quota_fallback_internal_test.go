@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +122,41 @@ func TestShareDecisions(t *testing.T) {
 				if got := s.allow(now, st.cost); got != st.want {
 					t.Errorf("step %d (%d at %d ms): %+v, want %+v", i, st.cost, st.at, got, st.want)
 				}
+			}
+		})
+	}
+}
+
+// TestSharePrune: a shard at its bound drops the shares whole again, or,
+// when none is, the one closest to whole, which loses least by starting
+// afresh.
+func TestSharePrune(t *testing.T) {
+	g := termsOf(core.PerSecond(100).WithAlgorithm(core.GCRA), 4)
+	f := termsOf(core.PerSecond(100).WithAlgorithm(core.FixedWindow), 4)
+	const now = 1000
+	for _, tc := range []struct {
+		name string
+		m    map[string]*share
+		want []string // the keys left
+	}{
+		{"whole ones go", map[string]*share{
+			"spent": {terms: g, tat: now + 5}, "whole": {terms: g, tat: now}, "window over": {terms: f, end: now, count: 3},
+			"window unused": {terms: f, end: now + 9}, "window in use": {terms: f, end: now + 9, count: 1},
+		}, []string{"spent", "window in use"}},
+		{"else the closest to whole", map[string]*share{
+			"far": {terms: g, tat: now + 50}, "close": {terms: g, tat: now + 5}, "window": {terms: f, end: now + 20, count: 1},
+		}, []string{"far", "window"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh := shareShard{m: tc.m}
+			sh.prune(now)
+			var left []string
+			for k := range sh.m {
+				left = append(left, k)
+			}
+			slices.Sort(left)
+			if !slices.Equal(left, tc.want) {
+				t.Errorf("left %q, want %q", left, tc.want)
 			}
 		})
 	}
