@@ -76,9 +76,10 @@ type healthLimiter interface {
 // runDegradedFleet runs 4 instances of lim on a fake clock, in steps of
 // 10 ms, each asking twice per step (twice the limit in all of 100/s,
 // 8 times it together) for one key: up for 1 s, then Redis killed and
-// 10 s more. With quota the instances use local quota; with dynamic they
-// are Dynamic limiters whose limit function gives lim.
-func runDegradedFleet(t *testing.T, lim core.Limit, quota, dynamic bool) degradedFleet {
+// 10 s more. With quota the instances use local quota; kind is what they
+// are: "limiter", "dynamic" (whose limit function gives lim) or "stack"
+// (of lim and a fixed window of 2,000 per 10 s, which never binds).
+func runDegradedFleet(t *testing.T, lim core.Limit, quota bool, kind string) degradedFleet {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
@@ -95,15 +96,18 @@ func runDegradedFleet(t *testing.T, lim core.Limit, quota, dynamic bool) degrade
 		if quota {
 			opts = append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
 		}
-		if !dynamic {
-			lims[i] = redisstore.MustNew(c, lim, opts...)
-			continue
+		var err error
+		switch kind {
+		case "limiter":
+			lims[i], err = redisstore.New(c, lim, opts...)
+		case "dynamic":
+			lims[i], err = redisstore.NewDynamic(c, func(string) core.Limit { return lim }, opts...)
+		case "stack":
+			lims[i], err = redisstore.NewStack(c, []core.Limit{lim, {Events: 2000, Period: 10 * time.Second, Algorithm: core.FixedWindow}}, opts...)
 		}
-		d, err := redisstore.NewDynamic(c, func(string) core.Limit { return lim }, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lims[i] = d
 	}
 	const step = 10 * time.Millisecond
 	var f degradedFleet
@@ -159,6 +163,11 @@ func runDegradedFleet(t *testing.T, lim core.Limit, quota, dynamic bool) degrade
 		if d.Allowed {
 			f.fresh++
 		}
+		// A stack names its layers (Name aside, the same limit).
+		if named := d.Limit; kind == "stack" && named.Name != "" {
+			named.Name = lim.Name
+			d.Limit = named
+		}
 		if d.Limit != lim {
 			t.Fatalf("a fresh key's decision names %v, want the limit %v", d.Limit, lim)
 		}
@@ -187,9 +196,10 @@ func TestQuotaDegradedFleet(t *testing.T) {
 	t.Parallel()
 	const outage = 10 * 100 // the limit over 10 s
 	for _, tc := range []struct {
-		name           string
-		lim            core.Limit
-		quota, dynamic bool
+		name  string
+		lim   core.Limit
+		quota bool
+		kind  string
 		// What each instance admits over the outage, and of a fresh key at
 		// once.
 		each  [4]int
@@ -197,19 +207,20 @@ func TestQuotaDegradedFleet(t *testing.T) {
 		// The ratio's bounds: the acceptance with local quota.
 		low, high float64
 	}{
-		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, false, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
-		{"GCRA, Dynamic, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, true, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
-		{"token bucket, local quota", core.PerSecond(100), true, false, [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "limiter", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"GCRA, Dynamic, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "dynamic", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"GCRA, stack, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "stack", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		{"token bucket, local quota", core.PerSecond(100), true, "limiter", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
 		// A refused grant asks again a lease length later, as its entry
 		// among the holders ends: instance 1's last grant came at such an
 		// instant, before the other asked, and saw 3 holders; its share
 		// is a third (33 a window).
-		{"fixed window, local quota", core.PerSecond(100).WithAlgorithm(core.FixedWindow), true, false, [4]int{250, 330, 250, 250}, 25, 0.8, 1.1},
+		{"fixed window, local quota", core.PerSecond(100).WithAlgorithm(core.FixedWindow), true, "limiter", [4]int{250, 330, 250, 250}, 25, 0.8, 1.1},
 		// 100 at once and 999 more over 9.99 s of calls.
-		{"GCRA, no local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), false, false, [4]int{1099, 1099, 1099, 1099}, 100, 4.0, 4.5},
+		{"GCRA, no local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), false, "limiter", [4]int{1099, 1099, 1099, 1099}, 100, 4.0, 4.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := runDegradedFleet(t, tc.lim, tc.quota, tc.dynamic)
+			f := runDegradedFleet(t, tc.lim, tc.quota, tc.kind)
 			ratio := float64(f.total) / outage
 			t.Logf("admitted %d (%v per instance, %d from leases) over a limit of %d in the outage: %.3f×", f.total, f.each, f.leased, outage, ratio)
 			if f.each != tc.each || f.fresh != tc.fresh {

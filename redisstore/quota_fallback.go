@@ -22,11 +22,17 @@ import (
 // only). A key never granted here is shared among the holders of the most
 // recent grant of any key (1 when there was none), and starts whole.
 //
+// A stack's key has a share of each layer, decided all or nothing as
+// core.Stack decides. The grant's reply names one layer, the one with the
+// least left (or, refused, the one that waits longest): its share starts
+// warm from that reply, the others' whole, since the reply does not say
+// what they had left; together the instances admit at most one burst more
+// of such a layer, never a burst per instance.
+//
 // A key's share lasts until a newer grant is seen for it, or (a
 // Dynamic's) until its limit changes: the next outage starts again from
 // that grant. The lease in force when Redis fails is spent first, as it
-// would be anyway; its units were charged before. A stack's keys fall
-// back to the whole limit, as without local quota.
+// would be anyway; its units were charged before.
 
 // shares are the keys' shares, in shards, bounded like the quotas.
 type shares struct {
@@ -42,28 +48,42 @@ type shares struct {
 
 type shareShard struct {
 	mu sync.Mutex
-	m  map[string]*share
+	m  map[string]*shared
 }
 
-// share is one key's share and its state.
+// shared is one key's shares: one per layer of a stack, else one.
+type shared struct {
+	limit  core.Limit   // the key's policy's, which it was made for
+	from   int64        // the grant it was warmed from (process clock); 0: none
+	limits []core.Limit // each layer's, which the decisions name
+	layers []share
+}
+
+// share is one layer's share and its state.
 type share struct {
 	terms shareTerms
-	limit core.Limit // the key's, which the decisions name
-	from  int64      // the grant it was warmed from (process clock); 0: none
 	// GCRA and token bucket: the instant the share is whole again.
 	// Fixed window: when the window ends, and the units it admitted.
 	tat, end, count int64
 }
 
-// sharesOf returns l's shares if l, not a stack's, was made with both
-// WithLocalQuota and WithFallback; nil otherwise.
+// grantSeen is what a key's last grant saw: when it was sent (process
+// clock; 0: never), the holders, the units the shared state had left (a
+// stack's: the least of its layers'), their layer's limit and ResetAfter.
+type grantSeen struct {
+	sent, holders, rem, reset int64
+	layer                     core.Limit
+}
+
+// sharesOf returns l's shares if l was made with both WithLocalQuota and
+// WithFallback; nil otherwise.
 func (l *Limiter) sharesOf() *shares {
-	if l.local == nil || l.quota == nil || l.layers != nil {
+	if l.local == nil || l.quota == nil {
 		return nil
 	}
 	s := &shares{max: max(1, (l.quota.keys+15)/16), seed: maphash.MakeSeed()}
 	for i := range s.shards {
-		s.shards[i].m = map[string]*share{}
+		s.shards[i].m = map[string]*shared{}
 	}
 	return s
 }
@@ -80,9 +100,10 @@ func (l *Limiter) allowShare(key string, cost int) (core.Decision, bool) {
 	}
 	sh := l.share.shard(key)
 	sh.mu.Lock()
-	d := s.allow(now, int64(cost))
+	// The decision names the limit (a stack's layer), not the share: the
+	// headers stay those of the limit.
+	d := allowAll(s.layers, s.limits, now, int64(cost))
 	sh.mu.Unlock()
-	d.Limit = s.limit // the headers name the limit, not the share
 	return d, true
 }
 
@@ -97,7 +118,9 @@ func (l *Limiter) refundShare(key string, cost int) bool {
 	sh := l.share.shard(key)
 	sh.mu.Lock()
 	if s := sh.m[key]; s != nil && s.limit == p.limit {
-		s.refund(now, int64(cost))
+		for i := range s.layers {
+			s.layers[i].refund(now, int64(cost))
+		}
 	}
 	sh.mu.Unlock()
 	return true
@@ -111,35 +134,47 @@ func (ss *shares) shard(key string) *shareShard {
 // granted since it was made, or its limit changed (then one warmed from
 // the last grant under the limit in force); nil if the key's limit cannot
 // be used.
-func (l *Limiter) shareOf(key string, now int64) *share {
+func (l *Limiter) shareOf(key string, now int64) *shared {
 	ss := l.share
 	p := l.quota.current(key, l.pol)
 	if p == nil {
 		return nil
 	}
-	from, h, rem, reset := l.lastGrant(key, now, p)
+	g := l.lastGrant(key, now, p)
 	sh := ss.shard(key)
 	sh.mu.Lock()
 	s := sh.m[key]
 	sh.mu.Unlock()
-	if s != nil && s.from == from && s.limit == p.limit {
+	if s != nil && s.from == g.sent && s.limit == p.limit {
 		return s
 	}
-	if from == 0 {
-		h = ss.latestHolders(l.quota, now, p.lease.length)
+	if g.sent == 0 {
+		g.holders = ss.latestHolders(l.quota, now, p.lease.length)
 	}
-	w := termsOf(p.limit, h).warm(from, rem, reset)
-	w.limit = p.limit
+	w := &shared{limit: p.limit, from: g.sent, limits: l.limits}
+	if w.limits == nil {
+		w.limits = []core.Limit{p.limit}
+	}
+	for _, lim := range w.limits {
+		t := termsOf(lim, g.holders)
+		if lim != g.layer {
+			// A layer the reply did not name had more left, how much
+			// it does not say: its share starts whole.
+			w.layers = append(w.layers, share{terms: t})
+			continue
+		}
+		w.layers = append(w.layers, t.warm(g.sent, g.rem, g.reset))
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s := sh.m[key]; s != nil && s.from == from && s.limit == p.limit {
+	if s := sh.m[key]; s != nil && s.from == g.sent && s.limit == p.limit {
 		return s // made meanwhile by another call
 	}
 	if sh.m[key] == nil && len(sh.m) >= ss.max {
 		sh.prune(now)
 	}
-	sh.m[key] = &w
-	return &w
+	sh.m[key] = w
+	return w
 }
 
 // prune drops the shares whole at now or, if none is, the one closest to
@@ -148,7 +183,10 @@ func (sh *shareShard) prune(now int64) {
 	first, at := "", int64(math.MaxInt64)
 	n := len(sh.m)
 	for k, s := range sh.m {
-		w := s.whole()
+		w := int64(0)
+		for i := range s.layers {
+			w = max(w, s.layers[i].whole())
+		}
 		if w <= now {
 			delete(sh.m, k)
 		} else if w < at {
@@ -160,20 +198,19 @@ func (sh *shareShard) prune(now int64) {
 	}
 }
 
-// lastGrant returns what key's last grant here under p saw: when it was
-// sent (process clock; 0: never), the holders, the units the shared state
-// had left and its ResetAfter.
-func (l *Limiter) lastGrant(key string, now int64, p *policy) (sent, holders, rem, reset int64) {
+// lastGrant returns what key's last grant here under p saw; the zero
+// grantSeen if there was none.
+func (l *Limiter) lastGrant(key string, now int64, p *policy) grantSeen {
 	q := l.quota.get(key, now)
 	if q == nil {
-		return 0, 0, 0, 0
+		return grantSeen{}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.holders == 0 || q.pol == nil || !q.pol.same(p) {
-		return 0, 0, 0, 0
+		return grantSeen{}
 	}
-	return q.sent, q.holders, q.remaining, q.reset
+	return grantSeen{sent: q.sent, holders: q.holders, rem: q.remaining, reset: q.reset, layer: q.limit}
 }
 
 // latestHolders returns the holders of the most recent grant of any key

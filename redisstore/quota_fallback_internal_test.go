@@ -127,24 +127,29 @@ func TestShareDecisions(t *testing.T) {
 	}
 }
 
-// TestSharePrune: a shard at its bound drops the shares whole again, or,
-// when none is, the one closest to whole, which loses least by starting
-// afresh.
+// TestSharePrune: a shard at its bound drops the shares whole again (a
+// stack's key: every layer), or, when none is, the one closest to whole,
+// which loses least by starting afresh.
 func TestSharePrune(t *testing.T) {
 	g := termsOf(core.PerSecond(100).WithAlgorithm(core.GCRA), 4)
 	f := termsOf(core.PerSecond(100).WithAlgorithm(core.FixedWindow), 4)
 	const now = 1000
+	one := func(s share) *shared { return &shared{layers: []share{s}} }
 	for _, tc := range []struct {
 		name string
-		m    map[string]*share
+		m    map[string]*shared
 		want []string // the keys left
 	}{
-		{"whole ones go", map[string]*share{
-			"spent": {terms: g, tat: now + 5}, "whole": {terms: g, tat: now}, "window over": {terms: f, end: now, count: 3},
-			"window unused": {terms: f, end: now + 9}, "window in use": {terms: f, end: now + 9, count: 1},
-		}, []string{"spent", "window in use"}},
-		{"else the closest to whole", map[string]*share{
-			"far": {terms: g, tat: now + 50}, "close": {terms: g, tat: now + 5}, "window": {terms: f, end: now + 20, count: 1},
+		{"whole ones go", map[string]*shared{
+			"spent": one(share{terms: g, tat: now + 5}), "whole": one(share{terms: g, tat: now}),
+			"window over": one(share{terms: f, end: now, count: 3}), "window unused": one(share{terms: f, end: now + 9}),
+			"window in use":          one(share{terms: f, end: now + 9, count: 1}),
+			"stack, one layer spent": {layers: []share{{terms: g, tat: now}, {terms: f, end: now + 9, count: 1}}},
+			"stack, whole":           {layers: []share{{terms: g, tat: now}, {terms: f, end: now + 9}}},
+		}, []string{"spent", "stack, one layer spent", "window in use"}},
+		{"else the closest to whole", map[string]*shared{
+			"far": one(share{terms: g, tat: now + 50}), "close": one(share{terms: g, tat: now + 5}),
+			"window": one(share{terms: f, end: now + 20, count: 1}),
 		}, []string{"far", "window"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,5 +164,39 @@ func TestSharePrune(t *testing.T) {
 				t.Errorf("left %q, want %q", left, tc.want)
 			}
 		})
+	}
+}
+
+// TestShareStack: a stack's shares decide all or nothing and name the
+// layer a core.Stack names: admitted, the one with the least left (the
+// first of equals); refused, the refusing one that waits longest, with the
+// least any refusing layer has left. A refusal charges no layer.
+func TestShareStack(t *testing.T) {
+	t0 := coretest.T0.UnixNano() // a multiple of 10 s: windows start there
+	ms := func(n int64) int64 { return t0 + n*int64(time.Millisecond) }
+	rate := core.PerSecond(100).WithAlgorithm(core.GCRA)
+	window := core.Limit{Events: 200, Period: 10 * time.Second, Algorithm: core.FixedWindow}
+	limits := []core.Limit{rate, window}
+	// Among 2 holders: 50 at once, one every 20 ms; 100 a window.
+	ss := []share{{terms: termsOf(rate, 2)}, {terms: termsOf(window, 2)}}
+	for i, st := range []struct {
+		at, cost int64
+		want     core.Decision
+	}{
+		{0, 30, core.Decision{Allowed: true, Limit: rate, Remaining: 20, ResetAfter: 600 * time.Millisecond}},
+		// The rate refuses, the window would admit.
+		{0, 25, core.Decision{Limit: rate, Remaining: 20, RetryAfter: 100 * time.Millisecond, ResetAfter: 600 * time.Millisecond}},
+		{600, 20, core.Decision{Allowed: true, Limit: rate, Remaining: 30, ResetAfter: 400 * time.Millisecond}},
+		{2000, 50, core.Decision{Allowed: true, Limit: rate, Remaining: 0, ResetAfter: time.Second}},
+		// The window refuses, the rate would admit, and is not charged.
+		{3000, 1, core.Decision{Limit: window, Remaining: 0, RetryAfter: 7 * time.Second, ResetAfter: 7 * time.Second}},
+		{10000, 1, core.Decision{Allowed: true, Limit: rate, Remaining: 49, ResetAfter: 20 * time.Millisecond}},
+	} {
+		if got := allowAll(ss, limits, ms(st.at), st.cost); got != st.want {
+			t.Errorf("step %d (%d at %d ms): %+v, want %+v", i, st.cost, st.at, got, st.want)
+		}
+		if i == 4 && ss[0].tat != ms(3000) {
+			t.Errorf("the refusal charged the rate's share: whole at %d ms, want 3000", (ss[0].tat-t0)/1e6)
+		}
 	}
 }

@@ -39,7 +39,7 @@ func termsOf(l core.Limit, h int64) shareTerms {
 // left it: rem units in the shared state, divided among the holders, and
 // for a fixed window reset, the time left in the grant's window.
 func (t shareTerms) warm(sent, rem, reset int64) share {
-	s := share{terms: t, from: sent}
+	s := share{terms: t}
 	left := min(t.burst, max(rem, 0)/t.holders)
 	if t.fixed {
 		s.end, s.count = sent+reset, t.burst-left
@@ -51,6 +51,16 @@ func (t shareTerms) warm(sent, rem, reset int64) share {
 
 // allow decides for cost units at now, and charges s if it admits.
 func (s *share) allow(now, cost int64) core.Decision {
+	d, next := s.decide(now, cost)
+	if d.Allowed {
+		*s = next
+	}
+	return d
+}
+
+// decide returns the decision for cost units at now and s as it would be
+// once they were charged.
+func (s share) decide(now, cost int64) (core.Decision, share) {
 	t := &s.terms
 	if t.fixed {
 		if now >= s.end {
@@ -58,20 +68,57 @@ func (s *share) allow(now, cost int64) core.Decision {
 		}
 		wait := time.Duration(s.end - now)
 		if s.count+cost > t.burst {
-			return core.Decision{Remaining: int(t.burst - s.count), RetryAfter: max(wait, 1), ResetAfter: wait}
+			return core.Decision{Remaining: int(t.burst - s.count), RetryAfter: max(wait, 1), ResetAfter: wait}, s
 		}
 		s.count += cost
-		return core.Decision{Allowed: true, Remaining: int(t.burst - s.count), ResetAfter: wait}
+		return core.Decision{Allowed: true, Remaining: int(t.burst - s.count), ResetAfter: wait}, s
 	}
 	tol := satMul(t.burst, t.interval)
 	tat := max(s.tat, now)
 	next := satAdd(tat, satMul(cost, t.interval))
 	if next-now > tol {
 		return core.Decision{Remaining: int((tol - (tat - now)) / t.interval),
-			RetryAfter: time.Duration(next - now - tol), ResetAfter: time.Duration(tat - now)}
+			RetryAfter: time.Duration(next - now - tol), ResetAfter: time.Duration(tat - now)}, s
 	}
 	s.tat = next
-	return core.Decision{Allowed: true, Remaining: int((tol - (next - now)) / t.interval), ResetAfter: time.Duration(next - now)}
+	return core.Decision{Allowed: true, Remaining: int((tol - (next - now)) / t.interval), ResetAfter: time.Duration(next - now)}, s
+}
+
+// allowAll decides for cost units at now under every share of ss, all or
+// nothing, and names the layer as a core.Stack does: the refusing one that
+// waits longest, or, admitted, the one with the least left.
+func allowAll(ss []share, limits []core.Limit, now, cost int64) core.Decision {
+	if len(ss) == 1 {
+		d := ss[0].allow(now, cost)
+		d.Limit = limits[0]
+		return d
+	}
+	ds, nexts := make([]core.Decision, len(ss)), make([]share, len(ss))
+	allowed := true
+	for i := range ss {
+		ds[i], nexts[i] = ss[i].decide(now, cost)
+		allowed = allowed && ds[i].Allowed
+	}
+	pick := 0
+	for i, d := range ds {
+		switch {
+		case allowed && d.Remaining < ds[pick].Remaining,
+			!allowed && !d.Allowed && (ds[pick].Allowed || d.RetryAfter > ds[pick].RetryAfter):
+			pick = i
+		}
+	}
+	d := ds[pick]
+	d.Limit = limits[pick]
+	if allowed {
+		copy(ss, nexts)
+		return d
+	}
+	for _, o := range ds {
+		if !o.Allowed {
+			d.Remaining = min(d.Remaining, o.Remaining)
+		}
+	}
+	return d
 }
 
 // refund gives back cost units at now, never beyond a whole share.
