@@ -208,6 +208,9 @@ func TestQuotaDegradedFleet(t *testing.T) {
 		low, high float64
 	}{
 		{"GCRA, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "limiter", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
+		// A larger burst changes nothing: the shared state was empty at
+		// the last grants, and so is each share (a fresh key gets 400/4).
+		{"GCRA burst 400, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA).WithBurst(400), true, "limiter", [4]int{250, 250, 250, 250}, 100, 0.8, 1.1},
 		{"GCRA, Dynamic, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "dynamic", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
 		{"GCRA, stack, local quota", core.PerSecond(100).WithAlgorithm(core.GCRA), true, "stack", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
 		{"token bucket, local quota", core.PerSecond(100), true, "limiter", [4]int{250, 250, 250, 250}, 25, 0.8, 1.1},
