@@ -111,8 +111,8 @@ func runDegradedFleet(t *testing.T, lim core.Limit, quota bool, kind string) deg
 	}
 	const step = 10 * time.Millisecond
 	var f degradedFleet
-	run := func(d time.Duration, down bool) {
-		for range d / step {
+	run := func(span time.Duration, down bool) {
+		for range span / step {
 			for i, l := range lims {
 				for range 2 {
 					d, err := l.Allow(context.Background(), "hot", 1)
