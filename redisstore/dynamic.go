@@ -43,8 +43,8 @@ const maxCachedLimits = 1024
 // limit changed asks the server again), the options; WithFallback decides
 // locally with a core.Dynamic of the same limit function (with
 // WithLocalQuota, under this instance's share of each key's limit, as a
-// Limiter's, asking the limit function once more per decision). WithLocalQuota
-// leases hot keys as a Limiter does, each lease bound to the limit it was
+// Limiter's, asking the limit function once more per decision).
+// WithLocalQuota leases hot keys as a Limiter does, each lease bound to the limit it was
 // granted under: a key whose limit changes ends its lease at its next call
 // (see WithLocalQuota for what becomes of the units left). A Dynamic is
 // safe for concurrent use; the limit function is called once per Allow

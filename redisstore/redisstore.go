@@ -42,7 +42,7 @@ type Limiter struct {
 	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
 
 	local core.Limiter // WithFallback's in-memory limiter; nil without it
-	share *shares      // WithFallback's shares, with local quota (not a stack's); nil otherwise
+	share *shares      // WithFallback's shares of each key's limit, with local quota; nil otherwise
 	count counters     // for Health
 
 	quota      *quotas // the local quota's leases; nil without it
