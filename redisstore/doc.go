@@ -136,6 +136,14 @@
 // context ended) or of the request (an invalid cost) are returned as they
 // are.
 //
+// A Limiter, Stack or Dynamic made with both [WithFallback] and
+// [WithLocalQuota] decides each key, instead, under this instance's share
+// of its limit (of each layer of a stack): the rate and burst (a fixed
+// window's events) divided by the instances that held a lease on the key
+// at its last grant here, at least one unit, warm from that grant (the
+// shared state's Remaining then, divided alike, and refilled since). A
+// fleet so made stays near the limit while Redis is away.
+//
 // # Health
 //
 // Health (core.HealthReporter) reports the breaker's state and counters:

@@ -41,8 +41,10 @@ const maxCachedLimits = 1024
 // Everything else is a Limiter's: batching, the breaker, the deny cache
 // (whose entries hold the limit they were refused under, so a key whose
 // limit changed asks the server again), the options; WithFallback decides
-// locally with a core.Dynamic of the same limit function. WithLocalQuota
-// leases hot keys as a Limiter does, each lease bound to the limit it was
+// locally with a core.Dynamic of the same limit function (with
+// WithLocalQuota, under this instance's share of each key's limit, as a
+// Limiter's, asking the limit function once more per decision).
+// WithLocalQuota leases hot keys as a Limiter does, each lease bound to the limit it was
 // granted under: a key whose limit changes ends its lease at its next call
 // (see WithLocalQuota for what becomes of the units left). A Dynamic is
 // safe for concurrent use; the limit function is called once per Allow
@@ -136,6 +138,7 @@ func (d *Dynamic) limiter(lim core.Limit) (*Limiter, error) {
 		l.quota = newQuotas(*o.quota, lim, nil)
 		l.quota.policyOf = func(key string) (*policy, error) { return d.policy(d.limitOf(key)) }
 	}
+	l.share = l.sharesOf()
 	d.base = rateless(lim)
 	d.l.Store(l)
 	return l, nil

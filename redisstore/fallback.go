@@ -38,11 +38,18 @@ func localLimiter[T core.Limiter](o *options, mk func(opts ...core.Option) (T, e
 
 // allowLocal answers a call whose round trip to Redis failed with err:
 // with err, or, when the limiter falls back, with the local limiter's
-// decision. It sits on the error path alone, so that a decision from Redis
-// or the deny cache pays nothing for the fallback.
+// decision (with local quota: under this instance's share of the key's
+// limit, quota_fallback.go). It sits on the error path alone, so that a
+// decision from Redis or the deny cache pays nothing for the fallback.
 func (l *Limiter) allowLocal(ctx context.Context, key string, cost int, err error) (core.Decision, error) {
 	if !l.failed(ctx, err) {
 		return core.Decision{}, err
+	}
+	if l.share != nil {
+		if d, ok := l.allowShare(key, cost); ok {
+			l.count.local.Add(1)
+			return d, nil
+		}
 	}
 	d, err := l.local.Allow(ctx, key, cost)
 	if err == nil {
@@ -57,6 +64,9 @@ func (l *Limiter) allowLocal(ctx context.Context, key string, cost int, err erro
 func (l *Limiter) refundLocal(ctx context.Context, key string, cost int, err error) error {
 	if !l.failed(ctx, err) {
 		return err
+	}
+	if l.share != nil && l.refundShare(key, cost) {
+		return nil
 	}
 	return l.local.Refund(ctx, key, cost)
 }

@@ -156,7 +156,10 @@ func WithLeaseTTL(ttl time.Duration) Option { return func(o *options) { o.leaseT
 // same policy, made with opts (core.WithCapacity and the like), instead of
 // returning the error. Calls go back to Redis as soon as it answers, that
 // is when the breaker's probe succeeds. Health counts the decisions made
-// locally. See "Failing local" in the package documentation.
+// locally. With WithLocalQuota, a Limiter, Stack or Dynamic decides
+// instead under this instance's share of each key's limit (the limit among
+// the key's lease holders), so that a fleet stays near the limit; opts
+// then serve only a Dynamic's keys whose limit cannot be used. See "Failing local" in the package documentation.
 func WithFallback(opts ...core.Option) Option {
 	return func(o *options) { o.fallback, o.local = true, opts }
 }

@@ -42,6 +42,7 @@ type Limiter struct {
 	leases *leases // core.Concurrency's lease ids and renewal; nil for the others
 
 	local core.Limiter // WithFallback's in-memory limiter; nil without it
+	share *shares      // WithFallback's shares of each key's limit, with local quota; nil otherwise
 	count counters     // for Health
 
 	quota      *quotas // the local quota's leases; nil without it
@@ -96,6 +97,7 @@ func New(client redis.UniversalClient, l core.Limit, opts ...Option) (*Limiter, 
 	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Keyed, error) { return core.New(l, opts...) }); err != nil {
 		return nil, err
 	}
+	lim.share = lim.sharesOf()
 	return lim, nil
 }
 

@@ -134,6 +134,7 @@ func NewStack(client redis.UniversalClient, layers []core.Limit, opts ...Option)
 	if lim.local, err = localLimiter(&o, func(opts ...core.Option) (*core.Stack, error) { return core.NewStack(limits, opts...) }); err != nil {
 		return nil, err
 	}
+	lim.share = lim.sharesOf()
 	return &Stack{l: lim}, nil
 }
 
