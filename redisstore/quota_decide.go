@@ -156,6 +156,14 @@ func (l *Limiter) aheadAt(p *policy, key string, q *quota, now int64) {
 // lease, sized to the key's demand, waits for the key's next calls.
 func (l *Limiter) askAhead(p *policy, key string, q *quota) {
 	now := l.clock.Now()
+	if r := l.routeOf(context.Background(), key); r.b != nil && !r.b.Closed() {
+		// The server is failing: the key's own calls probe it, and fall
+		// back meanwhile. A background ask must not take the probe.
+		q.mu.Lock()
+		q.ahead = false
+		q.mu.Unlock()
+		return
+	}
 	q.mu.Lock()
 	q.ahead = false
 	if q.asking != nil || q.units > 0 && q.end > now || q.pol != nil && !q.pol.same(p) || now < q.wait {

@@ -393,7 +393,8 @@ func TestQuotaRefused(t *testing.T) {
 
 // TestQuotaHolders: Redis counts the instances holding a lease on a key,
 // each grant reports the count (which sizes the next lease: see
-// TestQuotaSize), and an instance stops counting once its lease has ended.
+// TestQuotaSize), and an instance stops counting a lease's length after
+// its lease has ended (until then it may be between two leases).
 func TestQuotaHolders(t *testing.T) {
 	t.Parallel()
 	c := single(t)
@@ -408,14 +409,24 @@ func TestQuotaHolders(t *testing.T) {
 			t.Fatalf("instance %d's grant counted %d holders, want %d", i, holders, i+1)
 		}
 	}
-	// Every lease has ended; instance 0 asks again, alone.
+	// Every lease has ended, not a lease's length ago: instance 0 asks
+	// again, and the others still count.
 	r.clk.Advance(1100 * time.Millisecond)
 	r.fire()
 	for range 20 {
 		r.allow(0, "k")
 	}
+	if _, holders := redisstore.QuotaHeld(r.lims[0], "k"); holders != 4 {
+		t.Errorf("a lease after the others' leases ended, the grant counted %d holders, want 4", holders)
+	}
+	// A lease's length more: instance 0 asks again, alone.
+	r.clk.Advance(2100 * time.Millisecond)
+	r.fire()
+	for range 20 {
+		r.allow(0, "k")
+	}
 	if _, holders := redisstore.QuotaHeld(r.lims[0], "k"); holders != 1 {
-		t.Errorf("after the others' leases ended, the grant counted %d holders, want 1", holders)
+		t.Errorf("two leases after the others' leases ended, the grant counted %d holders, want 1", holders)
 	}
 }
 

@@ -18,11 +18,15 @@ func errClientWindowsLimit(l core.Limit, quota bool) error {
 // windowGroup is the one group of a Limiter's pipelined call for key: the
 // route of the server that holds it.
 func (l *Limiter) windowGroup(ctx context.Context, key string) []*group {
-	r := l.one
+	return []*group{{r: l.routeOf(ctx, key), items: []int{0}}}
+}
+
+// routeOf is the route of the server that holds key.
+func (l *Limiter) routeOf(ctx context.Context, key string) *route {
 	if l.masters != nil {
-		r = l.masters.forKey(ctx, l.key(key))
+		return l.masters.forKey(ctx, l.key(key))
 	}
-	return []*group{{r: r, items: []int{0}}}
+	return l.one
 }
 
 // windowItem is key's charge of cost as the pipelined call's one item.

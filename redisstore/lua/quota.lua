@@ -8,12 +8,14 @@
 -- The call's KEYS and ARGV, for holders.
 local qkeys, qargs
 
--- holders notes this instance as holding a lease until the lease's end,
--- drops the holders whose lease has ended, and returns how many hold one.
+-- holders notes this instance as holding a lease until a lease's length
+-- after its end (an instance between two leases, its last spent or its
+-- next not yet fitting, still shares the key), drops the holders whose
+-- lease ended before that, and returns how many hold one.
 local function holders()
   local hk, id, length = qkeys[2], qargs[#qargs - 1], tonumber(qargs[#qargs])
   local t = R * 1000 + math.floor(now / 1e6)
-  local ms = math.ceil(length / 1e6)
+  local ms = 2 * math.ceil(length / 1e6)
   db.call('ZREMRANGEBYSCORE', hk, '-inf', t)
   db.call('ZADD', hk, t + ms, id)
   db.call('PEXPIRE', hk, ms + margin)
