@@ -331,22 +331,24 @@ func sampleOffsets(t *testing.T, master *redis.Client) *offsets {
 }
 
 // behind stops the sampling and returns how far the replica's offset is
-// behind the master's, in bytes and in time (to the sampling's 20 ms).
+// behind the master's last sample, in bytes and in time (to the
+// sampling's 20 ms; the master's writes after its last sample, as the
+// replica's after it, are not counted).
 func (o *offsets) behind(t *testing.T, replica *redis.Client) (int64, time.Duration) {
 	t.Helper()
-	info, err := replica.Info(context.Background(), "replication").Result()
-	now := time.Now().UnixNano()
 	close(o.stop)
 	o.done.Wait()
+	info, err := replica.Info(context.Background(), "replication").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := redistest.ParseInfo(info).Int(t, "slave_repl_offset")
+	last := len(o.off) - 1
 	i, _ := slices.BinarySearch(o.off, r)
-	if i == len(o.off) {
+	if last < 0 || i > last {
 		return 0, 0
 	}
-	return o.off[len(o.off)-1] - r, time.Duration(now - o.at[i])
+	return o.off[last] - r, time.Duration(o.at[last] - o.at[i])
 }
 
 // measureFailover logs, for each key, the worst admissions beyond the
