@@ -449,3 +449,67 @@ func gcraOver(adm []fleetAdm, l core.Limit, length, T int64) float64 {
 	}
 	return worst
 }
+
+// TestFailoverMeasures checks the measures TestFailover reports, on logs
+// made up here.
+func TestFailoverMeasures(t *testing.T) {
+	t.Parallel()
+	sec := int64(time.Second)
+	fixed := core.Limit{Events: 3, Period: time.Second, Algorithm: core.FixedWindow}
+	// at places an admission at x ns, its call taking no time, in the
+	// window of the same second (ResetAfter to that window's end).
+	at := func(xs ...int64) []fleetAdm {
+		var adm []fleetAdm
+		for _, x := range xs {
+			adm = append(adm, fleetAdm{s: x, r: x, reset: (x/sec+1)*sec - x})
+		}
+		return adm
+	}
+	t.Run("fixed", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			adm  []fleetAdm
+			want int
+		}{
+			{"under", at(0, 1, sec+1), -1},
+			{"full", at(0, 1, 2, sec, sec+1), 0},
+			{"two over in the second window", at(0, sec, sec+1, sec+2, sec+3, sec+4), 2},
+			// A call across the turn counts in the window its decision
+			// names (ResetAfter), the second here.
+			{"a call across the turn", append(at(0, 1, 2, sec), fleetAdm{s: sec - 1, r: sec + 1, reset: sec + 1}), 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if got := fixedOver(tc.adm, fixed); got != tc.want {
+					t.Errorf("fixedOver = %d, want %d (windows %v)", got, tc.want, fixedCounts(tc.adm, fixed))
+				}
+			})
+		}
+	})
+	t.Run("gcra", func(t *testing.T) {
+		gcra := core.Limit{Events: 1, Period: time.Second, Burst: 2, Algorithm: core.GCRA}
+		for _, tc := range []struct {
+			name   string
+			adm    []fleetAdm
+			length int64
+			T      int64
+			want   float64
+		}{
+			// The burst at once, then one a second: on the bound.
+			{"on the bound", at(0, 0, sec, 2*sec), 0, 3 * sec, 0},
+			// Three at once against a burst of 2.
+			{"one over", at(0, 0, 0, sec), 0, sec, 1},
+			// A lease of half a second allows half a unit more.
+			{"one over, a lease", at(0, 0, 0, sec), sec / 2, sec, 0.5},
+			// Windows of 1 s do not see the run's excess: 2 + 1 a second
+			// over 3 s allows 5, and 6 came; any 1 s allows 3.
+			{"over the run only", at(0, 0, sec, 2*sec, 3*sec-1, 3*sec), 0, sec, 0},
+			{"over the run", at(0, 0, sec, 2*sec, 3*sec-1, 3*sec), 0, 4 * sec, 1},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if got := gcraOver(tc.adm, gcra, tc.length, tc.T); math.Abs(got-tc.want) > 1e-9 {
+					t.Errorf("gcraOver = %v, want %v", got, tc.want)
+				}
+			})
+		}
+	})
+}
