@@ -379,9 +379,8 @@ func lowest() float64 {
 }
 
 // judgeLower checks that workers admitted at least 95 % of the limit (see
-// lowest) on
-// the hot key within [a, b): in all of it (GCRA), or in the fixed windows
-// that lie whole within it. A real-time check on a machine that may be
+// lowest) on the hot key within [a, b): in all of it (GCRA), or in the
+// fixed windows that lie whole within it. A real-time check on a machine that may be
 // busy: it is judged only if the logs show that the workers asked for
 // well over the limit (1.5×) and that none of them stopped for longer than
 // three ticks; otherwise it says why it could not judge. The upper bound is
