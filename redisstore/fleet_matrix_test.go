@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,7 +72,7 @@ func TestFleetMatrix(t *testing.T) {
 						n++
 						run := fleetRun{
 							name: cell.name(), limit: limit, quota: mode.quota, length: mode.length,
-							duration: *fleetMatrixRun, workers: procs, routines: matrixRoutines, pace: pace,
+							duration: *fleetMatrixRun, workers: procs, routines: matrixRoutines, pace: pace, jitter: *fleetMatrixJitter,
 						}
 						res := runFleet(t, srv, c, run, fmt.Sprintf("matrix%d:", n))
 						cell.measure(t, res)
@@ -113,10 +114,11 @@ func TestFleetMatrix(t *testing.T) {
 }
 
 var (
-	fleetMatrix     = flag.Bool("fleetmatrix", false, "TestFleetMatrix: run issue 32's table (a few minutes)")
-	fleetMatrixPace = flag.Duration("fleetmatrix.pace", 2*time.Millisecond, "TestFleetMatrix: each goroutine's pause between calls; 0: none")
-	fleetMatrixRun  = flag.Duration("fleetmatrix.run", 3*time.Second, "TestFleetMatrix: the length of a cell's run; its first second is not counted")
-	fleetMatrixOut  = flag.String("fleetmatrix.out", "", "TestFleetMatrix: also write its tables to this file")
+	fleetMatrix       = flag.Bool("fleetmatrix", false, "TestFleetMatrix: run issue 32's table (a few minutes)")
+	fleetMatrixPace   = flag.Duration("fleetmatrix.pace", 2*time.Millisecond, "TestFleetMatrix: each goroutine's pause between calls; 0: none")
+	fleetMatrixJitter = flag.Bool("fleetmatrix.jitter", false, "TestFleetMatrix: draw each pause evenly from [0, 2 × pace), so that the goroutines do not call in waves")
+	fleetMatrixRun    = flag.Duration("fleetmatrix.run", 3*time.Second, "TestFleetMatrix: the length of a cell's run; its first second is not counted")
+	fleetMatrixOut    = flag.String("fleetmatrix.out", "", "TestFleetMatrix: also write its tables to this file")
 )
 
 const (
@@ -187,6 +189,20 @@ func (m *matrixCell) measure(t *testing.T, res *fleetResult) {
 		m.steady, m.verdict = judgeLower(t, res, "steady state", workers, from, res.end)
 	} else {
 		m.steady = steadyShare(t, res, workers, from, res.end)
+	}
+	// Where a small burst loses its refill: the time between consecutive
+	// admissions (by r) after the first second, against the interval.
+	var gaps []time.Duration
+	for i := 1; i < len(adm); i++ {
+		if adm[i-1].r >= from {
+			gaps = append(gaps, time.Duration(adm[i].r-adm[i-1].r))
+		}
+	}
+	slices.Sort(gaps)
+	if len(gaps) > 0 {
+		q := func(f float64) time.Duration { return gaps[int(f*float64(len(gaps)-1))].Round(10 * time.Microsecond) }
+		t.Logf("%s: between consecutive admissions after the first second: median %v, 90th percentile %v, 99th %v, longest %v (the limit's interval %v)",
+			m.name(), q(0.5), q(0.9), q(0.99), q(1), res.run.limit.Interval())
 	}
 	calls, failed := res.decisions()
 	t.Logf("%s: %.1f %% of the limit after the first second (%d admitted); demand %.0f× the limit (%d calls, %d failed); %.3f commands, %.3f sent by the clients per admission; %d grants, %d units returned",

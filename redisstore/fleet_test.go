@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,7 @@ type fleetConfig struct {
 	Worker   int
 	Routines int           // goroutines calling
 	Pace     time.Duration // each goroutine's pause between calls; 0: none
+	Jitter   bool          // each pause drawn evenly from [0, 2 × Pace), not Pace
 	Duration time.Duration
 	Log      string
 }
@@ -179,7 +181,10 @@ func TestFleetWorker(t *testing.T) {
 				case d.Allowed:
 					write(buf, int64(k), now, after, int64(d.ResetAfter))
 				}
-				if cfg.Pace > 0 {
+				switch {
+				case cfg.Pace > 0 && cfg.Jitter:
+					time.Sleep(rand.N(2 * cfg.Pace))
+				case cfg.Pace > 0:
 					time.Sleep(cfg.Pace)
 				}
 			}
@@ -206,6 +211,7 @@ type fleetRun struct {
 	workers  int           // worker processes; 0: fleetWorkers (at most that)
 	routines int           // goroutines per worker; 0: fleetRoutines
 	pace     time.Duration // 0: fleetPace; < 0: no pause between calls
+	jitter   bool          // pauses drawn evenly from [0, 2 × pace)
 	length   time.Duration // LocalQuota.Length; 0: its default
 }
 
@@ -227,7 +233,7 @@ func (r fleetRun) config(addr, prefix string, w int, log string) fleetConfig {
 	}
 	return fleetConfig{
 		Addr: addr, Prefix: prefix, Limit: r.limit, Quota: r.quota, Length: r.length, Zipf: r.zipf,
-		Worker: w, Routines: routines, Pace: max(pace, 0), Duration: r.duration, Log: log,
+		Worker: w, Routines: routines, Pace: max(pace, 0), Jitter: r.jitter, Duration: r.duration, Log: log,
 	}
 }
 
