@@ -322,11 +322,12 @@ func matrixTable(cells []matrixCell, bursts []instantBurst) string {
 		}
 		sb.WriteString("\n")
 	}
-	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s\n")
-	fmt.Fprintf(&sb, "%-36s %8s %6s %8s %8s %8s %7s %8s %12s %12s\n", "cell", "adm %", "adm", "demand", "cmd/adm", "sent/adm", "grants", "returned", "over@100ms", "over@1s")
+	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s; the longest pause between a worker's ticks after the first second (100 ms when none stalled; longer: the machine was busy)\n")
+	fmt.Fprintf(&sb, "%-36s %8s %6s %8s %8s %8s %7s %8s %12s %12s %8s\n", "cell", "adm %", "adm", "demand", "cmd/adm", "sent/adm", "grants", "returned", "over@100ms", "over@1s", "stall")
 	for _, c := range cells {
-		fmt.Fprintf(&sb, "%-36s %7.1f%% %6d %7.0f× %8.3f %8.3f %7d %8d %12s %12s\n", c.name(), c.steady.pct, c.steady.got, c.demand,
-			c.commands, c.sent, c.grants, c.returned, fmt.Sprintf("%d/%d", c.over100, c.win100), fmt.Sprintf("%d/%d", c.over1s, c.win1s))
+		fmt.Fprintf(&sb, "%-36s %7.1f%% %6d %7.0f× %8.3f %8.3f %7d %8d %12s %12s %8v\n", c.name(), c.steady.pct, c.steady.got, c.demand,
+			c.commands, c.sent, c.grants, c.returned, fmt.Sprintf("%d/%d", c.over100, c.win100), fmt.Sprintf("%d/%d", c.over1s, c.win1s),
+			time.Duration(c.steady.gap).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&sb, "\nInstant burst: one instance, 100/s burst 100, %d calls at once (cold300: 300 goroutines, cold10: 10 × 30 calls, on a cold key; warm300: 300 goroutines on a key warmed at 100/s and idle for 50 ms); admitted per trial (want 100) and the time the calls took\n", instantCalls)
 	for _, b := range bursts {
