@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -162,6 +163,17 @@ type matrixCell struct {
 	demand           float64 // calls a second over the limit's rate
 	win100, over100  int
 	win1s, over1s    int
+	fair             fairness // procs > 1 only
+}
+
+// fairness is how evenly the workers shared the admissions after the
+// first second: per 100 ms, the most any worker admitted over the least,
+// and the median of that ratio over the intervals (+Inf when a worker got
+// none in most of them).
+type fairness struct {
+	median      float64
+	bins, zeros int   // intervals; those where some worker got none
+	totals      []int // each worker's admissions after the first second
 }
 
 func (m *matrixCell) name() string {
@@ -204,12 +216,56 @@ func (m *matrixCell) measure(t *testing.T, res *fleetResult) {
 		t.Logf("%s: between consecutive admissions after the first second: median %v, 90th percentile %v, 99th %v, longest %v (the limit's interval %v)",
 			m.name(), q(0.5), q(0.9), q(0.99), q(1), res.run.limit.Interval())
 	}
+	if m.procs > 1 {
+		m.fair = fairShares(res, m.procs, from)
+		t.Logf("%s: per 100 ms after the first second, the most a worker admitted over the least: median %.2f over %d intervals (a worker admitted none in %d); each worker's admissions %v",
+			m.name(), m.fair.median, m.fair.bins, m.fair.zeros, m.fair.totals)
+	}
 	calls, failed := res.decisions()
 	t.Logf("%s: %.1f %% of the limit after the first second (%d admitted); demand %.0f× the limit (%d calls, %d failed); %.3f commands, %.3f sent by the clients per admission; %d grants, %d units returned",
 		m.name(), m.steady.pct, m.steady.got, m.demand, calls, failed, m.commands, m.sent, m.grants, m.returned)
 	if failed > calls/100 {
 		t.Errorf("%d of %d calls failed", failed, calls)
 	}
+}
+
+func fairShares(res *fleetResult, procs int, from int64) fairness {
+	bin := int64(100 * time.Millisecond)
+	bins := int((res.end - from) / bin)
+	counts := make([][]int, bins)
+	for i := range counts {
+		counts[i] = make([]int, procs)
+	}
+	f := fairness{bins: bins, totals: make([]int, procs)}
+	for w := range procs {
+		for _, a := range res.adm[w] {
+			if a.key != 0 || a.r < from || a.r >= res.end {
+				continue
+			}
+			f.totals[w]++
+			if i := int((a.r - from) / bin); i < bins {
+				counts[i][w]++
+			}
+		}
+	}
+	var ratios []float64
+	for _, c := range counts {
+		lo, hi := slices.Min(c), slices.Max(c)
+		switch {
+		case hi == 0:
+			continue // nothing admitted: no share to compare
+		case lo == 0:
+			f.zeros++
+			ratios = append(ratios, math.Inf(1))
+		default:
+			ratios = append(ratios, float64(hi)/float64(lo))
+		}
+	}
+	slices.Sort(ratios)
+	if len(ratios) > 0 {
+		f.median = ratios[len(ratios)/2]
+	}
+	return f
 }
 
 // instantBurst is the instant burst of one mode, over its trials.
@@ -322,12 +378,16 @@ func matrixTable(cells []matrixCell, bursts []instantBurst) string {
 		}
 		sb.WriteString("\n")
 	}
-	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s; the longest pause between a worker's ticks after the first second (100 ms when none stalled; longer: the machine was busy)\n")
-	fmt.Fprintf(&sb, "%-36s %8s %6s %8s %8s %8s %7s %8s %12s %12s %8s\n", "cell", "adm %", "adm", "demand", "cmd/adm", "sent/adm", "grants", "returned", "over@100ms", "over@1s", "stall")
+	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s; the longest pause between a worker's ticks after the first second (100 ms when none stalled; longer: the machine was busy); fairness on 4 processes: per 100 ms after the first second, the most a worker admitted over the least, its median over the intervals (intervals where a worker admitted none / intervals) [each worker's admissions]\n")
+	fmt.Fprintf(&sb, "%-36s %8s %6s %8s %8s %8s %7s %8s %12s %12s %8s  %s\n", "cell", "adm %", "adm", "demand", "cmd/adm", "sent/adm", "grants", "returned", "over@100ms", "over@1s", "stall", "fair")
 	for _, c := range cells {
-		fmt.Fprintf(&sb, "%-36s %7.1f%% %6d %7.0f× %8.3f %8.3f %7d %8d %12s %12s %8v\n", c.name(), c.steady.pct, c.steady.got, c.demand,
+		fair := "-"
+		if c.procs > 1 {
+			fair = fmt.Sprintf("%.2f (%d/%d) %v", c.fair.median, c.fair.zeros, c.fair.bins, c.fair.totals)
+		}
+		fmt.Fprintf(&sb, "%-36s %7.1f%% %6d %7.0f× %8.3f %8.3f %7d %8d %12s %12s %8v  %s\n", c.name(), c.steady.pct, c.steady.got, c.demand,
 			c.commands, c.sent, c.grants, c.returned, fmt.Sprintf("%d/%d", c.over100, c.win100), fmt.Sprintf("%d/%d", c.over1s, c.win1s),
-			time.Duration(c.steady.gap).Round(time.Millisecond))
+			time.Duration(c.steady.gap).Round(time.Millisecond), fair)
 	}
 	fmt.Fprintf(&sb, "\nInstant burst: one instance, 100/s burst 100, %d calls at once (cold300: 300 goroutines, cold10: 10 × 30 calls, on a cold key; warm300: 300 goroutines on a key warmed at 100/s and idle for 50 ms); admitted per trial (want 100) and the time the calls took\n", instantCalls)
 	for _, b := range bursts {
