@@ -224,17 +224,18 @@ func checkFleet(t *testing.T, res *fleetResult) {
 	}
 }
 
-// checkGCRAWindows checks GCRA's bound (see TestFleet) for key's admissions
-// in every window of length T that starts or ends at one of them.
-func checkGCRAWindows(t *testing.T, key int, adm []fleetAdm, l core.Limit, length, T int64) {
+// checkGCRAWindows checks GCRA's bound (see TestFleet), which is also a
+// token bucket's, for key's admissions in every window of length T that
+// starts or ends at one of them, and returns how many windows it checked
+// and how many were over.
+func checkGCRAWindows(t *testing.T, key int, adm []fleetAdm, l core.Limit, length, T int64) (windows, over int) {
 	t.Helper()
 	if len(adm) == 0 {
 		t.Errorf("key %d: no admission", key)
-		return
+		return 0, 0
 	}
 	minS := newMinTable(adm)
 	rate := float64(l.Events) / float64(l.Period) // per ns
-	over, windows := 0, 0
 	worst, wc, wb := math.Inf(-1), 0, 0.0
 	check := func(i, j int) {
 		windows++
@@ -265,6 +266,7 @@ func checkGCRAWindows(t *testing.T, key int, adm []fleetAdm, l core.Limit, lengt
 	if over > 0 {
 		t.Errorf("key %d, windows of %v: %d windows over the bound (the worst %d admitted against %.1f)", key, time.Duration(T), over, wc, wb)
 	}
+	return windows, over
 }
 
 // minTable answers the least s of adm[i..j] (a sparse table).
@@ -384,8 +386,40 @@ func lowest() float64 {
 // busy: it is judged only if the logs show that the workers asked for
 // well over the limit (1.5×) and that none of them stopped for longer than
 // three ticks; otherwise it says why it could not judge. The upper bound is
-// never relaxed.
-func judgeLower(t *testing.T, res *fleetResult, what string, workers []int, a, b int64) {
+// never relaxed. It returns what it measured and its verdict: "ok",
+// "under 95 %" or "not judged".
+func judgeLower(t *testing.T, res *fleetResult, what string, workers []int, a, b int64) (share, string) {
+	t.Helper()
+	s := steadyShare(t, res, workers, a, b)
+	l := res.run.limit
+	t.Logf("%s, %v from %v: %d admitted, %.1f %% of the limit; demand %.0f a second; longest pause between a worker's ticks %v",
+		what, time.Duration(s.b-s.a), time.Duration(s.a-res.start), s.got, s.pct, s.demandRate, time.Duration(s.gap))
+	switch {
+	case s.demandRate < 1.5*rateOf(l)*float64(time.Second):
+		t.Logf("%s: NOT JUDGED: the workers asked only %.0f a second, too close to the limit: the machine was too busy to make the demand", what, s.demandRate)
+		return s, "not judged"
+	case s.gap > 3*int64(fleetTick):
+		t.Logf("%s: NOT JUDGED: a worker stopped for %v: the machine was too busy", what, time.Duration(s.gap))
+		return s, "not judged"
+	case s.pct < lowest():
+		t.Errorf("%s: %d admitted, %.1f %% of the limit %.0f; want at least %.0f %%", what, s.got, s.pct, s.want, lowest())
+		return s, "under 95 %"
+	}
+	return s, "ok"
+}
+
+// share is what workers admitted of the hot key within [a, b) (for fixed
+// windows, the whole windows within it) against the limit, and the demand
+// their ticks recorded in it.
+type share struct {
+	a, b       int64 // the span judged
+	got        int
+	want, pct  float64
+	demandRate float64 // calls a second
+	gap        int64   // the longest pause between a worker's ticks, ns
+}
+
+func steadyShare(t *testing.T, res *fleetResult, workers []int, a, b int64) share {
 	t.Helper()
 	l := res.run.limit
 	adm := res.merged(0, workers...)
@@ -410,7 +444,7 @@ func judgeLower(t *testing.T, res *fleetResult, what string, workers []int, a, b
 		want = rateOf(l) * float64(b-a)
 	}
 	if want == 0 {
-		t.Fatalf("%s: no time to judge (%v)", what, time.Duration(b-a))
+		t.Fatalf("no time to judge (%v)", time.Duration(b-a))
 	}
 	var demand int64
 	var gap int64
@@ -426,16 +460,6 @@ func judgeLower(t *testing.T, res *fleetResult, what string, workers []int, a, b
 			prev = tk.at
 		}
 	}
-	demandRate := float64(demand) / float64(b-a) * float64(time.Second)
-	pct := 100 * float64(got) / want
-	t.Logf("%s, %v from %v: %d admitted, %.1f %% of the limit; demand %.0f a second; longest pause between a worker's ticks %v",
-		what, time.Duration(b-a), time.Duration(a-res.start), got, pct, demandRate, time.Duration(gap))
-	switch {
-	case demandRate < 1.5*rateOf(l)*float64(time.Second):
-		t.Logf("%s: NOT JUDGED: the workers asked only %.0f a second, too close to the limit: the machine was too busy to make the demand", what, demandRate)
-	case gap > 3*int64(fleetTick):
-		t.Logf("%s: NOT JUDGED: a worker stopped for %v: the machine was too busy", what, time.Duration(gap))
-	case pct < lowest():
-		t.Errorf("%s: %d admitted, %.1f %% of the limit %.0f; want at least %.0f %%", what, got, pct, want, lowest())
-	}
+	return share{a: a, b: b, got: got, want: want, pct: 100 * float64(got) / want,
+		demandRate: float64(demand) / float64(b-a) * float64(time.Second), gap: gap}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,9 +54,13 @@ type fleetConfig struct {
 	Addr     string
 	Prefix   string
 	Limit    core.Limit
-	Quota    bool // WithLocalQuota(LocalQuota{})
-	Zipf     bool // the Zipf mix over fleetKeys keys, else the key "hot"
+	Quota    bool          // WithLocalQuota(LocalQuota{Length: Length})
+	Length   time.Duration // LocalQuota.Length; 0: its default
+	Zipf     bool          // the Zipf mix over fleetKeys keys, else the key "hot"
 	Worker   int
+	Routines int           // goroutines calling
+	Pace     time.Duration // each goroutine's pause between calls; 0: none
+	Jitter   bool          // each pause drawn evenly from [0, 2 × Pace), not Pace
 	Duration time.Duration
 	Log      string
 }
@@ -82,7 +87,7 @@ func TestFleetWorker(t *testing.T) {
 	// round trips into store errors; the timeout changes no decision.
 	opts := []redisstore.Option{redisstore.WithPrefix(cfg.Prefix), redisstore.WithTimeout(5 * time.Second)}
 	if cfg.Quota {
-		opts = append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{}))
+		opts = append(opts, redisstore.WithLocalQuota(redisstore.LocalQuota{Length: cfg.Length}))
 	}
 	lim, err := redisstore.New(c, cfg.Limit, opts...)
 	if err != nil {
@@ -153,7 +158,7 @@ func TestFleetWorker(t *testing.T) {
 		}
 	})
 	var wg sync.WaitGroup
-	for g := range fleetRoutines {
+	for g := range cfg.Routines {
 		wg.Go(func() {
 			buf := make([]byte, fleetRecord)
 			pos := (cfg.Worker*fleetRoutines + g) * (benchwork.SeqLen / (fleetWorkers * fleetRoutines))
@@ -176,7 +181,12 @@ func TestFleetWorker(t *testing.T) {
 				case d.Allowed:
 					write(buf, int64(k), now, after, int64(d.ResetAfter))
 				}
-				time.Sleep(fleetPace)
+				switch {
+				case cfg.Pace > 0 && cfg.Jitter:
+					time.Sleep(rand.N(2 * cfg.Pace))
+				case cfg.Pace > 0:
+					time.Sleep(cfg.Pace)
+				}
 			}
 		})
 	}
@@ -198,6 +208,33 @@ type fleetRun struct {
 	zipf     bool
 	duration time.Duration
 	kill     time.Duration // after the start, worker 0 is killed; 0: none
+	workers  int           // worker processes; 0: fleetWorkers (at most that)
+	routines int           // goroutines per worker; 0: fleetRoutines
+	pace     time.Duration // 0: fleetPace; < 0: no pause between calls
+	jitter   bool          // pauses drawn evenly from [0, 2 × pace)
+	length   time.Duration // LocalQuota.Length; 0: its default
+}
+
+func (r fleetRun) nWorkers() int {
+	if r.workers == 0 {
+		return fleetWorkers
+	}
+	return r.workers
+}
+
+// config is worker w's configuration, the run's defaults filled in.
+func (r fleetRun) config(addr, prefix string, w int, log string) fleetConfig {
+	routines, pace := r.routines, r.pace
+	if routines == 0 {
+		routines = fleetRoutines
+	}
+	if pace == 0 {
+		pace = fleetPace
+	}
+	return fleetConfig{
+		Addr: addr, Prefix: prefix, Limit: r.limit, Quota: r.quota, Length: r.length, Zipf: r.zipf,
+		Worker: w, Routines: routines, Pace: max(pace, 0), Jitter: r.jitter, Duration: r.duration, Log: log,
+	}
 }
 
 // fleetResult is what a run's workers logged, and what the server counted.
@@ -210,6 +247,7 @@ type fleetResult struct {
 	health     [fleetWorkers]core.Health
 	commands   int64 // total_commands_processed during the run
 	evalsha    int64 // cmdstat_evalsha calls during the run
+	sent       int64 // commands the clients sent (FCALL, EVALSHA, ...) during the run
 	length     int64 // the lease length L, ns; 0 in exact mode
 }
 
@@ -230,17 +268,18 @@ func runFleet(t *testing.T, srv *redistest.Server, c *redis.Client, run fleetRun
 	res := &fleetResult{run: run}
 	if run.quota {
 		res.length = int64(min(run.limit.Period/10, time.Second))
+		if run.length > 0 {
+			res.length = int64(run.length)
+		}
 	}
+	workers := run.nWorkers()
 	ctx, cancel := context.WithTimeout(context.Background(), run.duration+30*time.Second)
 	defer cancel()
-	cmds := make([]*exec.Cmd, fleetWorkers)
-	stdins := make([]interface{ Write([]byte) (int, error) }, fleetWorkers)
-	ready := make(chan error, fleetWorkers)
-	for w := range fleetWorkers {
-		cfg, _ := json.Marshal(fleetConfig{
-			Addr: srv.Addr(), Prefix: prefix, Limit: run.limit, Quota: run.quota, Zipf: run.zipf,
-			Worker: w, Duration: run.duration, Log: filepath.Join(dir, fmt.Sprintf("w%d.log", w)),
-		})
+	cmds := make([]*exec.Cmd, workers)
+	stdins := make([]interface{ Write([]byte) (int, error) }, workers)
+	ready := make(chan error, workers)
+	for w := range workers {
+		cfg, _ := json.Marshal(run.config(srv.Addr(), prefix, w, filepath.Join(dir, fmt.Sprintf("w%d.log", w))))
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFleetWorker$", "-test.count=1", "-test.timeout=60s")
 		cmd.Env = append(os.Environ(), fleetWorkerEnv+"="+string(cfg))
 		cmd.WaitDelay = 5 * time.Second
@@ -275,7 +314,7 @@ func runFleet(t *testing.T, srv *redistest.Server, c *redis.Client, run fleetRun
 			}
 		}()
 	}
-	for range fleetWorkers {
+	for range workers {
 		select {
 		case err := <-ready:
 			if err != nil {
@@ -317,7 +356,8 @@ func runFleet(t *testing.T, srv *redistest.Server, c *redis.Client, run fleetRun
 	after := commandCounts(t, c)
 	res.commands = after["total_commands_processed"] - before["total_commands_processed"] - 1 // the INFO itself
 	res.evalsha = after["cmdstat_evalsha"] - before["cmdstat_evalsha"]
-	for w := range fleetWorkers {
+	res.sent = after["client_calls"] - before["client_calls"]
+	for w := range workers {
 		res.adm[w], res.ticks[w] = readFleetLog(t, filepath.Join(dir, fmt.Sprintf("w%d.log", w)))
 		if data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("w%d.log.health", w))); err == nil {
 			json.Unmarshal(data, &res.health[w])
@@ -328,8 +368,9 @@ func runFleet(t *testing.T, srv *redistest.Server, c *redis.Client, run fleetRun
 	return res
 }
 
-// commandCounts reads total_commands_processed and the calls of each
-// command (cmdstat_<name>) from one INFO.
+// commandCounts reads total_commands_processed, the calls of each
+// command (cmdstat_<name>) and the commands clients sent (client_calls:
+// neither INFO nor the commands scripts run) from one INFO.
 func commandCounts(t *testing.T, c *redis.Client) map[string]int64 {
 	t.Helper()
 	reply, err := c.Info(context.Background(), "stats", "commandstats").Result()
@@ -337,7 +378,7 @@ func commandCounts(t *testing.T, c *redis.Client) map[string]int64 {
 		t.Fatal(err)
 	}
 	info := redistest.ParseInfo(reply)
-	m := map[string]int64{"total_commands_processed": info.Int(t, "total_commands_processed")}
+	m := map[string]int64{"total_commands_processed": info.Int(t, "total_commands_processed"), "client_calls": info.ClientCalls(t)}
 	for name, s := range info.Commands(t) {
 		m["cmdstat_"+name] = s.Calls
 	}
