@@ -64,8 +64,10 @@ func newRig(t *testing.T) *quotaRig {
 // options are the instances' options: the rig's clock, prefix and lease
 // ends, and local quota.
 func (r *quotaRig) options(length time.Duration, hot int) []redisstore.Option {
+	// An hour's TTL margin: the keys' TTLs follow the fake clock, but
+	// Redis ends them in real time, and a slow step must not lose one.
 	return []redisstore.Option{redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
-		redisstore.WithPrefix(r.prefix), redisstore.WithTimeout(5 * time.Second),
+		redisstore.WithPrefix(r.prefix), redisstore.WithTimeout(5 * time.Second), redisstore.WithTTLMargin(time.Hour),
 		redisstore.WithLocalQuota(redisstore.LocalQuota{Length: length, Hot: hot}),
 		redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
 			r.mu.Lock()
