@@ -28,12 +28,12 @@ type options struct {
 // default (middleware.DefaultSkipper), as in httpmw.WithSkip, which does
 // the same on the *http.Request, and grpcmw.WithSkip.
 func WithSkip(s middleware.Skipper) Option {
-	return func(o *options) {
-		if s == nil {
-			s = middleware.DefaultSkipper
-		}
-		o.skip = s
+	// Decided here, not in the option: one Option may be applied by
+	// several New calls at once, which must not write what it captured.
+	if s == nil {
+		s = middleware.DefaultSkipper
 	}
+	return func(o *options) { o.skip = s }
 }
 
 // WithHTTPErrors makes the middleware return refusals and errors as

@@ -49,12 +49,12 @@ func onCall[T any](f func(context.Context, string) T) func(call) T {
 //		return m == "/admin.v1.Admin/Drain" || grpcmw.SkipInfrastructure(ctx, m)
 //	})
 func WithSkip(f func(ctx context.Context, fullMethod string) bool) Option {
-	return func(o *options) {
-		if f == nil {
-			f = skipNothing
-		}
-		o.skip = f
+	// Decided here, not in the option: one Option may be applied by
+	// several New calls at once, which must not write what it captured.
+	if f == nil {
+		f = skipNothing
 	}
+	return func(o *options) { o.skip = f }
 }
 
 // skipNothing is WithSkip(nil)'s function: the interceptors call the skip
