@@ -16,6 +16,18 @@ import (
 	"github.com/floodgate/floodgate/redisstore"
 )
 
+// outageRig starts a server, a client of it that gives up fast once the
+// server is killed, a fake clock and its timers.
+func outageRig(t *testing.T) (*redistest.Server, *redis.Client, *coretest.Clock, *timers) {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
+	t.Cleanup(func() { c.Close() })
+	clk := coretest.NewClock(coretest.T0)
+	return srv, c, clk, &timers{clk: clk}
+}
+
 // timers are lease ends on a fake clock: each fires once the clock has
 // reached it (fire).
 type timers struct {
@@ -81,12 +93,7 @@ type healthLimiter interface {
 // (of lim and a fixed window of 2,000 per 10 s, which never binds).
 func runDegradedFleet(t *testing.T, lim core.Limit, quota bool, kind string) degradedFleet {
 	t.Helper()
-	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
-	t.Cleanup(func() { c.Close() })
-	clk := coretest.NewClock(coretest.T0)
-	ts := &timers{clk: clk}
+	srv, c, clk, ts := outageRig(t)
 	prefix := fmt.Sprintf("degraded%d:", time.Now().UnixNano())
 	var lims [4]healthLimiter
 	for i := range lims {
@@ -250,12 +257,7 @@ func TestQuotaDegradedFleet(t *testing.T) {
 // interleave, and counts each decision once in Health.
 func TestQuotaDegradedConcurrent(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
-	t.Cleanup(func() { c.Close() })
-	clk := coretest.NewClock(coretest.T0)
-	ts := &timers{clk: clk}
+	srv, c, clk, ts := outageRig(t)
 	lim := core.PerSecond(100).WithAlgorithm(core.GCRA)
 	prefix := fmt.Sprintf("degradedc%d:", time.Now().UnixNano())
 	var lims [4]*redisstore.Limiter
@@ -333,12 +335,7 @@ func TestQuotaDegradedConcurrent(t *testing.T) {
 // limit, and a refund goes back to its share.
 func TestQuotaDegradedDynamic(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialerRetries: 1, DialerRetryTimeout: deadDialPause})
-	t.Cleanup(func() { c.Close() })
-	clk := coretest.NewClock(coretest.T0)
-	ts := &timers{clk: clk}
+	srv, c, clk, ts := outageRig(t)
 	low, high := core.PerSecond(100).WithAlgorithm(core.GCRA), core.PerSecond(200).WithAlgorithm(core.GCRA)
 	var raised atomic.Bool
 	limitOf := func(string) core.Limit {
