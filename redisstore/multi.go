@@ -111,7 +111,7 @@ func NewMulti(client redis.UniversalClient, opts ...Option) (*Multi, error) {
 	o.denyCache = 0
 	windows := o.clientWindows
 	if windows && mq != nil {
-		return nil, errClientWindowsQuota
+		return nil, errClientWindowsQuota("NewMulti")
 	}
 	o.clientWindows = false
 	lim, err := newLimiter(client, o, multiScript, "}")

@@ -40,10 +40,7 @@ import (
 // (whose leases are the script's) refuse it.
 func WithClientClockWindows() Option { return func(o *options) { o.clientWindows = true } }
 
-var (
-	errClientWindows      = errors.New("redisstore: WithClientClockWindows is an option of New (of a plain core.FixedWindow) and NewMulti only; a Stack or a Dynamic keeps the script's keys")
-	errClientWindowsQuota = errors.New("redisstore: NewMulti: WithClientClockWindows and WithLocalQuota cannot be combined: the leases are taken from the script's keys, which the pipelined windows do not read; drop one of them")
-)
+var errClientWindows = errors.New("redisstore: WithClientClockWindows is an option of New (of a plain core.FixedWindow) and NewMulti only; a Stack or a Dynamic keeps the script's keys")
 
 // refundScript gives back up to ARGV[1] units of a window's count, never
 // below zero and never making a key: Refund's, whose charge may be gone.

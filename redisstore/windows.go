@@ -7,10 +7,16 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
+// errClientWindowsQuota refuses WithClientClockWindows with WithLocalQuota
+// in the constructor ctor.
+func errClientWindowsQuota(ctor string) error {
+	return fmt.Errorf("redisstore: %s: WithClientClockWindows and WithLocalQuota cannot be combined: the leases are taken from the script's keys, which the pipelined windows do not read; drop one of them", ctor)
+}
+
 // errClientWindowsLimit refuses WithClientClockWindows on New for l.
 func errClientWindowsLimit(l core.Limit, quota bool) error {
 	if quota {
-		return fmt.Errorf("redisstore: New: WithClientClockWindows and WithLocalQuota cannot be combined: the leases are taken from the script's keys, which the pipelined windows do not read; drop one of them")
+		return errClientWindowsQuota("New")
 	}
 	return fmt.Errorf("redisstore: New: WithClientClockWindows charges a plain core.FixedWindow only, and %s is %v; drop the option or use a fixed window", l, l.Algorithm)
 }
