@@ -23,7 +23,7 @@ func fixedArgs(margin time.Duration, params []string) []any {
 // Script arguments boxed once: converting a string to any allocates.
 var (
 	argAllow, argRefund  any = "a", "r"
-	argGrant             any = "g"
+	argGrant, argAhead   any = "g", "G"
 	argRelease, argRenew any = "l", "n"
 	// A Multi's call of plain fixed windows only (lua/multi.lua).
 	argAllowFW, argRefundFW any = "A", "R"
@@ -60,6 +60,8 @@ func (l *Limiter) args(p *policy, code byte, cost int, member string) []any {
 		args[0] = argRefund
 	case 'g':
 		args[0] = argGrant
+	case 'G':
+		args[0] = argAhead
 	case 'l':
 		args[0] = argRelease
 	case 'n':

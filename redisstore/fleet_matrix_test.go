@@ -163,13 +163,13 @@ type matrixCell struct {
 	demand           float64 // calls a second over the limit's rate
 	win100, over100  int
 	win1s, over1s    int
-	fair             fairness // procs > 1 only
+	fair, fairL      fairness // procs > 1 only: per 100 ms, and per lease length
 }
 
 // fairness is how evenly the workers shared the admissions after the
-// first second: per 100 ms, the most any worker admitted over the least,
-// and the median of that ratio over the intervals (+Inf when a worker got
-// none in most of them).
+// first second: per interval (100 ms, or a lease length), the most any
+// worker admitted over the least, and the median of that ratio over the
+// intervals (+Inf when a worker got none in most of them).
 type fairness struct {
 	median      float64
 	bins, zeros int   // intervals; those where some worker got none
@@ -217,9 +217,10 @@ func (m *matrixCell) measure(t *testing.T, res *fleetResult) {
 			m.name(), q(0.5), q(0.9), q(0.99), q(1), res.run.limit.Interval())
 	}
 	if m.procs > 1 {
-		m.fair = fairShares(res, m.procs, from)
-		t.Logf("%s: per 100 ms after the first second, the most a worker admitted over the least: median %.2f over %d intervals (a worker admitted none in %d); each worker's admissions %v",
-			m.name(), m.fair.median, m.fair.bins, m.fair.zeros, m.fair.totals)
+		m.fair = fairShares(res, m.procs, from, int64(100*time.Millisecond))
+		m.fairL = fairShares(res, m.procs, from, max(res.length, int64(100*time.Millisecond))) // exact mode: 0
+		t.Logf("%s: per 100 ms after the first second, the most a worker admitted over the least: median %.2f over %d intervals (a worker admitted none in %d); per lease length (%v): %.2f over %d (none in %d); each worker's admissions %v",
+			m.name(), m.fair.median, m.fair.bins, m.fair.zeros, time.Duration(res.length), m.fairL.median, m.fairL.bins, m.fairL.zeros, m.fair.totals)
 	}
 	calls, failed := res.decisions()
 	t.Logf("%s: %.1f %% of the limit after the first second (%d admitted); demand %.0f× the limit (%d calls, %d failed); %.3f commands, %.3f sent by the clients per admission; %d grants, %d units returned",
@@ -229,8 +230,7 @@ func (m *matrixCell) measure(t *testing.T, res *fleetResult) {
 	}
 }
 
-func fairShares(res *fleetResult, procs int, from int64) fairness {
-	bin := int64(100 * time.Millisecond)
+func fairShares(res *fleetResult, procs int, from, bin int64) fairness {
 	bins := int((res.end - from) / bin)
 	counts := make([][]int, bins)
 	for i := range counts {
@@ -378,12 +378,12 @@ func matrixTable(cells []matrixCell, bursts []instantBurst) string {
 		}
 		sb.WriteString("\n")
 	}
-	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s; the longest pause between a worker's ticks after the first second (100 ms when none stalled; longer: the machine was busy); fairness on 4 processes: per 100 ms after the first second, the most a worker admitted over the least, its median over the intervals (intervals where a worker admitted none / intervals) [each worker's admissions]\n")
+	fmt.Fprintf(&sb, "\nEach cell: admitted after the first second; demand (calls a second over the rate); Redis commands (total_commands_processed) and the commands clients sent (FCALL, EVALSHA: round trips) per admission, whole run; grants and units returned; windows over the bound at 100 ms and 1 s; the longest pause between a worker's ticks after the first second (100 ms when none stalled; longer: the machine was busy); fairness on 4 processes: per 100 ms after the first second, the most a worker admitted over the least, its median over the intervals (intervals where a worker admitted none / intervals), the same per lease length L (exact mode: 100 ms), [each worker's admissions]\n")
 	fmt.Fprintf(&sb, "%-36s %8s %6s %8s %8s %8s %7s %8s %12s %12s %8s  %s\n", "cell", "adm %", "adm", "demand", "cmd/adm", "sent/adm", "grants", "returned", "over@100ms", "over@1s", "stall", "fair")
 	for _, c := range cells {
 		fair := "-"
 		if c.procs > 1 {
-			fair = fmt.Sprintf("%.2f (%d/%d) %v", c.fair.median, c.fair.zeros, c.fair.bins, c.fair.totals)
+			fair = fmt.Sprintf("%.2f (%d/%d), per L %.2f (%d/%d) %v", c.fair.median, c.fair.zeros, c.fair.bins, c.fairL.median, c.fairL.zeros, c.fairL.bins, c.fair.totals)
 		}
 		fmt.Fprintf(&sb, "%-36s %7.1f%% %6d %7.0f× %8.3f %8.3f %7d %8d %12s %12s %8v  %s\n", c.name(), c.steady.pct, c.steady.got, c.demand,
 			c.commands, c.sent, c.grants, c.returned, fmt.Sprintf("%d/%d", c.over100, c.win100), fmt.Sprintf("%d/%d", c.over1s, c.win1s),

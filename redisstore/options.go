@@ -238,9 +238,15 @@ func (o *options) ttl() time.Duration {
 // Dynamic fails the requests of a first limit of another algorithm.
 //
 // The bound: every unit spent was charged to the shared state before it
-// was spent, at most Length earlier, and a spent unit is never given back.
-// So the instances together admit no more than one shared limiter would
-// have admitted over the same interval widened by Length; a fixed
+// was spent, and is spent no sooner than a shared limiter would have
+// admitted it and at most Length later; a spent unit is never given back.
+// (When no unit fits now, a GCRA's or token bucket's grant may charge the
+// next units due within half a Length, spent once due: so a small burst
+// loses none of its refill to the round trip asking for each unit. Their
+// state then lies further ahead than a Limiter without local quota reads
+// back, which would cut it: keep every Limiter of a key on local quota, or
+// none.) So the instances together admit no more than one shared limiter
+// would have admitted over the same interval widened by Length; a fixed
 // window's lease also ends with its window, so no window admits more than
 // its limit. Approximate: Remaining and ResetAfter of a decision made from
 // a lease (the shared state as the lease's grant saw it, plus the units

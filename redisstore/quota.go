@@ -23,7 +23,10 @@ import (
 //
 // The bound: a unit is spent only after the script charged it, never more
 // than L (the lease's length) after the call that took it was sent, and a
-// spent unit is never given back. So the instances together admit no more
+// spent unit is never given back. A grant ahead (op 'G', a GCRA's or token
+// bucket's grant that finds nothing fits now) charges units due within
+// L/2: they are spent from when they are due, as measured from the reply,
+// and at most L after that, measured from the sending. So the instances together admit no more
 // than one shared limiter would have over the same interval widened by L;
 // for a fixed window a lease also ends with its window (from the reply,
 // counted from before the call was sent), so no window admits more than
@@ -71,7 +74,7 @@ type quotas struct {
 	keys   int
 	id     string // this instance's, in the key's holders (quota.lua)
 	shards [16]quotaShard
-	giving sync.WaitGroup // returns under way
+	giving sync.WaitGroup // returns and asks in the background under way
 	seed   maphash.Seed   // picks a key's shard
 	// policyOf is a Dynamic's policy for a key's limit now; nil for a
 	// Limiter's or a Stack's, whose limit never changes.
@@ -101,6 +104,7 @@ type quota struct {
 	units   int64  // unspent units of the lease in force
 	granted int64  // the units it was granted
 	end     int64  // the process-clock instant the lease ends; 0: none
+	start   int64  // the instant its units are due (a grant ahead's); 0: at once
 	gs      int64  // the server's instant of the grant (seconds, ns), which a
 	gn      int64  // fixed window's return names
 	gen     uint64 // counts leases, so that a late timer returns nothing twice
@@ -123,6 +127,7 @@ type quota struct {
 	last       int64      // the last decision, for eviction
 	span       int64      // the lease length of the last decision's limit
 	holders    int64      // instances holding a lease on the key, at the last grant
+	short      bool       // the last grant found no unit fit now (see aheadShare)
 	limit      core.Limit // the limit the last grant named (a stack's layer)
 	// pol is the policy the last grant was made under: the lease in
 	// force, and a refusal's wait, hold under its limit only.
@@ -169,14 +174,28 @@ func newQuotas(c LocalQuota, l core.Limit, p *policy) *quotas {
 // the layer of the shortest period): LocalQuota.Length, or a tenth of l's
 // period, at most 1 s; at least 1 ms.
 func (qs *quotas) terms(l core.Limit, p *policy) *leaseTerms {
-	length := time.Duration(qs.length)
-	if length == 0 {
-		length = min(l.Period/10, time.Second)
-	}
-	t := &leaseTerms{length: int64(max(length, time.Millisecond))}
+	t := &leaseTerms{length: int64(leaseLength(time.Duration(qs.length), l))}
 	t.grant = &policy{limit: p.limit, maxCost: p.maxCost,
 		fixed: append(p.fixed[:len(p.fixed):len(p.fixed)], qs.id, strconv.FormatInt(t.length, 10))}
 	return t
+}
+
+// leaseLength is the length of leases under l (a stack's: the layer of
+// the shortest period) when LocalQuota.Length is set: set, or a tenth of
+// l's period, at most 1 s; at least 1 ms.
+func leaseLength(set time.Duration, l core.Limit) time.Duration {
+	if set == 0 {
+		set = min(l.Period/10, time.Second)
+	}
+	return max(set, time.Millisecond)
+}
+
+// aheadLead is the lead (lua/common.lua) of a GCRA leased with local
+// quota, whose span is span: a grant ahead (lua/quota.lua) takes the
+// theoretical arrival up to half a lease past the span, and a lead any
+// shorter would read it back cut, its units spent twice.
+func aheadLead(span time.Duration, c LocalQuota, l core.Limit) string {
+	return strconv.FormatInt(int64(span+leaseLength(c.Length, l)), 10)
 }
 
 // get returns key's quota, made if there is room (nil if not).

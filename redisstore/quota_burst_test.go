@@ -116,15 +116,16 @@ func TestQuotaWindowRefusalHolds(t *testing.T) {
 	}
 }
 
-// TestQuotaAskAhead: a hot key refused because nothing fit has its next
+// TestQuotaAskAhead: a hot key refused because nothing fit, not even
+// within a grant ahead's half lease (a lease of 6 ms here), has its next
 // lease asked for when its units will, in the background, so that the
-// next call is decided from it without a round trip however late it
-// comes (at a burst of 1 the refill would cap and be lost while no call
-// came). GCRA, 200 a second, burst 1: a unit every 5 ms.
+// next call is decided from it without a round trip (at a burst of 1 the
+// refill would cap and be lost while no call came). GCRA, 200 a second,
+// burst 1: a unit every 5 ms.
 func TestQuotaAskAhead(t *testing.T) {
 	c := single(t)
 	l := core.Limit{Events: 200, Period: time.Second, Burst: 1, Algorithm: core.GCRA}
-	r := newQuotaRig(t, c, l, 1, 0, 1)
+	r := newQuotaRig(t, c, l, 1, 6*time.Millisecond, 1)
 	lim := r.lims[0]
 	if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
 		t.Fatalf("the first call: %+v, want admitted from its lease of 1", d)
@@ -140,12 +141,92 @@ func TestQuotaAskAhead(t *testing.T) {
 	if g, _, _ := redisstore.QuotaCounts(lim); g != 3 {
 		t.Fatalf("when the unit fits: %s, want a third grant, asked ahead", counts(lim))
 	}
-	r.clk.Advance(20 * time.Millisecond) // the next call comes late
+	r.clk.Advance(3 * time.Millisecond) // the next call comes later
 	store := lim.Health().StoreDecisions
 	if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
-		t.Fatalf("the late call: %+v, want admitted from the lease asked ahead", d)
+		t.Fatalf("the later call: %+v, want admitted from the lease asked ahead", d)
 	}
 	if g, _, _ := redisstore.QuotaCounts(lim); g != 3 || lim.Health().StoreDecisions != store {
-		t.Fatalf("the late call: %s, want no round trip", counts(lim))
+		t.Fatalf("the later call: %s, want no round trip", counts(lim))
+	}
+}
+
+// TestQuotaGrantAhead: a hot key whose grant finds no unit fits now takes
+// the next one due (within half a lease), charged at once and spent from
+// when it is due, so that a burst of 1 loses none of its refill to the
+// round trip that asks for each unit. GCRA and token bucket, 200 a
+// second, burst 1, leases of 100 ms: a unit every 5 ms.
+func TestQuotaGrantAhead(t *testing.T) {
+	c := single(t)
+	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket} {
+		t.Run(alg.String(), func(t *testing.T) {
+			l := core.Limit{Events: 200, Period: time.Second, Burst: 1, Algorithm: alg}
+			r := newQuotaRig(t, c, l, 1, 0, 1)
+			lim := r.lims[0]
+			if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
+				t.Fatalf("the first call: %+v, want admitted from its lease of 1", d)
+			}
+			d := r.allow(0, "k")
+			if d.Allowed || !d.Leased || d.RetryAfter != 5*time.Millisecond {
+				t.Fatalf("the second: %+v, want refused from the lease granted ahead, for the 5 ms until its unit is due", d)
+			}
+			if g, _, _ := redisstore.QuotaCounts(lim); g != 2 || lim.Health().StoreDecisions != 0 {
+				t.Fatalf("%s, want two grants and no decision of the store", counts(lim))
+			}
+			r.clk.Advance(4 * time.Millisecond)
+			if d := r.allow(0, "k"); d.Allowed || d.RetryAfter != time.Millisecond {
+				t.Fatalf("1 ms before the unit is due: %+v, want refused for 1 ms", d)
+			}
+			r.clk.Advance(time.Millisecond)
+			if d := r.allow(0, "k"); !d.Allowed || !d.Leased {
+				t.Fatalf("when the unit is due: %+v, want admitted from the lease", d)
+			}
+			r.settle()
+			if g, _, _ := redisstore.QuotaCounts(lim); g != 3 || lim.Health().StoreDecisions != 0 {
+				t.Fatalf("%s, want a third grant, asked in the background once the unit was spent (askNext)", counts(lim))
+			}
+			// The units charged ahead are charged: an instance to which
+			// the key is cold (its calls decided in Redis) finds none
+			// left, and none for 10 ms (the unit just spent, and the
+			// next, due in 5 ms, held by the lease asked in the
+			// background).
+			plain, err := redisstore.New(c, l, r.options(0, 1<<20)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := plain.Allow(context.Background(), "k", 1); err != nil || d.Allowed || d.RetryAfter < 10*time.Millisecond-time.Microsecond || d.RetryAfter > 10*time.Millisecond {
+				t.Fatalf("exact mode, when the lease's unit has just been spent: %+v, %v; want refused for 10 ms (a token bucket's float: a few ns less)", d, err)
+			}
+			// A call every millisecond for a second, from a unit due in
+			// 5 ms: as many as core admits on the same calls, with one
+			// grant per unit.
+			ref, err := core.New(l, core.WithClock(r.clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.clk.Advance(5 * time.Millisecond)
+			// The unit that was due is spent in both.
+			if d, _ := ref.Allow(context.Background(), "k", 1); !d.Allowed || !r.allow(0, "k").Allowed {
+				t.Fatal("the unit due was not spent")
+			}
+			g0, _, _ := redisstore.QuotaCounts(lim)
+			got, want := 0, 0
+			for range 1000 {
+				r.clk.Advance(time.Millisecond)
+				if r.allow(0, "k").Allowed {
+					got++
+				}
+				if d, _ := ref.Allow(context.Background(), "k", 1); d.Allowed {
+					want++
+				}
+			}
+			g1, _, _ := redisstore.QuotaCounts(lim)
+			if got != want || want != 200 {
+				t.Fatalf("a call a millisecond for a second: %d admitted, core %d; want 200", got, want)
+			}
+			if g1-g0 > uint64(want)+1 {
+				t.Fatalf("%d grants for %d admitted, want one per unit", g1-g0, got)
+			}
+		})
 	}
 }

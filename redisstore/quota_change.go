@@ -36,7 +36,7 @@ type held struct {
 // take ends q's lease, if any (q is locked), and returns what it held.
 func (q *quota) take() held {
 	h := held{pol: q.pol, units: q.units, gs: q.gs, gn: q.gn}
-	q.units, q.end = 0, 0
+	q.units, q.end, q.start = 0, 0, 0
 	return h
 }
 

@@ -49,11 +49,20 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 			// The next lease is asked for once this one cannot pay a call:
 			// asked sooner, it would replace this one, whose last units
 			// would go back to Redis only after the grant had been sized
-			// without them (an instant burst would lose them).
+			// without them (an instant burst would lose them). A lease
+			// granted ahead is spent from when its units are due.
+			if now < q.start {
+				d := q.refused(now, time.Duration(q.start-now))
+				d.Leased = true
+				l.quotaCount.leased.Add(1)
+				q.mu.Unlock()
+				return d, nil
+			}
 			q.units -= int64(cost)
 			d := q.admitted(now)
 			d.Leased = true
 			l.quotaCount.leased.Add(1)
+			l.askNext(p, key, q)
 			q.mu.Unlock()
 			return d, nil
 		}
@@ -95,18 +104,47 @@ func (l *Limiter) allowQuota(ctx context.Context, p *policy, key string, cost in
 		}
 		ch := make(chan struct{})
 		q.asking = ch
+		code := l.aheadCode()
 		n := q.size(lt.length, cost, p.limit.EffectiveBurst())
+		if code == 'G' {
+			n = q.aheadShare(n, cost, lt.length, p.limit)
+		}
 		q.mu.Unlock()
 		l.giveBackHeld(key, back, p)
-		return l.grant(ctx, p, key, cost, q, ch, n, now)
+		return l.grant(ctx, p, key, cost, q, ch, n, now, code)
 	}
+}
+
+// aheadShare is n, a grant ahead's ask (q is locked), at most the
+// holders' even share of what refills in half a lease (the reach of a
+// grant ahead) when others hold the key too and the last grant found no
+// unit fit now (the key is at its limit), and at least cost: the
+// instances whose grants find nothing fits now then take units due in
+// turn, each its share, in the order they ask, rather than the first to
+// ask taking what the others wait for.
+func (q *quota) aheadShare(n, cost int, length int64, l core.Limit) int {
+	if q.holders <= 1 || !q.short {
+		return n // alone, or the key's state had units to spare
+	}
+	share := int(float64(length/2) / float64(l.Interval()) / float64(q.holders))
+	return max(cost, min(n, max(share, 1)))
+}
+
+// aheadCode is the operation of a call's grant: a grant ahead ('G',
+// lua/quota.lua) for one GCRA or token bucket, whose units due within
+// half a lease it may charge; else a grant of what fits now.
+func (l *Limiter) aheadCode() byte {
+	if l.layers == nil && (l.alg == core.GCRA || l.alg == core.TokenBucket) {
+		return 'G'
+	}
+	return 'g'
 }
 
 // grant asks for a lease of n units for key, then decides for this call's
 // cost from it. sent is when the call was sent, on the process's clock:
 // the lease ends at most the quota's length after it.
-func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q *quota, ch chan struct{}, n int, sent int64) (core.Decision, error) {
-	v, err := l.lease(ctx, p, key, q, ch, n, sent)
+func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q *quota, ch chan struct{}, n int, sent int64, code byte) (core.Decision, error) {
+	v, err := l.lease(ctx, p, key, q, ch, n, sent, code)
 	if err != nil {
 		return l.allowLocal(ctx, key, cost, err)
 	}
@@ -128,13 +166,56 @@ func (l *Limiter) grant(ctx context.Context, p *policy, key string, cost int, q 
 		return d, nil
 	}
 	// The call takes the lease's first units: a decision from the lease,
-	// as the calls that spend the rest are.
+	// as the calls that spend the rest are; before they are due, it is
+	// refused until then.
+	if now := l.clock.Now(); now < q.start {
+		d := q.refused(now, time.Duration(q.start-now))
+		d.Leased = true
+		l.quotaCount.leased.Add(1)
+		q.mu.Unlock()
+		return d, nil
+	}
 	q.units -= int64(cost)
 	d := q.admitted(sent)
 	d.Leased = true
 	l.quotaCount.leased.Add(1)
+	l.askNext(p, key, q)
 	q.mu.Unlock()
 	return d, nil
+}
+
+// askNext asks for key's next lease in the background (q is locked) when
+// a call has spent the last unit of a lease granted while the key was at
+// its limit (a grant ahead's, or one that found nothing). The key's next
+// call then finds a unit due, or coming, rather than asking for it and
+// waiting: so an instance whose calls come less often than the units
+// gets a unit for each of them (its share follows its demand), where
+// asking at the call left every other call refused. The units come when
+// the limit lets them (a grant ahead); an instance whose calls stop
+// loses the one lease's units it was granted, at most its share of half
+// a lease's refill.
+func (l *Limiter) askNext(p *policy, key string, q *quota) {
+	if !q.short || q.units > 0 || q.asking != nil || l.aheadCode() != 'G' {
+		return
+	}
+	ch := make(chan struct{})
+	q.asking = ch
+	n := q.aheadShare(q.size(p.lease.length, 1, p.limit.EffectiveBurst()), 1, p.lease.length, p.limit)
+	l.quota.giving.Go(func() {
+		if r := l.routeOf(context.Background(), key); r.b != nil && !r.b.Closed() {
+			// The server is failing: the key's own calls probe it.
+			q.mu.Lock()
+			q.asking = nil
+			close(ch)
+			q.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(l.timeout, time.Second))
+		defer cancel()
+		if _, err := l.lease(ctx, p, key, q, ch, n, l.clock.Now(), 'G'); err == nil {
+			q.mu.Unlock()
+		}
+	})
 }
 
 // aheadAt sets key's next grant to be asked for at q.wait, once (q is
@@ -185,19 +266,20 @@ func (l *Limiter) askAhead(p *policy, key string, q *quota) {
 // refill that fails changes nothing: a later call asks again, and meets
 // the failure mode.
 func (l *Limiter) refill(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) {
-	if _, err := l.lease(ctx, p, key, q, ch, n, sent); err == nil {
+	if _, err := l.lease(ctx, p, key, q, ch, n, sent, 'g'); err == nil {
 		q.mu.Unlock()
 	}
 }
 
-// lease asks for a lease of n units for key and ends q's ask (ch). On
-// success it returns with q locked and the reply applied: a new lease in
-// place of the one in force (whose units go back), or, when nothing fits,
-// the instant before which the key is refused here: until the units asked
-// for fit, at most a lease (see below).
-func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64) (vals, error) {
+// lease asks for a lease of n units for key (code: 'g', or 'G' for a grant
+// ahead, see aheadCode) and ends q's ask (ch). On success it returns with
+// q locked and the reply applied: a new lease in place of the one in force
+// (whose units go back), or, when nothing fits, the instant before which
+// the key is refused here: until the units asked for fit, at most a lease
+// (see below).
+func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch chan struct{}, n int, sent int64, code byte) (vals, error) {
 	lt := p.lease
-	v, err := l.call(ctx, lt.grant, "grant", 'g', key, n, "")
+	v, err := l.call(ctx, lt.grant, "grant", code, key, n, "")
 	q.mu.Lock()
 	q.asking = nil
 	close(ch)
@@ -208,6 +290,7 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 	l.quotaCount.grants.Add(1)
 	q.holders = v[8]
 	k := v[5]
+	q.short = k == 0 || code == 'G' && v[2] > 0
 	if k == 0 {
 		// Nothing fits: ask again when the n units asked for will, as the
 		// grantor's wait for one and the limit's interval for the others
@@ -240,9 +323,22 @@ func (l *Limiter) lease(ctx context.Context, p *policy, key string, q *quota, ch
 		return v, nil
 	}
 	back := q.take()
-	end := sent + lt.length
+	// A grant ahead's units are due in v[2], counted on the server's
+	// clock from when the script ran: after the call was sent, before its
+	// reply came. So they are spent from the reply plus that, and at most
+	// a lease after the call's sending plus that: every unit is spent
+	// after a shared limiter would have admitted it, and at most a lease
+	// later (the bound, quota.go).
+	due := int64(0)
+	if code == 'G' {
+		due = max(v[2], 0)
+	}
+	end := sent + due + lt.length
 	if v[9] >= 0 {
 		end = min(end, sent+v[9]) // a window's end, counted from before the call was sent
+	}
+	if due > 0 {
+		q.start = l.clock.Now() + due
 	}
 	q.remaining, q.reset, q.sent, q.limit, q.pol = v[1], v[3], sent, l.limitAt(p, v[4]), p
 	q.gs, q.gn = v[6], v[7]

@@ -26,7 +26,7 @@ type quotaRig struct {
 	lims []*redisstore.Limiter
 	all  []core.Limiter // the instances: lims, or a stack's
 	mu   sync.Mutex
-	ends []func()
+	ends []timed
 	// prefix is the instances' key prefix.
 	prefix string
 }
@@ -69,12 +69,19 @@ func (r *quotaRig) options(length time.Duration, hot int) []redisstore.Option {
 	return []redisstore.Option{redisstore.WithClock(r.clk), redisstore.WithScriptClock(r.clk),
 		redisstore.WithPrefix(r.prefix), redisstore.WithTimeout(5 * time.Second), redisstore.WithTTLMargin(time.Hour),
 		redisstore.WithLocalQuota(redisstore.LocalQuota{Length: length, Hot: hot}),
-		redisstore.WithAfterFunc(func(_ time.Duration, f func()) func() bool {
+		redisstore.WithAfterFunc(func(d time.Duration, f func()) func() bool {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.ends = append(r.ends, f)
+			r.ends = append(r.ends, timed{at: r.clk.Now() + int64(d), f: f})
 			return func() bool { return false }
 		})}
+}
+
+// timed is a function scheduled (WithAfterFunc) to run at an instant of
+// the rig's clock.
+type timed struct {
+	at int64
+	f  func()
 }
 
 // fire runs the lease ends scheduled so far and waits for the returns.
@@ -83,8 +90,30 @@ func (r *quotaRig) fire() {
 	ends := r.ends
 	r.ends = nil
 	r.mu.Unlock()
-	for _, f := range ends {
-		f()
+	for _, e := range ends {
+		e.f()
+	}
+	r.settle()
+}
+
+// fireDue runs the scheduled functions whose instant has come, as timers
+// would, and waits for the returns they start.
+func (r *quotaRig) fireDue() {
+	now := r.clk.Now()
+	r.mu.Lock()
+	var due []timed
+	kept := r.ends[:0]
+	for _, e := range r.ends {
+		if e.at <= now {
+			due = append(due, e)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	r.ends = kept
+	r.mu.Unlock()
+	for _, e := range due {
+		e.f()
 	}
 	r.settle()
 }

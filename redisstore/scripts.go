@@ -216,6 +216,9 @@ func compile(o *options, l core.Limit) (*script, string, []string, int, error) {
 		}
 		p = append(p, extra...)
 	}
+	if o.quota != nil && o.algorithm == core.GCRA {
+		p[len(p)-1] = aheadLead(l.Interval()*time.Duration(l.EffectiveBurst()), *o.quota, l)
+	}
 	script, tag := scriptOf(o)
 	return script, tag, p, maxCost, nil
 }

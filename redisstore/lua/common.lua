@@ -48,8 +48,11 @@
 --   seconds and ns (a fixed window's return names it, see
 --   fixedwindow.lua), how many instances hold a lease on the key
 --   (quota.lua), and the ns until the earliest window the lease must end
---   with ends (-1: none). 'f' (a stack's grant) answers {fit, window end}
---   with no write.
+--   with ends (-1: none). 'G' is a grant ahead (quota.lua): a GCRA's or a
+--   token bucket's grant that, when fewer units than the cost fit now,
+--   may also charge units that will fit within half a lease, and answers
+--   in the retry-after place the ns until the last of them fits. 'f' (a
+--   stack's grant) answers {fit, window end} with no write.
 -- ARGV[2]: the cost, a whole number >= 1.
 -- ARGV[3]: extra milliseconds of TTL past the instant the key is whole
 --   (>= 1, so every TTL set below is at least 1 ms).
@@ -75,8 +78,10 @@ local COUNT = 2147483648
 -- state rather than charge it (a state read at its lead, a key without a
 -- TTL): a stack (stack.lua) holds a layer's writes until every layer
 -- admits, but makes these at once, even when it refuses; db, the `redis`
--- of the call (a stack's layer gets a recorder in its place).
-local key, op, cost, margin, R, now, clamped, fix, db
+-- of the call (a stack's layer gets a recorder in its place); ahead, how
+-- far past what fits now a grant may charge, in ns (0 but for a grant
+-- ahead, quota.lua).
+local key, op, cost, margin, R, now, clamped, fix, db, ahead
 
 -- Lua's library functions, taken on the first call: a library sees no
 -- `math` or `string` while it loads, and a local is cheaper to reach than
@@ -170,6 +175,6 @@ else
   op, s, n = string.match(op, '^(%a) (%-?%d+) (%d+)$')
   R, now = tonumber(s), tonumber(n)
 end
-clamped = false
+clamped, ahead = false, 0
 fix = redis.fix or redis.call
 db = redis

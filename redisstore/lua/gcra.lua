@@ -20,9 +20,17 @@ end
 
 -- A grant charges what fits now, up to the cost asked; 'f' (a stack's
 -- grant, stack.lua) only says what fits, and that no window ends a lease.
-local grant = op == 'g'
+-- A grant ahead (common.lua) that finds nothing fits now may take the
+-- tat up to room ahead of now: the span, and the units due within ahead,
+-- as far as the lead lets it be read back (a Limiter's with local quota
+-- is the span and a lease).
+local grant, room = op == 'g', span
 if grant or op == 'f' then
   local fit = idiv(max(0, span - (max(tat, now) - now)), interval)
+  if fit == 0 and ahead > 0 and lead > span then
+    room = span + min(ahead, lead - span)
+    fit = idiv(max(0, room - (max(tat, now) - now)), interval)
+  end
   if op == 'f' then
     return {fit, -1}
   end
@@ -38,7 +46,7 @@ if op == 'r' then
 else
   tat = max(tat, now)
   t = tat + cost * interval
-  if t - now > span then
+  if t - now > room then
     -- Refused: nothing to write, but a state read clamped is written back,
     -- and a key found without a TTL, or with one ending before its quota
     -- is whole (a Dynamic's key whose limit changed), gets one.
@@ -63,6 +71,7 @@ if op == 'r' then
   return {1, 0, 0, t - now}
 end
 if grant then
-  return {1, idiv(span - (t - now), interval), 0, t - now, 0, cost, R, now, holders(), -1}
+  -- Past the span, the last unit charged is due in t - now - span.
+  return {1, max(0, idiv(span - (t - now), interval)), max(0, t - now - span), t - now, 0, cost, R, now, holders(), -1}
 end
 return {1, idiv(span - (t - now), interval), 0, t - now}

@@ -83,6 +83,8 @@ local function wait(tk, lst, n)
   local fill = burst / rate * 1e9
   if lend then
     fill = fill * 2
+  elseif tk < 0 then
+    fill = fill - tk / rate * 1e9 -- a grant ahead's debt (quota.lua)
   end
   local limit = lead + ceil(fill + fill / 8) + 1e6
   local d = lead + floor((n - have) / rate * 1e9)
@@ -166,7 +168,8 @@ if state then
   local tk, s, n = string.match(state, '^(%S+) (%-?%d+) (%d+)$')
   tk = tonumber(tk)
   -- Tokens are finite, and in debt by at most a burst (of any limit: a
-  -- Dynamic's key may hold a larger one's debt).
+  -- Dynamic's key may hold a larger one's debt), or by a grant ahead's
+  -- refill of half a lease (quota.lua).
   if not tk or not (tk > -COUNT and tk < math.huge) then
     return malformed(state)
   end
@@ -181,8 +184,11 @@ if state then
 end
 
 -- A grant charges what fits now, up to the cost asked (never with
--- WithOverdraft: New refuses local quota there).
-local grant = op == 'g'
+-- WithOverdraft: New refuses local quota there). A grant ahead
+-- (common.lua) that finds nothing fits now may charge what refills within
+-- ahead: the bucket goes into debt by at most that (debt), and the units
+-- are due when it is out of it.
+local grant, debt = op == 'g', 0
 if grant or op == 'f' then
   local h = level(tokens, last, now)
   local fit = 0
@@ -191,6 +197,16 @@ if grant or op == 'f' then
   end
   if fits(h, fit + 1) then
     fit = fit + 1
+  end
+  if fit == 0 and ahead > 0 then
+    debt = ahead / 1e9 * rate
+    h = h + debt
+    if h > 0 then
+      fit = floor(h)
+    end
+    if fits(h, fit + 1) then
+      fit = fit + 1
+    end
   end
   if op == 'f' then
     return {fit, -1} -- a stack's grant (stack.lua): what fits, and no window
@@ -227,7 +243,7 @@ else
   if lend then
     need = 0
   end
-  local short = have - need
+  local short = have + debt - need
   local ok = short >= 0 or (-short <= slack and -short / rate * 1e9 < 1)
   if ok and not grant and db.R == nil then
     -- An admission alone (not a grant, not a stack's layer: those need
@@ -293,6 +309,9 @@ else
   reset = wait(tokens, last, burst)
   result = {1, left, 0, reset}
   if grant then
+    if tokens < 0 then
+      result[3] = wait(tokens, last, 0) -- a grant ahead's last unit is due then
+    end
     result[5], result[6], result[7], result[8], result[9], result[10] = 0, cost, R, now, holders(), -1
   end
 end
