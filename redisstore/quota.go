@@ -180,24 +180,6 @@ func (qs *quotas) terms(l core.Limit, p *policy) *leaseTerms {
 	return t
 }
 
-// leaseLength is the length of leases under l (a stack's: the layer of
-// the shortest period) when LocalQuota.Length is set: set, or a tenth of
-// l's period, at most 1 s; at least 1 ms.
-func leaseLength(set time.Duration, l core.Limit) time.Duration {
-	if set == 0 {
-		set = min(l.Period/10, time.Second)
-	}
-	return max(set, time.Millisecond)
-}
-
-// aheadLead is the lead (lua/common.lua) of a GCRA leased with local
-// quota, whose span is span: a grant ahead (lua/quota.lua) takes the
-// theoretical arrival up to half a lease past the span, and a lead any
-// shorter would read it back cut, its units spent twice.
-func aheadLead(span time.Duration, c LocalQuota, l core.Limit) string {
-	return strconv.FormatInt(int64(span+leaseLength(c.Length, l)), 10)
-}
-
 // get returns key's quota, made if there is room (nil if not).
 func (qs *quotas) get(key string, now int64) *quota {
 	sh := &qs.shards[maphash.String(qs.seed, key)%uint64(len(qs.shards))]
