@@ -8,8 +8,8 @@ import (
 
 // TestLightPackagesStayLight: a net/http user compiles only the standard
 // library and golang-lru (TestReadmeNetHTTPDeps holds the README to the
-// same list). core, keyfunc, httpmw, debugpage
-// and slogobs must never pull a web framework, gRPC, a Redis
+// same list). core, keyfunc, httpmw, debugpage, slogobs
+// and overload must never pull a web framework, gRPC, a Redis
 // client, the Prometheus client or OpenTelemetry, directly or through
 // another package.
 func TestLightPackagesStayLight(t *testing.T) {
@@ -33,7 +33,7 @@ func TestLightPackagesStayLight(t *testing.T) {
 		"github.com/floodgate/floodgate",
 		"github.com/hashicorp/golang-lru/v2",
 	}
-	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./debugpage", "./slogobs"} {
+	for _, pkg := range []string{"./core", "./keyfunc", "./httpmw", "./debugpage", "./slogobs", "./overload"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

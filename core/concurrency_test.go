@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -347,4 +348,43 @@ func BenchmarkConcurrency(b *testing.B) {
 			d.Lease.Release(ctx)
 		}
 	})
+}
+
+// TestLeaseEnding: an ending lease hears how its request ended, once:
+// End's ending, or EndDone from Release; later calls of either do nothing.
+func TestLeaseEnding(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		first func(l *core.Lease) error
+		want  core.Ending
+	}{
+		{"release", func(l *core.Lease) error { return l.Release(ctx) }, core.EndDone},
+		{"dropped", func(l *core.Lease) error { return l.End(ctx, core.EndDropped) }, core.EndDropped},
+		{"ignored", func(l *core.Lease) error { return l.End(ctx, core.EndIgnored) }, core.EndIgnored},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []core.Ending
+			l := core.NewEndingLease(func(_ context.Context, e core.Ending) error {
+				got = append(got, e)
+				return nil
+			})
+			if err := tt.first(l); err != nil {
+				t.Fatal(err)
+			}
+			_ = l.End(ctx, core.EndDropped)
+			_ = l.Release(ctx)
+			if len(got) != 1 || got[0] != tt.want || !l.Released() {
+				t.Fatalf("endings heard %v (released %v), want [%v] once", got, l.Released(), tt.want)
+			}
+		})
+	}
+	// A lease that does not learn ignores the ending and releases once.
+	n := 0
+	l := core.NewLease(func(context.Context) error { n++; return nil })
+	_ = l.End(ctx, core.EndDropped)
+	_ = l.Release(ctx)
+	if n != 1 {
+		t.Fatalf("a plain lease released %d times, want 1", n)
+	}
 }

@@ -42,6 +42,12 @@ type Decision struct {
 	// more than half its quota (see FullOverflow). Observers count it; a
 	// steady rate of overflow decisions means the capacity is too small.
 	Overflow bool
+	// Shed reports a refusal by an overload guard (the overload package's
+	// adaptive limits), not by a client's quota: the service is short of
+	// capacity. Adapters answer it as unavailable (HTTP 503, gRPC
+	// UNAVAILABLE) with the RetryAfter, unless told otherwise, and
+	// observers see OutcomeShed.
+	Shed bool
 	// Leased reports a decision made in memory from a local quota lease
 	// (redisstore's WithLocalQuota), with no round trip to the shared
 	// store: its Remaining and ResetAfter, and a refusal's RetryAfter,

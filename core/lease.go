@@ -14,6 +14,8 @@ import (
 type Lease struct {
 	done    atomic.Bool
 	release func(context.Context) error
+	// end is NewEndingLease's: a release told how the request ended.
+	end func(context.Context, Ending) error
 
 	// An in-memory limiter's lease gives its units back with no closure,
 	// so that an admission allocates the Lease alone: keyed's state for
@@ -31,16 +33,51 @@ func NewLease(release func(ctx context.Context) error) *Lease {
 	return &Lease{release: release}
 }
 
+// NewEndingLease returns a Lease whose first Release or End calls end with
+// how the request ended (EndDone for Release). Limiters that learn from
+// their requests' latencies and failures (overload's adaptive limits)
+// return one.
+func NewEndingLease(end func(ctx context.Context, e Ending) error) *Lease {
+	return &Lease{end: end}
+}
+
+// Ending is how a request held under a Lease ended, for the limits that
+// learn from it (an adaptive concurrency limit counts the latency of
+// requests served, and a drop as a sign of overload). The adapters say it
+// when they end a request ([Lease.End]); other limiters ignore it.
+type Ending uint8
+
+const (
+	// EndDone: the request was served (successfully or not, as the
+	// application sees it); its latency measures the service.
+	EndDone Ending = iota
+	// EndDropped: the request failed for want of capacity: it timed out,
+	// or what it called shed it. A sign of overload, whatever its latency.
+	EndDropped
+	// EndIgnored: the request ended for a reason that says nothing of the
+	// service's capacity (the client went away, the request was refused
+	// before any work); its latency is not counted.
+	EndIgnored
+)
+
 // Release gives the lease's slot back, the first time it is called; later
 // calls do nothing and return nil. The error is the store's, if giving the
 // slot back failed (a lease in a shared store then ends when it expires).
-func (l *Lease) Release(ctx context.Context) error {
+// It is End with EndDone.
+func (l *Lease) Release(ctx context.Context) error { return l.End(ctx, EndDone) }
+
+// End is Release, saying how the request ended (see [Ending]); the first
+// call of either releases, later ones do nothing and return nil.
+func (l *Lease) End(ctx context.Context, e Ending) error {
 	if l == nil || !l.done.CompareAndSwap(false, true) {
 		return nil
 	}
-	if l.keyed != nil {
+	switch {
+	case l.keyed != nil:
 		l.keyed.giveBack(l)
 		return nil
+	case l.end != nil:
+		return l.end(ctx, e)
 	}
 	return l.release(ctx)
 }

@@ -36,6 +36,9 @@ const (
 	// OutcomeCanceled: a shaped request's context ended while it waited;
 	// its units were refunded (ErrWaitCanceled).
 	OutcomeCanceled
+	// OutcomeShed: an overload guard refused the request (Decision.Shed):
+	// the service, not the client's quota, was short; nothing was charged.
+	OutcomeShed
 )
 
 // String returns the outcome's name, fit for a metric label.
@@ -57,6 +60,8 @@ func (o Outcome) String() string {
 		return "store_error"
 	case OutcomeCanceled:
 		return "canceled"
+	case OutcomeShed:
+		return "shed"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }

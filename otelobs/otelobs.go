@@ -39,7 +39,7 @@ const scopeName = "github.com/floodgate/floodgate/otelobs"
 
 // numOutcomes is how many outcomes core defines; an event's outcome beyond
 // them takes the slow path.
-const numOutcomes = int(core.OutcomeCanceled) + 1
+const numOutcomes = int(core.OutcomeShed) + 1
 
 // numFailures is how many failure modes core defines.
 const numFailures = int(core.FailOpen) + 1

@@ -53,7 +53,7 @@ var _ core.Observer = (*Observer)(nil)
 
 // numOutcomes is how many outcomes core defines; an event's outcome beyond
 // them takes the slow path.
-const numOutcomes = int(core.OutcomeCanceled) + 1
+const numOutcomes = int(core.OutcomeShed) + 1
 
 // numFailures is how many failure modes core defines.
 const numFailures = int(core.FailOpen) + 1

@@ -31,7 +31,7 @@ type Observer struct {
 
 var _ core.Observer = (*Observer)(nil)
 
-const numOutcomes = int(core.OutcomeCanceled) + 1
+const numOutcomes = int(core.OutcomeShed) + 1
 
 // sampler counts one kind of line in the current second.
 type sampler struct {
@@ -103,6 +103,8 @@ func (o *Observer) level(e *core.Event) (slog.Level, bool) {
 		return slog.LevelDebug, true
 	case core.OutcomeDenied, core.OutcomeBadKey, core.OutcomeBadCost:
 		return slog.LevelInfo, true
+	case core.OutcomeShed:
+		return slog.LevelWarn, true // the service is short of capacity
 	case core.OutcomeStoreError:
 		if e.Failure == core.FailOpen {
 			return slog.LevelWarn, true
@@ -122,6 +124,7 @@ var messages = [numOutcomes]string{
 	core.OutcomeError:      "rate limit: error",
 	core.OutcomeStoreError: "rate limit: store failed",
 	core.OutcomeCanceled:   "rate limit: request canceled while delayed",
+	core.OutcomeShed:       "overload: request shed",
 }
 
 // Observe writes e's line, unless e is not logged, the logger is not
