@@ -251,6 +251,35 @@ var features = []feature{
 		{request: get("/login", "paid-bob"), status: 200, fields: pass(paid, 7, 18).fields}, // the choice overrides the route's limiter
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields},
 	}},
+	{"shed by an overload guard: unavailable, Retry-After alone", func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		a.pick = func(key string) core.Limiter {
+			if key == "busy" {
+				return shedding{}
+			}
+			return nil
+		}
+		return a
+	}, []fstep{
+		// 503 (gRPC UNAVAILABLE), Retry-After from the decision and no
+		// rate-limit fields: no client quota was read or charged.
+		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "2"}, events: []string{"shed"}},
+		{request: get("/login", "busy"), status: 503, fields: map[string]string{"retry-after": "2"}, events: []string{"shed"}},
+		{request: get("/", "alice"), status: 200, fields: pass(global, 2, 20).fields, events: []string{"allowed+admitted"}},
+	}},
+	{"shed in shadow mode: observed, never enforced", func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		a.shadow = true
+		a.pick = func(key string) core.Limiter {
+			if key == "busy" {
+				return shedding{}
+			}
+			return nil
+		}
+		return a
+	}, []fstep{
+		{request: get("/", "busy"), status: 200, fields: map[string]string{}, events: []string{"shed+admitted+shadow"}},
+	}},
 	{"shadow mode: decided and observed, never enforced", func(clock *coretest.Clock) app {
 		a := fresh(clock)
 		a.shadow = true
@@ -273,6 +302,16 @@ var features = []feature{
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
 	}},
 }
+
+// shedding is an overload guard that sheds every request it is asked
+// about: a refusal with Shed set and a RetryAfter of 2 s.
+type shedding struct{}
+
+func (shedding) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{Shed: true, Limit: core.PerSecond(100).WithName("adaptive"), RetryAfter: 2 * time.Second}, nil
+}
+
+func (shedding) Refund(context.Context, string, int) error { return nil }
 
 // stacked are the fields of a decision by l within the minute+hour stack:
 // RateLimit-Policy lists both.

@@ -390,7 +390,7 @@ func (o *observed) Observe(_ context.Context, e core.Event) {
 	if e.Shadow {
 		s += "+shadow"
 	}
-	if (e.Err != nil) != (e.Outcome != core.OutcomeAllowed && e.Outcome != core.OutcomeDenied && e.Outcome != core.OutcomeShaped) {
+	if (e.Err != nil) != (e.Outcome != core.OutcomeAllowed && e.Outcome != core.OutcomeDenied && e.Outcome != core.OutcomeShaped && e.Outcome != core.OutcomeShed) {
 		s += "+err-mismatch"
 	}
 	o.mu.Lock()
@@ -806,6 +806,8 @@ func httpStatus(s *status.Status) int {
 		return 400
 	case codes.ResourceExhausted:
 		return 429
+	case codes.Unavailable:
+		return 503 // a shed
 	case codes.Internal:
 		return 500
 	}

@@ -29,7 +29,8 @@ type Decision struct {
 	// Would is, on a shadow decision, what enforcing the limit would have
 	// done: OutcomeAllowed; OutcomeShaped, a wait of WouldWait before the
 	// request proceeds (its units are charged, as enforcing charges them);
-	// OutcomeDenied, a refusal whose RetryAfter is WouldWait; or, when the
+	// OutcomeDenied, a refusal whose RetryAfter is WouldWait; OutcomeShed,
+	// the same from an overload guard (Shed); or, when the
 	// limiter failed and the adapter admitted all the same,
 	// OutcomeBadCost, OutcomeStoreError or OutcomeError. Only the first
 	// two charged anything: a caller that gives units back gives none

@@ -100,7 +100,7 @@ func TestJSON(t *testing.T) {
 	redis.set(core.Health{Breaker: "open", StoreDecisions: 7, LocalDecisions: 3, Failures: 2, Opens: 1, LeaseDecisions: 900, Leases: 4, Returned: 11, Returns: 3})
 
 	s, _ := getJSON(t, p)
-	wantTotals := map[string]uint64{"allowed": 5, "shaped": 0, "denied": 3, "bad_key": 1, "bad_cost": 0, "error": 0, "store_error": 1, "canceled": 0, "other": 0}
+	wantTotals := map[string]uint64{"allowed": 5, "shaped": 0, "denied": 3, "bad_key": 1, "bad_cost": 0, "error": 0, "store_error": 1, "canceled": 0, "shed": 0, "other": 0}
 	if fmt.Sprint(s.Totals) != fmt.Sprint(wantTotals) {
 		t.Errorf("totals %v, want %v", s.Totals, wantTotals)
 	}

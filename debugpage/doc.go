@@ -23,7 +23,7 @@
 // # What it shows
 //
 //   - decisions since the page was made, by outcome (allowed, shaped,
-//     denied, bad_key, bad_cost, error, store_error, canceled), with the
+//     denied, bad_key, bad_cost, error, store_error, canceled, shed), with the
 //     denials of limiters in shadow mode and the decisions made on a full
 //     limiter's shared overflow state counted apart;
 //   - decisions per second by outcome over the last minutes ([WithWindow],
@@ -51,7 +51,7 @@
 //
 // One object; counts by outcome are keyed by core.Outcome's String
 // ("allowed", "shaped", "denied", "bad_key", "bad_cost", "error",
-// "store_error", "canceled", and "other" for outcomes newer than this
+// "store_error", "canceled", "shed", and "other" for outcomes newer than this
 // package), every outcome present:
 //
 //	time, since          RFC 3339 instants: now, and when the page was made

@@ -5,7 +5,7 @@ import "math"
 // numKinds is how many outcome counters a second holds: one per
 // core.Outcome the package knows, and one for outcomes added to core
 // later, so that they are counted somewhere rather than dropped.
-const numKinds = 9
+const numKinds = 10
 
 // ring counts events per second and outcome over the last len(slots)
 // seconds. A slot is reused when its second comes round again: it is

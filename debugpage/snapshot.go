@@ -9,7 +9,7 @@ import (
 // snapshot is what the page shows at one instant, and the JSON it serves
 // (?format=json). Counts by outcome are keyed by core.Outcome's String
 // ("allowed", "shaped", "denied", "bad_key", "bad_cost", "error",
-// "store_error", "canceled", and "other" for outcomes this package does not
+// "store_error", "canceled", "shed", and "other" for outcomes this package does not
 // know), and every outcome is present.
 type snapshot struct {
 	// Time is when the snapshot was taken, Since when the page was made,

@@ -101,7 +101,7 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
     var ns = "http://www.w3.org/2000/svg";
     var c = w.counts, peak = 0, bars = [];
     for (var i = 0; i < w.seconds; i++) {
-      var ok = c.allowed[i] + c.shaped[i], no = c.denied[i];
+      var ok = c.allowed[i] + c.shaped[i], no = c.denied[i] + c.shed[i];
       var bad = c.bad_key[i] + c.bad_cost[i] + c.error[i] + c.store_error[i] + c.canceled[i] + c.other[i];
       bars.push([ok, no, bad]);
       peak = Math.max(peak, ok + no + bad);

@@ -39,7 +39,8 @@ func WithSkip(s middleware.Skipper) Option {
 // WithHTTPErrors makes the middleware return refusals and errors as
 // *echo.HTTPError rather than write them, so that the application's
 // HTTPErrorHandler renders them like its other errors. A refusal is Code
-// 429 with Internal [ErrDenied]; an error has the status httpmw would
+// 429 with Internal [ErrDenied] (a shed, core.Decision.Shed: 503 with
+// [ErrShed]); an error has the status httpmw would
 // answer (see httpmw.Limiter.Enter) and the cause as Internal, for logs:
 // Echo's DefaultHTTPErrorHandler shows Internal only when Echo.Debug is
 // on, and an application's own handler should not show it either. Either
@@ -54,6 +55,11 @@ func WithHTTPErrors() Option {
 // refused request under WithHTTPErrors, so that an error handler can tell
 // it apart with errors.Is from other 429s.
 var ErrDenied = errors.New("echomw: rate limit exceeded")
+
+// ErrShed is the Internal error of the *echo.HTTPError returned for a
+// request an overload guard shed (core.Decision.Shed) under
+// WithHTTPErrors: the service, not the client's quota, was short.
+var ErrShed = errors.New("echomw: service overloaded")
 
 // New returns Echo middleware for l, a Limiter configured with httpmw.New
 // (its limiter, key function and options), for e.Use, a group or one
@@ -107,6 +113,8 @@ func New(l *httpmw.Limiter, opts ...Option) echo.MiddlewareFunc {
 					c.SetRequest(a.Request())
 				}
 				return next(c)
+			case err == nil && a.Decision.Shed:
+				err = ErrShed
 			case err == nil:
 				err = ErrDenied
 			}

@@ -53,6 +53,15 @@
 // httpmw does with headers (WithHeaders(HeadersBoth): all five);
 // retry-after goes with every refusal whatever the style.
 //
+// A call an overload guard shed (core.Decision.Shed: the service, not
+// the caller's quota, is short) ends with codes.Unavailable, the fixed
+// message "service overloaded, retry later", a RetryInfo and an ErrorInfo
+// whose reason is ReasonOverloaded, and retry-after alone in the
+// metadata. An admitted call's concurrency lease is told how the call
+// ended (core.Ending): dropped when its handler returned
+// DeadlineExceeded, Unavailable or ResourceExhausted, ignored when it
+// was cancelled, done otherwise.
+//
 // A refused call ends with codes.ResourceExhausted, the fixed message
 // "rate limit exceeded", and three details:
 //

@@ -93,7 +93,7 @@ func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
 // and runs the handler; a refused call gets them too, with retry-after, and
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		if l.o.skip(ctx, info.FullMethod) {
 			return handler(ctx, req)
 		}
@@ -102,7 +102,8 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			return nil, err
 		}
 		if lease := res.Decision.Lease; lease != nil {
-			defer pipeline.End(ctx, lease)
+			// Ended however the handler ends, told how (ending).
+			defer func(ctx context.Context) { pipeline.EndAs(ctx, lease, ending(ctx, err)) }(ctx)
 		}
 		if l.o.RefundInner {
 			ctx = pipeline.Attach(ctx, l.lim, &res)
@@ -115,7 +116,7 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // is checked when it opens, as a unary call is; with WithMeterMessages
 // every message the client sends on it is charged too.
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		ctx := ss.Context()
 		if l.o.skip(ctx, info.FullMethod) {
 			return handler(srv, ss)
@@ -124,8 +125,10 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		if err := l.admit(ctx, info.FullMethod, sink{ss: ss}, &res); err != nil {
 			return err
 		}
-		// The stream ends when its handler returns (or panics).
-		defer pipeline.End(ctx, res.Decision.Lease)
+		// The stream ends when its handler returns (or panics), told how.
+		if lease := res.Decision.Lease; lease != nil {
+			defer func() { pipeline.EndAs(ctx, lease, ending(ctx, err)) }()
+		}
 		if !l.o.RefundInner && (!l.o.meter || res.Skipped) {
 			return handler(srv, ss)
 		}

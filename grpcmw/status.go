@@ -45,6 +45,9 @@ const (
 	// messageCostTooLarge is the message of the InvalidArgument status of a
 	// call that costs more than the limit can ever admit at once.
 	messageCostTooLarge = "the call costs more than the rate limit can ever admit at once; retrying will not help"
+	// messageShed is the message of the Unavailable status of a call an
+	// overload guard shed (core.Decision.Shed).
+	messageShed = "service overloaded, retry later"
 	// messageInternal is the message of the Internal status of a call whose
 	// core.Limiter failed in a way it does not classify (neither
 	// core.ErrStore nor core.ErrInvalidCost).
@@ -62,6 +65,10 @@ const (
 	// ReasonUnavailable is the ErrorInfo reason of a call refused because
 	// the limiter's store failed (FailClosed).
 	ReasonUnavailable = "RATE_LIMITER_UNAVAILABLE"
+	// ReasonOverloaded is the ErrorInfo reason of a call an overload guard
+	// shed (core.Decision.Shed): the service, not the caller's quota, was
+	// short.
+	ReasonOverloaded = "OVERLOADED"
 )
 
 // PushbackKey is the trailer metadata key of a refusal's retry delay in
@@ -87,6 +94,9 @@ var (
 		},
 	})
 )
+
+// infoOverloaded is the ErrorInfo of every shed.
+var infoOverloaded = mustAny(&errdetails.ErrorInfo{Reason: ReasonOverloaded, Domain: Domain})
 
 func mustAny(m proto.Message) *anypb.Any {
 	a, err := anypb.New(m)
@@ -179,8 +189,21 @@ func (p *policy) errorInfo(remaining int) *anypb.Any {
 }
 
 // denied returns the status error of a refusal by d: ResourceExhausted,
-// messageDenied, and RetryInfo, QuotaFailure and ErrorInfo details.
+// messageDenied, and RetryInfo, QuotaFailure and ErrorInfo details; for
+// a shed, Unavailable (what gRPC clients retry, and what an overloaded
+// server answers), messageShed, RetryInfo and ErrorInfo (no quota was
+// exceeded).
 func (l *Limiter) denied(d core.Decision) error {
+	if d.Shed {
+		return status.ErrorProto(&spb.Status{
+			Code:    int32(codes.Unavailable),
+			Message: messageShed,
+			Details: []*anypb.Any{
+				mustAny(&errdetails.RetryInfo{RetryDelay: durationpb.New(max(d.RetryAfter, time.Nanosecond))}),
+				infoOverloaded,
+			},
+		})
+	}
 	p := l.policies.Get(d.Limit)
 	info := p.info0
 	if d.Remaining > 0 {
@@ -209,4 +232,22 @@ func pushbackMillis(d time.Duration) string {
 		ms++
 	}
 	return strconv.FormatInt(max(ms, 1), 10)
+}
+
+// ending is how a call whose handler returned err ended, for the limits
+// that learn from it (core.Ending): dropped when it ran out of time or
+// what it called was out of capacity (DeadlineExceeded, Unavailable,
+// ResourceExhausted), ignored when the client went away (Canceled), done
+// otherwise (a panic, which leaves err nil, included).
+func ending(ctx context.Context, err error) core.Ending {
+	if e := pipeline.Ending(ctx.Err()); e != core.EndDone {
+		return e
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted:
+		return core.EndDropped
+	case codes.Canceled:
+		return core.EndIgnored
+	}
+	return core.EndDone
 }

@@ -37,17 +37,32 @@ var (
 	answerCostTooHigh = newAnswer(http.StatusRequestEntityTooLarge, "the request costs more than the rate limit can ever admit at once; retrying will not help")
 	answerInternal    = newAnswer(http.StatusInternalServerError, "")
 	answerUnavailable = newAnswer(http.StatusServiceUnavailable, "")
+	answerShed        = newAnswer(http.StatusServiceUnavailable, "the service is overloaded; retry after the Retry-After header's seconds")
 )
 
-// writeDenied answers a refused request: the deny handler if one is set,
-// otherwise status 429 with a plain-text body. It does not set Retry-After
-// or the rate-limit headers itself: check has set them.
-func (l *Limiter) writeDenied(w http.ResponseWriter, r *http.Request, d core.Decision) {
-	if l.o.deny != nil {
-		l.o.deny(w, r, d)
-		return
+// refusedStatus is the status of the default answer to a refusal: 503 for
+// a shed (an overload guard refused: the service, not the client's quota,
+// is short), 429 otherwise.
+func refusedStatus(d *core.Decision) int {
+	if d.Shed {
+		return http.StatusServiceUnavailable
 	}
-	writeBody(w, answerDenied.status, "text/plain; charset=utf-8", answerDenied.body)
+	return http.StatusTooManyRequests
+}
+
+// writeDenied answers a refused request: the deny handler if one is set
+// (a shed too: d.Shed tells it), otherwise status 429 with a plain-text
+// body, or 503 for a shed. It does not set Retry-After or the rate-limit
+// headers itself: check has set them.
+func (l *Limiter) writeDenied(w http.ResponseWriter, r *http.Request, d core.Decision) {
+	switch {
+	case l.o.deny != nil:
+		l.o.deny(w, r, d)
+	case d.Shed:
+		writeBody(w, answerShed.status, "text/plain; charset=utf-8", answerShed.body)
+	default:
+		writeBody(w, answerDenied.status, "text/plain; charset=utf-8", answerDenied.body)
+	}
 }
 
 // writeError answers a request for which no decision could be made: the

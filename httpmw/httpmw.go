@@ -140,7 +140,8 @@ type Admission struct {
 func (a *Admission) Admitted() bool { return a.admitted }
 
 // Status is the status of the default answer to a request that is not
-// admitted: 429 for a refusal, or the status [Limiter.Enter] describes for
+// admitted: 429 for a refusal (503 for a shed, core.Decision.Shed), or
+// the status [Limiter.Enter] describes for
 // an error (its answer when WithErrorHandler is not given). It is 0 for an
 // admitted request.
 func (a *Admission) Status() int { return a.status }
@@ -152,9 +153,11 @@ func (a *Admission) Status() int { return a.status }
 func (a *Admission) Request() *http.Request { return a.request }
 
 // End finishes an admitted request: it gives back the concurrency slot of
-// Decision.Lease, if any (see [core.Lease]). It is idempotent, and does
-// nothing for a request without a lease, so adapters defer it
-// unconditionally.
+// Decision.Lease, if any (see [core.Lease]), telling it how the request
+// ended from its context: served while the context is live, dropped past
+// its deadline, ignored when the client went away (core.Ending). It is
+// idempotent, and does nothing for a request without a lease, so adapters
+// defer it unconditionally.
 func (a *Admission) End() {
 	if a.Decision.Lease != nil {
 		pipeline.End(a.request.Context(), a.Decision.Lease)
@@ -170,7 +173,10 @@ func (a *Admission) End() {
 // denial ([WithDenialHold]) is held here.
 //
 // A refusal is answered by the [WithDenyHandler] handler, or with 429 and
-// a plain-text body. A request for which no decision could be made is
+// a plain-text body. A shed (core.Decision.Shed: an overload guard
+// refused, the service, not the client's quota, is short) goes to the
+// deny handler too, or gets 503 (grpcmw: Unavailable) with Retry-After
+// and no rate-limit headers. A request for which no decision could be made is
 // answered by the [WithErrorHandler] handler, or else by the kind of the
 // error, the same on every transport (grpcmw's codes in brackets):
 //
@@ -209,7 +215,7 @@ func (l *Limiter) enter(a *Admission, w http.ResponseWriter, r *http.Request) {
 		a.status = l.errorAnswer(err).status
 		l.writeError(w, r, err)
 	default:
-		a.status = http.StatusTooManyRequests
+		a.status = refusedStatus(&a.Decision)
 		l.writeDenied(w, r, a.Decision)
 	}
 }
@@ -232,7 +238,7 @@ func (l *Limiter) Check(h http.Header, r *http.Request) (a Admission, err error)
 	case err != nil:
 		a.status = l.writeErrorHeaders(h, err)
 	default:
-		a.status = http.StatusTooManyRequests
+		a.status = refusedStatus(&a.Decision)
 	}
 	return a, err
 }

@@ -35,9 +35,13 @@ const (
 // text is formatted straight into the slab, so no two responses share
 // storage that is not read-only. The map keys are assigned directly, with
 // no canonicalisation.
+//
+// A shed (d.Shed: an overload guard refused, not the client's quota) gets
+// Retry-After alone: the rate-limit fields describe a client's quota,
+// which a shed neither read nor charged.
 func Put(m map[string][]string, keys Keys, d *core.Decision, p *PolicyText, style core.HeaderStyle, list string) int {
 	legacy, ietf := style.Legacy(), style.IETF()
-	if p == nil {
+	if p == nil || d.Shed {
 		legacy, ietf = false, false
 	}
 	// n is the most slab slots the values can take: RateLimit, a stack's

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/floodgate/floodgate/core"
@@ -24,11 +25,34 @@ func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *co
 // if any, under a context that is not cancelled. Adapters defer it around
 // the handler, so that it runs however the handler ends (a return, a
 // panic, which then goes on, or a client that went away). A nil lease
-// costs a comparison.
+// costs a comparison. How the request ended, for the limits that learn
+// from it, is read from ctx: EndDone while it is live, EndDropped past its
+// deadline (the work took longer than the caller could wait), EndIgnored
+// when the client went away (which says nothing of the service).
 func End(ctx context.Context, lease *core.Lease) {
 	if lease != nil {
-		_ = lease.Release(context.WithoutCancel(ctx))
+		EndAs(ctx, lease, Ending(ctx.Err()))
 	}
+}
+
+// EndAs is End with the ending given: grpcmw reads it from the handler's
+// status as well (Ending).
+func EndAs(ctx context.Context, lease *core.Lease, e core.Ending) {
+	if lease != nil {
+		_ = lease.End(context.WithoutCancel(ctx), e)
+	}
+}
+
+// Ending is how a request whose context ended with err (nil: it has not)
+// ended, as End says.
+func Ending(err error) core.Ending {
+	switch {
+	case err == nil:
+		return core.EndDone
+	case errors.Is(err, context.DeadlineExceeded):
+		return core.EndDropped
+	}
+	return core.EndIgnored
 }
 
 // charge records what one floodgate charged a request, in the request's

@@ -24,7 +24,7 @@ func (p *Pipeline[R]) observe(ctx context.Context, res *Result, admitted bool, e
 	p.c.Observer.Observe(ctx, core.Event{
 		Transport: p.c.Transport,
 		Outcome:   res.Outcome,
-		Admitted:  admitted && (res.Shadow || res.Outcome != core.OutcomeDenied),
+		Admitted:  admitted && (res.Shadow || res.Outcome != core.OutcomeDenied && res.Outcome != core.OutcomeShed),
 		Failure:   p.c.Failure,
 		Key:       res.Key,
 		Cost:      res.Cost,

@@ -214,6 +214,10 @@ func (p *Pipeline[R]) decide(ctx context.Context, lim core.Limiter, key string, 
 		return
 	}
 	switch {
+	case res.Decision.Shed:
+		// An overload guard refused: answered at once, never held (a held
+		// request keeps what the service is short of).
+		res.Outcome = core.OutcomeShed
 	case !res.Decision.Allowed:
 		res.Outcome = core.OutcomeDenied
 		if p.c.Hold.Max > 0 && !res.Shadow {

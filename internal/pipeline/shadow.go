@@ -12,6 +12,8 @@ func (r *Result) ShadowDecision() core.Decision {
 	switch {
 	case r.Err != nil:
 		d.Would = r.Outcome
+	case d.Shed:
+		d.Would, d.WouldWait = core.OutcomeShed, d.RetryAfter
 	case !d.Allowed:
 		d.Would, d.WouldWait = core.OutcomeDenied, d.RetryAfter
 	case d.Delay > 0:
@@ -19,6 +21,6 @@ func (r *Result) ShadowDecision() core.Decision {
 	default:
 		d.Would = core.OutcomeAllowed
 	}
-	d.Allowed, d.Shadow, d.RetryAfter, d.Delay = true, true, 0, 0
+	d.Allowed, d.Shadow, d.Shed, d.RetryAfter, d.Delay = true, true, false, 0, 0
 	return d
 }

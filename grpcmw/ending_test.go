@@ -1,0 +1,84 @@
+package grpcmw_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/grpcmw"
+)
+
+// endings is a limiter that admits every call with a lease that records
+// how the call ended (core.Ending), as an adaptive limit learns it.
+type endings struct {
+	mu  sync.Mutex
+	got []core.Ending
+}
+
+func (e *endings) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewEndingLease(func(_ context.Context, x core.Ending) error {
+		e.mu.Lock()
+		e.got = append(e.got, x)
+		e.mu.Unlock()
+		return nil
+	})}, nil
+}
+
+func (e *endings) Refund(context.Context, string, int) error { return nil }
+
+func (e *endings) take() []core.Ending {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := e.got
+	e.got = nil
+	return g
+}
+
+// TestLeaseEndings: a call's lease is told how the call ended, from the
+// handler's status and the call's context: dropped for DeadlineExceeded,
+// Unavailable and ResourceExhausted (it ran out of time, or what it
+// called was out of capacity), ignored for Canceled or a client gone,
+// done otherwise, on unary calls and streams alike.
+func TestLeaseEndings(t *testing.T) {
+	t.Parallel()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want core.Ending
+	}{
+		{"ok", context.Background(), nil, core.EndDone},
+		{"application error", context.Background(), status.Error(codes.NotFound, "no such row"), core.EndDone},
+		{"plain error", context.Background(), errors.New("boom"), core.EndDone},
+		{"deadline exceeded", context.Background(), status.Error(codes.DeadlineExceeded, "slow"), core.EndDropped},
+		{"unavailable", context.Background(), status.Error(codes.Unavailable, "downstream shed"), core.EndDropped},
+		{"resource exhausted", context.Background(), status.Error(codes.ResourceExhausted, "quota"), core.EndDropped},
+		{"canceled status", context.Background(), status.Error(codes.Canceled, "gone"), core.EndIgnored},
+		{"client gone", canceled, nil, core.EndIgnored},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim := &endings{}
+			l := grpcmw.MustNew(lim, grpcmw.Constant("k"), limitAll)
+			_, _ = l.UnaryServerInterceptor()(tt.ctx, nil, &grpc.UnaryServerInfo{FullMethod: mCheck},
+				func(context.Context, any) (any, error) { return nil, tt.err })
+			if got := lim.take(); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("unary: endings %v, want [%v]", got, tt.want)
+			}
+			ss := &fakeStream{ctx: tt.ctx}
+			_ = l.StreamServerInterceptor()(nil, ss, &grpc.StreamServerInfo{FullMethod: mCheck},
+				func(any, grpc.ServerStream) error { return tt.err })
+			if got := lim.take(); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("stream: endings %v, want [%v]", got, tt.want)
+			}
+		})
+	}
+}

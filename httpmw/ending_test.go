@@ -1,0 +1,72 @@
+package httpmw_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/keyfunc"
+)
+
+// endingsLimiter admits every request with a lease that records how the
+// request ended (core.Ending), as an adaptive limit learns it.
+type endingsLimiter struct {
+	mu  sync.Mutex
+	got []core.Ending
+}
+
+func (e *endingsLimiter) Allow(context.Context, string, int) (core.Decision, error) {
+	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewEndingLease(func(_ context.Context, x core.Ending) error {
+		e.mu.Lock()
+		e.got = append(e.got, x)
+		e.mu.Unlock()
+		return nil
+	})}, nil
+}
+
+func (e *endingsLimiter) Refund(context.Context, string, int) error { return nil }
+
+// TestLeaseEndings: a request's lease is told how the request ended, from
+// its context when the handler returns: done while it is live, dropped
+// past its deadline (the work took longer than the caller could wait),
+// ignored when the client went away.
+func TestLeaseEndings(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		end  func(ctx context.Context) context.Context // what happens to the request's context in the handler
+		want core.Ending
+	}{
+		{"served", func(ctx context.Context) context.Context { return ctx }, core.EndDone},
+		{"past its deadline", func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+			_ = cancel
+			return ctx
+		}, core.EndDropped},
+		{"client gone", func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx
+		}, core.EndIgnored},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim := &endingsLimiter{}
+			h := httpmw.MustNew(lim, keyfunc.Header("X-Key")).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			r := httptest.NewRequest("GET", "/", nil)
+			r.Header.Set("X-Key", "k")
+			r = r.WithContext(tt.end(r.Context()))
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			lim.mu.Lock()
+			defer lim.mu.Unlock()
+			if len(lim.got) != 1 || lim.got[0] != tt.want {
+				t.Errorf("endings %v, want [%v]", lim.got, tt.want)
+			}
+		})
+	}
+}
