@@ -2,7 +2,13 @@
 // limit (core) keeps each client to its quota, overload protection keeps
 // the whole service within its capacity, however many clients there are.
 //
-// It holds, so far, a request's [Priority]: what to shed first under
-// overload, the lowest first. [NewContext] puts it in the request's
-// context and [PriorityOf] reads it.
+// A request's [Priority] says what to shed first under overload, the
+// lowest first. [NewContext] puts it in the request's context and
+// [PriorityOf] reads it.
+//
+// [Protect] puts a client's quota and an overload guard in one
+// core.Limiter, for one adapter to do both: the quota first, so that a
+// request the guard sheds (a core.Decision with Shed set, which every
+// adapter answers as unavailable: HTTP 503, gRPC UNAVAILABLE, with a
+// Retry-After) is not charged to the client's quota.
 package overload
