@@ -93,7 +93,7 @@ func MustNew(lim core.Limiter, key KeyFunc, opts ...Option) *Limiter {
 // and runs the handler; a refused call gets them too, with retry-after, and
 // the ResourceExhausted status described in the package documentation.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if l.o.skip(ctx, info.FullMethod) {
 			return handler(ctx, req)
 		}
@@ -101,15 +101,26 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
 		}
-		if lease := res.Decision.Lease; lease != nil {
-			// Ended however the handler ends, told how (ending).
-			defer func(ctx context.Context) { pipeline.EndAs(ctx, lease, ending(ctx, err)) }(ctx)
+		if res.Decision.Lease != nil {
+			return l.leased(ctx, req, handler, &res)
 		}
 		if l.o.RefundInner {
 			ctx = pipeline.Attach(ctx, l.lim, &res)
 		}
 		return handler(ctx, req)
 	}
+}
+
+// leased runs an admitted unary call that holds a lease, and ends the
+// lease however the handler ends, told how (ending): apart from the
+// interceptor, whose common path then has no defer.
+func (l *Limiter) leased(ctx context.Context, req any, handler grpc.UnaryHandler, res *pipeline.Result) (resp any, err error) {
+	lease := res.Decision.Lease
+	defer func(ctx context.Context) { pipeline.EndAs(ctx, lease, ending(ctx, err)) }(ctx)
+	if l.o.RefundInner {
+		ctx = pipeline.Attach(ctx, l.lim, res)
+	}
+	return handler(ctx, req)
 }
 
 // StreamServerInterceptor returns the stream server interceptor. A stream
