@@ -36,7 +36,7 @@ type CPUConfig struct {
 
 // CPU reads how busy the CPUs this process may use are, as a fraction
 // from 0 (idle) to 1 (all used), smoothed; it is the default signal of the
-// BBR limiter. It finds the process's cgroup (v2, or v1 as on hybrid systems)
+// [BBR] limiter. It finds the process's cgroup (v2, or v1 as on hybrid systems)
 // from /proc/self/cgroup and /proc/self/mountinfo and reads the group's
 // CPU time used (cpu.stat's usage_usec; cpuacct.usage) against what it
 // may use: the tightest CFS quota of the group and its ancestors

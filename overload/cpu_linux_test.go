@@ -13,8 +13,9 @@ import (
 )
 
 // On this machine's own cgroup (or process time), the reading stays in
-// [0, 1] and rises while goroutines spin on every usable CPU: a second of
-// spinning at most.
+// [0, 1], counts at least this process's own CPU time while goroutines
+// spin on every usable CPU, and rises with them unless the machine was
+// busy already (spinning a second at most).
 func TestCPUOnThisMachine(t *testing.T) {
 	c, err := newCPU(CPUConfig{FS: os.DirFS("/"), Smoothing: time.Millisecond, Clock: core.SystemClock},
 		cpuDeps{numCPU: runtime.NumCPU(), procTime: processCPUTime})
@@ -41,10 +42,7 @@ func TestCPUOnThisMachine(t *testing.T) {
 	}
 	idle := 0.0
 	for range 4 {
-		idle = max(idle, read())
-	}
-	if idle > 0.9 {
-		t.Skipf("the CPUs are %.2f busy already: no room to see a rise", idle)
+		idle += read() / 4
 	}
 	var stop atomic.Bool
 	defer stop.Store(true)
@@ -54,13 +52,35 @@ func TestCPUOnThisMachine(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(time.Second)
+	read() // a sample that began before the spinning
+	_, cores, err := c.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own0, wall0 := mustProcTime(t), time.Now()
 	busy := 0.0
-	for time.Now().Before(deadline) && busy <= idle+0.2 {
-		busy = max(busy, read())
+	for range 8 {
+		busy += read() / 8
+	}
+	own := float64(mustProcTime(t)-own0) / (float64(time.Since(wall0)) * cores)
+	stop.Store(true)
+	t.Logf("idle %.2f, spinning %.2f, of which this process %.2f (%v CPUs)", idle, busy, own, cores)
+	// The group holds this process: it reads at least the process's share.
+	if busy < own-0.15 {
+		t.Errorf("spinning read %.2f, below this process's own %.2f", busy, own)
+	}
+	if idle > 0.75 {
+		t.Skipf("the CPUs were %.2f busy already: no room to see a rise", idle)
 	}
 	if busy <= idle+0.2 {
-		t.Fatalf("idle %.2f, spinning at most %.2f: want a rise of more than 0.2", idle, busy)
+		t.Fatalf("idle %.2f, spinning %.2f: want a rise of more than 0.2", idle, busy)
 	}
-	t.Logf("idle at most %.2f, spinning %.2f", idle, busy)
+}
+
+func mustProcTime(t *testing.T) int64 {
+	ns, err := processCPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

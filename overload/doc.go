@@ -5,4 +5,11 @@
 // It holds, so far, a request's [Priority]: what to shed first under
 // overload, the lowest first. [NewContext] puts it in the request's
 // context and [PriorityOf] reads it.
+//
+// [BBR] sheds load when the CPU is busy, as kratos and Sentinel do: past
+// a threshold of CPU use (0.8), a request is admitted only while the
+// requests in flight are fewer than the best throughput times the least
+// latency seen over the last 10 s, lowest priorities first. Its CPU
+// signal is injected, or read by [CPU] from this process's cgroup (v1 or
+// v2, fractional quotas, cpusets), and reacts within a second of a step.
 package overload
