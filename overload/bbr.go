@@ -61,8 +61,10 @@ type BBRConfig struct {
 // and a RetryAfter of the time the excess takes to complete at the best
 // throughput (at least 1 ms, at most the window). An admission holds a
 // Lease ([core.NewEndingLease]) whose End counts the request's latency
-// and completion, unless it ended EndIgnored. BBR is safe for concurrent
-// use.
+// and completion, unless it ended EndIgnored; its Limit and Remaining are
+// the bound and what is left under it for Normal priority, which admit
+// exactly while the limit applies and say what would apply otherwise.
+// BBR is safe for concurrent use.
 type BBR struct {
 	cpu       func() float64
 	own       *CPU

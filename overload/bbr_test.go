@@ -108,10 +108,15 @@ func TestBBRLittlesLaw(t *testing.T) {
 	complete(t, b, clock, 100, core.EndDone, 5*time.Millisecond)
 	cpu.set(0.8)
 	var leases []*core.Lease
-	for range 5 {
+	for range 4 {
 		leases = append(leases, hold(t, b, bg, 1))
 	}
-	d := shed(t, b, bg, 1, time.Millisecond) // one over, at 1ms a completion
+	d, err := b.Allow(bg, "", 1)
+	if err != nil || !d.Allowed || d.Remaining != 0 || d.Limit != core.InFlight(5).WithName("bbr") {
+		t.Fatalf("the fifth: %+v, %v", d, err)
+	}
+	leases = append(leases, d.Lease)
+	d = shed(t, b, bg, 1, time.Millisecond) // one over, at 1ms a completion
 	if want := core.InFlight(5).WithName("bbr"); d.Limit != want {
 		t.Fatalf("Limit %+v, want %+v", d.Limit, want)
 	}
