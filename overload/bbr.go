@@ -15,7 +15,9 @@ import (
 // cool-off of 1 s.
 type BBRConfig struct {
 	// CPU returns the CPU use, from 0 to 1 (nil: a [CPU] reader with this
-	// Clock and its default settings, which Close stops).
+	// Clock and its default settings, which Close stops). It is called on
+	// every request, concurrently: it should only load a value that
+	// something else samples, as CPU.Load does.
 	CPU func() float64
 	// Threshold is the CPU use from which the limit applies (0: 0.8),
 	// greater than 0 and at most 1.

@@ -39,12 +39,12 @@ type CPUConfig struct {
 // [BBR] limiter. It finds the process's cgroup (v2, or v1 as on hybrid systems)
 // from /proc/self/cgroup and /proc/self/mountinfo and reads the group's
 // CPU time used (cpu.stat's usage_usec; cpuacct.usage) against what it
-// may use: the tightest CFS quota of the group and its ancestors
-// (cpu.max; cpu.cfs_quota_us over cpu.cfs_period_us), fractional ones
-// included, or, with none, the CPUs of its cpuset (cpuset.cpus.effective;
-// cpuset.effective_cpus or cpuset.cpus), or the machine's
-// (runtime.NumCPU), whichever is less. The root group, outside any
-// container, counts every process on the machine. With no cgroup to read
+// may use, the least of: the tightest CFS quota of the group and its
+// ancestors (cpu.max; cpu.cfs_quota_us over cpu.cfs_period_us),
+// fractional ones included; the CPUs of its cpuset
+// (cpuset.cpus.effective; cpuset.effective_cpus or cpuset.cpus); the
+// machine's (runtime.NumCPU). The root group, outside any container,
+// counts every process on the machine. With no cgroup to read
 // it counts the process's own CPU time over runtime.NumCPU.
 //
 // A goroutine samples until Close. A sample that cannot be read (a file

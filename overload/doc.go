@@ -11,5 +11,6 @@
 // requests in flight are fewer than the best throughput times the least
 // latency seen over the last 10 s, lowest priorities first. Its CPU
 // signal is injected, or read by [CPU] from this process's cgroup (v1 or
-// v2, fractional quotas, cpusets), and reacts within a second of a step.
+// v2, fractional quotas, cpusets), which passes 0.8 within a second of a
+// step from idle to saturated.
 package overload
