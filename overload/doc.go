@@ -11,4 +11,12 @@
 // request the guard sheds (a core.Decision with Shed set, which every
 // adapter answers as unavailable: HTTP 503, gRPC UNAVAILABLE, with a
 // Retry-After) is not charged to the client's quota.
+//
+// [BBR] sheds load when the CPU is busy, as kratos and Sentinel do: past
+// a threshold of CPU use (0.8), a request is admitted only while the
+// requests in flight are fewer than the best throughput times the least
+// latency seen over the last 10 s, lowest priorities first. Its CPU
+// signal is injected, or read by [CPU] from this process's cgroup (v1 or
+// v2, fractional quotas, cpusets), which passes 0.8 within a second of a
+// step from idle to saturated.
 package overload
