@@ -34,7 +34,9 @@ func (g *guard) Allow(context.Context, string, int) (core.Decision, error) {
 	})}, nil
 }
 
-func (g *guard) Refund(context.Context, string, int) error { return errors.New("a guard is never refunded") }
+func (g *guard) Refund(context.Context, string, int) error {
+	return errors.New("a guard is never refunded")
+}
 
 // TestProtect: the client's quota is asked first; a shed request gets the
 // guard's refusal and its charge back; an admitted one gets the quota's
