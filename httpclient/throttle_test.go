@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -187,5 +188,51 @@ func TestWithThrottleOptions(t *testing.T) {
 	_, err := httpclient.NewLimitedTransport(nil, newLimiter(t, core.PerSecond(1), coretest.NewClock(t0)), nil, httpclient.WithThrottle(th))
 	if err == nil || !strings.Contains(err.Error(), "WithThrottle does not apply to NewLimitedTransport") {
 		t.Errorf("NewLimitedTransport with WithThrottle: %v", err)
+	}
+}
+
+// The recovery goal through a real server: a client trying 50
+// requests a second (on the throttle's fake clock) to a backend that sheds
+// everything for 30s is back to at least 90 % of its throughput (a
+// rejection probability of at most 0.1, from then on) within one window
+// of the backend's recovery.
+func TestThrottleTransportRecovery(t *testing.T) {
+	t.Parallel()
+	srv, shed, got := sheddingServer(t)
+	src := rand.New(rand.NewPCG(7, 33))
+	client, th, clock := throttled(t, src.Float64, httpclient.WithMaxAttempts(1))
+	const (
+		step                   = 20 * time.Millisecond
+		window                 = 10 * time.Second // the default
+		healthy, outage, after = 10 * time.Second, 30 * time.Second, window
+	)
+	var lastHigh time.Duration
+	var outageGot int64
+	for at := time.Duration(0); at < healthy+outage+after; at += step {
+		clock.Set(t0.Add(at))
+		switch at {
+		case healthy:
+			shed.Store(http.StatusServiceUnavailable)
+		case healthy + outage/2:
+			// The accepts of before the outage leave the window by
+			// then: from here the throttle holds the load down.
+			outageGot = got.Load()
+		case healthy + outage:
+			shed.Store(0)
+			outageGot = got.Load() - outageGot
+		}
+		if since := at - healthy - outage; since >= 0 && th.Probability() > 0.1 {
+			lastHigh = since + step
+		}
+		if _, err := getStatus(context.Background(), client, srv.URL); err != nil && !errors.Is(err, overload.ErrThrottled) {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("the backend saw %d of %d requests in the outage's second half; back to 90 %% %v after it ended", outageGot, outage/2/step, lastHigh)
+	if lastHigh > window {
+		t.Errorf("back to 90 %% %v after the outage ended, more than the window %v", lastHigh, window)
+	}
+	if outageGot > int64(outage/2/step)/10 {
+		t.Errorf("the backend saw %d of %d requests in the outage's second half, more than a tenth", outageGot, outage/2/step)
 	}
 }

@@ -13,14 +13,16 @@ import (
 // throttleSim drives one client's Throttle on a fake clock: requests try
 // to go out evenly, rate a second; the backend answers each latency after
 // it was sent, accepting it unless it was sent during the outage
-// [healthy, healthy+outage). It checks every decision against the
-// formula, and measures the recovery.
+// [healthy, healthy+outage), when it accepts only capacity requests a
+// second (none if 0). It checks every decision against the formula, and
+// measures the recovery.
 type throttleSim struct {
 	rate                     float64
 	latency                  time.Duration
 	healthy, outage, after   time.Duration
 	seed                     uint64
 	window                   time.Duration
+	capacity                 int     // accepted a second during the outage
 	tried, rejected          int     // during the outage
 	sumP, sumPQ              float64 // Σp and Σp(1−p) over the outage's attempts
 	outageSent               int     // over the outage's second half
@@ -48,6 +50,7 @@ func (s *throttleSim) run(t *testing.T) {
 	step := time.Duration(float64(time.Second) / s.rate)
 	var lastHigh time.Duration
 	var sentSecond, triedSecond, sentWindow, triedWindow int
+	second, acceptedInSecond := time.Duration(-1), 0
 	for at := time.Duration(0); at < end; at += step {
 		clock.Set(t0.Add(at))
 		for len(queue) > 0 && queue[0].due <= at {
@@ -93,7 +96,15 @@ func (s *throttleSim) run(t *testing.T) {
 			}
 		}
 		if ok {
-			queue = append(queue, inFlight{due: at + s.latency, tk: tk, refused: inOutage})
+			refused := inOutage
+			if inOutage && acceptedInSecond < s.capacity {
+				refused = false
+				acceptedInSecond++
+			}
+			queue = append(queue, inFlight{due: at + s.latency, tk: tk, refused: refused})
+		}
+		if sec := at.Truncate(time.Second); sec != second {
+			second, acceptedInSecond = sec, 0
 		}
 	}
 	s.recovery = lastHigh
@@ -130,6 +141,28 @@ func TestThrottleShedsAtTheFormulasRate(t *testing.T) {
 		s.rejected, s.tried, perSecond, model, s.rate)
 	if perSecond > 1.5*model || perSecond < model/1.5 {
 		t.Errorf("the backend saw %.2f requests a second during the outage, the model %.2f", perSecond, model)
+	}
+}
+
+// A backend that accepts only part of the load: not counting local
+// rejections, the client sends about √(rate·K·capacity) a second, where
+// the SRE book's accounting would send K·capacity and no throttle rate.
+func TestThrottlePartialOverload(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rate     float64
+		capacity int
+	}{{100, 10}, {100, 50}, {1000, 100}} {
+		s := &throttleSim{rate: c.rate, capacity: c.capacity, latency: 20 * time.Millisecond, healthy: 20 * time.Second,
+			outage: time.Minute, after: time.Second, seed: 2, window: 10 * time.Second}
+		s.run(t)
+		perSecond := float64(s.outageSent) / (s.outage / 2).Seconds()
+		model := min(c.rate, math.Sqrt(c.rate*2*float64(c.capacity)))
+		t.Logf("%v/s against a backend accepting %d/s: it saw %.1f/s (model %.1f; SRE's accounting %d/s)",
+			c.rate, c.capacity, perSecond, model, 2*c.capacity)
+		if perSecond > 1.25*model || perSecond < model/1.25 {
+			t.Errorf("%v/s against %d/s: the backend saw %.1f/s, the model %.1f", c.rate, c.capacity, perSecond, model)
+		}
 	}
 }
 
