@@ -9,6 +9,7 @@
 // On the client side, a [Throttle] (Google SRE's adaptive throttling)
 // rejects some of a client's requests before they are sent once its
 // backend refuses too many, so that a fleet of clients stops hammering a
-// backend that is shedding load. A request it rejects fails with an error
-// matching [ErrThrottled].
+// backend that is shedding load; httpclient and grpcclient take one
+// (WithThrottle). A request it rejects is not sent and fails with an
+// error matching [ErrThrottled].
 package overload

@@ -119,8 +119,9 @@ type Throttle struct {
 	clock core.Clock
 	rand  func() float64
 	// sent counts the requests sent in each bucket, accepted those of them
-	// the backend accepted, and pending those not yet answered.
-	sent, accepted, pending tally
+	// the backend accepted, and refused those it refused: the others are
+	// not answered yet.
+	sent, accepted, refused tally
 	// waitUntil is the instant until which the backend's last refusal
 	// asked to be left alone, in clock ns.
 	waitUntil atomic.Int64
@@ -171,7 +172,6 @@ func (t *Throttle) Allow() (ThrottleTicket, bool) {
 		// but counted nowhere, and its ending with it.
 		return ThrottleTicket{}, true
 	}
-	t.pending.add(n)
 	return ThrottleTicket{t: t, bucket: n}, true
 }
 
@@ -187,11 +187,11 @@ func (k ThrottleTicket) End(e core.Ending, retryAfter time.Duration) {
 	if t == nil {
 		return
 	}
-	t.pending.sub(k.bucket)
 	switch e {
 	case core.EndDone:
 		t.accepted.add(k.bucket)
 	case core.EndDropped:
+		t.refused.add(k.bucket)
 		if retryAfter > 0 {
 			now := t.clock.Now()
 			until := now + int64(retryAfter)
@@ -232,7 +232,7 @@ func (t *Throttle) bucket(now int64) int64 {
 // probability is the rejection probability of the window whose newest
 // bucket is n.
 func (t *Throttle) probability(n int64) float64 {
-	sent, accepted, young := window(&t.sent, &t.accepted, &t.pending, n)
+	sent, accepted, young := window(&t.sent, &t.accepted, &t.refused, n)
 	if young >= sent {
 		return 0
 	}

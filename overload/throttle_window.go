@@ -71,16 +71,19 @@ func (t *tally) atSlot(i int, n int64) uint64 {
 }
 
 // window returns, for the window whose newest bucket is n, the sum of
-// sent and of accepted over it, and pending's count in its newest two
-// buckets. It finds n's slot once (a division costs more than all the
-// loads).
-func window(sent, accepted, pending *tally, n int64) (s, a, young uint64) {
+// sent and of accepted over it, and how many of the requests sent in its
+// newest two buckets are not answered yet (neither accepted nor refused).
+// It finds n's slot once (a division costs more than all the loads).
+func window(sent, accepted, refused *tally, n int64) (s, a, young uint64) {
 	i := tallySlot(n)
 	for j := range int64(throttleBuckets) {
-		s += sent.atSlot(i, n-j)
-		a += accepted.atSlot(i, n-j)
+		sj, aj := sent.atSlot(i, n-j), accepted.atSlot(i, n-j)
+		s += sj
+		a += aj
 		if j < 2 {
-			young += pending.atSlot(i, n-j)
+			if answered := aj + refused.atSlot(i, n-j); sj > answered {
+				young += sj - answered
+			}
 		}
 		if i--; i < 0 {
 			i = throttleBuckets - 1
