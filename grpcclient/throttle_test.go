@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,5 +254,49 @@ func TestWithThrottleNil(t *testing.T) {
 	t.Parallel()
 	if _, err := grpcclient.UnaryClientInterceptor(grpcclient.WithThrottle(nil)); err == nil {
 		t.Error("WithThrottle(nil) was accepted")
+	}
+}
+
+// The recovery goal through a real server: a client making 50
+// calls a second (on the throttle's fake clock) to a backend that sheds
+// everything for 30s is back to at least 90 % of its throughput (a
+// rejection probability of at most 0.1, from then on) within one window
+// of the backend's recovery.
+func TestThrottleRecoveryGRPC(t *testing.T) {
+	t.Parallel()
+	src := rand.New(rand.NewPCG(7, 33))
+	e, s, th, clock := throttleEnv(t, src.Float64, grpcclient.WithMaxAttempts(1))
+	ctx := callCtx(t)
+	const (
+		step                   = 20 * time.Millisecond
+		window                 = 10 * time.Second // the default
+		healthy, outage, after = 10 * time.Second, 30 * time.Second, window
+	)
+	var lastHigh time.Duration
+	var outageGot int64
+	for at := time.Duration(0); at < healthy+outage+after; at += step {
+		clock.Set(t0.Add(at))
+		switch at {
+		case healthy:
+			s.code.Store(int32(codes.Unavailable))
+		case healthy + outage/2:
+			outageGot = s.got.Load()
+		case healthy + outage:
+			s.code.Store(0)
+			outageGot = s.got.Load() - outageGot
+		}
+		if since := at - healthy - outage; since >= 0 && th.Probability() > 0.1 {
+			lastHigh = since + step
+		}
+		if _, _, err := e.Check(ctx); err != nil && status.Code(err) != codes.Unavailable {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("the backend saw %d of %d calls in the outage's second half; back to 90 %% %v after it ended", outageGot, outage/2/step, lastHigh)
+	if lastHigh > window {
+		t.Errorf("back to 90 %% %v after the outage ended, more than the window %v", lastHigh, window)
+	}
+	if outageGot > int64(outage/2/step)/10 {
+		t.Errorf("the backend saw %d of %d calls in the outage's second half, more than a tenth", outageGot, outage/2/step)
 	}
 }

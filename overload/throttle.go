@@ -51,15 +51,17 @@ const (
 // defaults.
 type ThrottleConfig struct {
 	// Window is how far back the throttle counts requests and accepts
-	// (default 10s). It must be well above the requests' latency, and is
-	// at least 10ms.
+	// (default 10s; at least 10ms). Keep it well above the requests'
+	// latency: a request not answered within a tenth to a fifth of it
+	// counts as refused until it is.
 	Window time.Duration
 	// K is how many requests the client may send for each one the backend
 	// accepts before it starts rejecting some locally (default 2, the SRE
 	// book's; at least 1). Lower leaves the backend less work to refuse;
 	// higher lets more requests try.
 	K float64
-	// Clock is read once per Allow (nil: core.SystemClock).
+	// Clock is read once per Allow, and by what reads the window or a
+	// wait (nil: core.SystemClock).
 	Clock core.Clock
 	// Rand returns a uniformly random number in [0, 1) for each request
 	// the throttle might reject (nil: math/rand/v2's Float64). It must be
