@@ -270,7 +270,7 @@ func TestThrottleRecoveryGRPC(t *testing.T) {
 	const (
 		step                   = 20 * time.Millisecond
 		window                 = 10 * time.Second // the default
-		healthy, outage, after = 10 * time.Second, 30 * time.Second, window
+		healthy, outage, after = 10 * time.Second, 30 * time.Second, 2 * window
 	)
 	var lastHigh time.Duration
 	var outageGot int64
