@@ -104,12 +104,12 @@ type ThrottleConfig struct {
 // refusals: the client is back to 90 % of its throughput after 0.4 s on
 // average at 1000 requests a second, 0.9 s at 100, 1.7 s at 10 and 3.5 s
 // at 1 (the slowest of 40 seeded runs: 9 s, at 1 a second), all within
-// the 10s window (TestThrottleRecovery). The price
-// is more load on a backend that refuses all or part of it: a client
-// trying λ requests a second against a backend accepting C of them sends
-// about √(λ·K·C), more than SRE's K·C but far below λ, and about
-// √(λ/Window) to a backend that refuses everything
-// (TestThrottlePartialOverload, TestThrottleShedsAtTheFormulasRate).
+// the 10s window (TestThrottleRecovery). The price is more load on a
+// backend that refuses all or part of it: a client trying λ requests a
+// second against a backend accepting C of them sends about √(λ·K·C),
+// more than SRE's K·C but far below λ, and about √(λ/Window) to a
+// backend that refuses everything (TestThrottlePartialOverload,
+// TestThrottleShedsAtTheFormulasRate).
 //
 // Window defaults to 10s; SRE uses about two minutes, failsafe-go one,
 // kratos three seconds. Recovery takes a fraction of it here, so a longer
