@@ -9,6 +9,12 @@
 //	...
 //	cc, err := grpc.NewClient(target, grpc.WithChainUnaryInterceptor(retry), ...)
 //
+// With WithThrottle, the interceptors also ask an overload.Throttle
+// (Google SRE's client-side adaptive throttling) before each attempt:
+// once the backend refuses too many calls, they reject some locally,
+// unsent, with status UNAVAILABLE and an error matching
+// overload.ErrThrottled.
+//
 // [RetryDelay] reads the delay from a status error for callers that retry
 // by hand. The options have the names, defaults and meaning of package
 // httpclient's, which does the same for HTTP (Retry-After); both share one

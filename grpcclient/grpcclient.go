@@ -20,15 +20,21 @@ func RetryDelay(err error) (d time.Duration, ok bool) {
 	if err == nil || !isStatus || st.Code() != codes.ResourceExhausted {
 		return 0, false
 	}
+	return retryInfo(st)
+}
+
+// retryInfo is the delay of st's RetryInfo detail, when it has a valid
+// one.
+func retryInfo(st *status.Status) (time.Duration, bool) {
 	for _, det := range st.Details() {
 		if ri, isRI := det.(*errdetails.RetryInfo); isRI && ri.GetRetryDelay() != nil {
 			if err := ri.GetRetryDelay().CheckValid(); err != nil {
 				return 0, false
 			}
-			if d = ri.GetRetryDelay().AsDuration(); d < 0 {
-				return 0, false
+			if d := ri.GetRetryDelay().AsDuration(); d >= 0 {
+				return d, true
 			}
-			return d, true
+			return 0, false
 		}
 	}
 	return 0, false
@@ -82,7 +88,7 @@ func UnaryClientInterceptor(opts ...Option) (grpc.UnaryClientInterceptor, error)
 		var spent time.Duration
 		for n := 1; ; n++ {
 			trailer = nil
-			err := invoker(ctx, method, req, reply, cc, callOpts...)
+			err := o.invoke(ctx, invoker, method, req, reply, cc, callOpts...)
 			if err == nil || n >= o.Attempts {
 				return err
 			}
@@ -118,6 +124,7 @@ func StreamClientInterceptor(opts ...Option) (grpc.StreamClientInterceptor, erro
 		return nil, err
 	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		streamer = o.streamer(streamer)
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
 		if err != nil || o.Attempts == 1 {
 			return cs, err

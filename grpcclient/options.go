@@ -6,6 +6,7 @@ import (
 
 	"github.com/floodgate/floodgate/internal/option"
 	"github.com/floodgate/floodgate/internal/retry"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Option configures the client interceptors. The options have the names,
@@ -16,7 +17,8 @@ type Option func(*options)
 // (internal/retry), and the errors of invalid options.
 type options struct {
 	retry.Policy
-	errs option.Errors
+	throttle *overload.Throttle // WithThrottle's, or nil
+	errs     option.Errors
 }
 
 // WithMaxAttempts sets how many times a call is tried in all, the first

@@ -27,6 +27,11 @@
 //	retrying, _ := httpclient.NewRetryTransport(limited, httpclient.WithMaxAttempts(4))
 //	client := &http.Client{Transport: retrying}
 //
+// With WithThrottle, NewRetryTransport also asks an overload.Throttle
+// (Google SRE's client-side adaptive throttling) before each attempt:
+// once the backend refuses too many requests, it rejects some locally,
+// unsent, with an error matching overload.ErrThrottled.
+//
 // The headers it reads are those httpmw writes: Retry-After, RateLimit
 // ("name";r=…;t=…) and RateLimit-Policy ("name";q=…;w=…), parsed as
 // Structured Fields (RFC 9651); malformed fields are ignored. The package

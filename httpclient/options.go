@@ -10,6 +10,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
 	"github.com/floodgate/floodgate/internal/retry"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Option configures a transport. The retry options have the names,
@@ -21,7 +22,8 @@ type options struct {
 	clock     core.Clock
 	statuses  []int
 	retryable func(*http.Request) bool
-	used      []string // names of the options given, to refuse misplaced ones
+	throttle  *overload.Throttle // WithThrottle's, or nil
+	used      []string           // names of the options given, to refuse misplaced ones
 	errs      option.Errors
 }
 

@@ -17,7 +17,7 @@ type RetryTransport struct {
 }
 
 // retryOptions are the options NewRetryTransport takes.
-var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable"}
+var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "WithRand", "WithSleep", "WithClock", "WithStatusCodes", "WithRetryable", "WithThrottle"}
 
 // NewRetryTransport returns a RetryTransport that sends requests through
 // next (http.DefaultTransport when nil).
@@ -39,6 +39,10 @@ var retryOptions = []string{"WithMaxAttempts", "WithBackoff", "WithMaxWait", "Wi
 // 64 KiB, so that the connection can be reused) and closed. When the
 // request's context ends during a wait, the wait stops at once and
 // RoundTrip returns the context's error.
+//
+// With WithThrottle, each attempt asks an overload.Throttle first, and a
+// request it rejects fails unsent with an error matching
+// overload.ErrThrottled.
 //
 // It returns an error for invalid options, or options that do not apply.
 func NewRetryTransport(next http.RoundTripper, opts ...Option) (*RetryTransport, error) {
@@ -83,7 +87,7 @@ func discard(resp *http.Response) {
 
 // RoundTrip sends req, and sends it again as NewRetryTransport describes.
 func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
+	resp, err := t.o.send(t.next, req)
 	if err != nil || t.o.Attempts == 1 || !t.retries(resp) || !replayable(req) || !t.o.retryable(req) {
 		return resp, err
 	}
@@ -109,7 +113,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		spent += d
-		if resp, err = t.next.RoundTrip(retry); err != nil {
+		if resp, err = t.o.send(t.next, retry); err != nil {
 			return nil, err
 		}
 	}

@@ -19,4 +19,11 @@
 // signal is injected, or read by [CPU] from this process's cgroup (v1 or
 // v2, fractional quotas, cpusets), which passes 0.8 within a second of a
 // step from idle to saturated.
+//
+// On the client side, a [Throttle] (Google SRE's adaptive throttling)
+// rejects some of a client's requests before they are sent once its
+// backend refuses too many, so that a fleet of clients stops hammering a
+// backend that is shedding load; httpclient and grpcclient take one
+// (WithThrottle). A request it rejects is not sent and fails with an
+// error matching [ErrThrottled].
 package overload
