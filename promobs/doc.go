@@ -30,9 +30,14 @@
 //     a bad key or cost, an error, a store failure. transport is "http"
 //     (net/http, Gin, Echo), "grpc", or "envoy-rls" (the Envoy rate-limit
 //     service, cmd/floodgate-ratelimit); outcome is one of allowed, shaped,
-//     denied, bad_key, bad_cost, error, store_error, canceled
+//     denied, bad_key, bad_cost, error, store_error, canceled, shed
 //     (core.Outcome.String); shadow is "true" for requests a limiter in
 //     shadow mode let through whatever its outcome says.
+//   - floodgate_shed_total{limit, transport, priority}: requests an
+//     overload guard shed (outcome "shed"), by the priority their context
+//     carried (overload.PriorityOf): sheddable, normal, critical, or the
+//     number of another priority. Critical sheds mean the guard had
+//     nothing lower left to shed.
 //   - floodgate_overflow_decisions_total{limit, transport}: decisions made
 //     against the shared overflow state because the table of keys was
 //     full. Any steady rate means the capacity is too small.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Observer counts what the adapters report into Prometheus metrics (the
@@ -39,6 +41,11 @@ type Observer struct {
 	// registered themselves.
 	unknownOutcomes *prometheus.CounterVec
 	unknownFailures *prometheus.CounterVec
+
+	// shed counts the requests overload guards shed, by the priority
+	// their context carried (overload.PriorityOf): a shed is the
+	// overloaded path, so it may take a label lookup.
+	shed *prometheus.CounterVec
 
 	// series maps a limit and transport to their counts, added as they
 	// are first seen.
@@ -140,7 +147,11 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			"limit", "transport"),
 		series: &ob.series, emit: histogramEmitter(ob.wordHeldSum, holdSeconds),
 	}
-	cs := []prometheus.Collector{ob.requests, ob.overflow, ob.leased, ob.storeErrs, ob.latency, ob.held}
+	ob.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: o.namespace, Name: "shed_total", ConstLabels: o.constLabels,
+		Help: "Requests an overload guard shed (core.OutcomeShed), by the limit that decided, transport and the priority of the request (overload.PriorityOf: sheddable, normal, critical, or the number).",
+	}, []string{"limit", "transport", "priority"})
+	cs := []prometheus.Collector{ob.requests, ob.overflow, ob.leased, ob.storeErrs, ob.latency, ob.held, ob.shed}
 	if len(o.breakers) > 0 {
 		cs = append(cs, newBreakerCollector(o.namespace, o.constLabels, o.breakers))
 	}
@@ -155,8 +166,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	return ob, nil
 }
 
-// Observe counts e. Its key is never used.
-func (o *Observer) Observe(_ context.Context, e core.Event) {
+// Observe counts e, and a shed by the priority ctx carries. Its key is
+// never used.
+func (o *Observer) Observe(ctx context.Context, e core.Event) {
 	s := o.seriesFor(e.Decision.Limit.Name, e.Transport)
 	c := s.counts.cell()
 	if int(e.Outcome) < numOutcomes {
@@ -176,6 +188,9 @@ func (o *Observer) Observe(_ context.Context, e core.Event) {
 	}
 	if e.Held > 0 {
 		observe(c, o.wordHeldSum, o.holdBounds, int64(e.Held))
+	}
+	if e.Outcome == core.OutcomeShed {
+		o.shed.WithLabelValues(s.limit, s.transport, priorityLabel(overload.PriorityOf(ctx))).Inc()
 	}
 	if e.Outcome == core.OutcomeStoreError {
 		if int(e.Failure) < numFailures {
@@ -218,4 +233,18 @@ func shadowLabel(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// priorityLabel names p in shed_total: the named priorities by name, any
+// other by its number.
+func priorityLabel(p overload.Priority) string {
+	switch p {
+	case overload.Sheddable:
+		return "sheddable"
+	case overload.Normal:
+		return "normal"
+	case overload.Critical:
+		return "critical"
+	}
+	return strconv.Itoa(int(p))
 }

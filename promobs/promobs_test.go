@@ -21,6 +21,7 @@ import (
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
+	"github.com/floodgate/floodgate/overload"
 	"github.com/floodgate/floodgate/promobs"
 )
 
@@ -172,7 +173,7 @@ func TestKeyNeverALabel(t *testing.T) {
 	t.Parallel()
 	const key = "198.51.100.23-api-key-9f8e"
 	obs, reg := newObserver(t, promobs.WithHealth("redis", &reporter{}))
-	for o := core.Outcome(0); o <= core.OutcomeCanceled+1; o++ {
+	for o := core.Outcome(0); o <= core.OutcomeShed+1; o++ {
 		for _, shadow := range []bool{false, true} {
 			obs.Observe(context.Background(), core.Event{
 				Transport: "http", Outcome: o, Key: key, Cost: 1, Shadow: shadow, Failure: core.FailOpen,
@@ -201,7 +202,7 @@ func TestKeyNeverALabel(t *testing.T) {
 	}
 	// Every metric family is there, with labels, so that the check above
 	// looked at something.
-	if len(mfs) != 12 || labels < 50 {
+	if len(mfs) != 13 || labels < 50 {
 		t.Fatalf("%d families, %d labels checked", len(mfs), labels)
 	}
 }
@@ -465,7 +466,7 @@ func (r *refusing) Unregister(c prometheus.Collector) bool {
 func TestRegisterFails(t *testing.T) {
 	t.Parallel()
 	withBreaker := promobs.WithHealth("redis", &reporter{})
-	for n := 1; n <= 7; n++ {
+	for n := 1; n <= 8; n++ {
 		r := &refusing{n: n, live: map[prometheus.Collector]bool{}}
 		obs, err := promobs.New(r, withBreaker)
 		if err == nil || obs != nil || !strings.Contains(err.Error(), "refused") {
@@ -475,9 +476,9 @@ func TestRegisterFails(t *testing.T) {
 			t.Errorf("refusing the %d-th: %d registered, %d left registered", n, r.seen, len(r.live))
 		}
 	}
-	r := &refusing{n: 8, live: map[prometheus.Collector]bool{}}
-	if _, err := promobs.New(r, withBreaker); err != nil || len(r.live) != 7 {
-		t.Fatalf("%v; %d registered, want 7", err, len(r.live))
+	r := &refusing{n: 9, live: map[prometheus.Collector]bool{}}
+	if _, err := promobs.New(r, withBreaker); err != nil || len(r.live) != 8 {
+		t.Fatalf("%v; %d registered, want 8", err, len(r.live))
 	}
 }
 
@@ -618,4 +619,25 @@ func TestBucketsDefaultPerHistogram(t *testing.T) {
 			t.Errorf("WithBuckets(%v, %v): %v bounds, want %v", tt.latency, tt.hold, got, tt.want)
 		}
 	}
+}
+
+// TestShedByPriority: a shed counts in requests_total as outcome "shed"
+// and in shed_total by the priority its request's context carried.
+func TestShedByPriority(t *testing.T) {
+	t.Parallel()
+	obs, reg := newObserver(t)
+	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
+		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
+	for _, p := range []overload.Priority{overload.Sheddable, overload.Sheddable, overload.Normal, overload.Critical, 5} {
+		obs.Observe(overload.NewContext(context.Background(), p), shed)
+	}
+	obs.Observe(context.Background(), shed) // no priority: Normal
+	const s = "floodgate_shed_total"
+	diff(t, samples(t, reg), map[string]float64{
+		"floodgate_requests_total{limit=adaptive,outcome=shed,shadow=false,transport=http}": 6,
+		s + "{limit=adaptive,priority=sheddable,transport=http}":                            2,
+		s + "{limit=adaptive,priority=normal,transport=http}":                               2,
+		s + "{limit=adaptive,priority=critical,transport=http}":                             1,
+		s + "{limit=adaptive,priority=5,transport=http}":                                    1,
+	})
 }
