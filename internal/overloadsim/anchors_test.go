@@ -1,6 +1,7 @@
 package overloadsim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -82,12 +83,28 @@ func TestEnvoyRule(t *testing.T) {
 	}
 	near(t, "from 100, g = 1.25", (&envoy{limit: 100, minRTT: 10000, sampleRTT: 10000, minC: 3, maxC: 1000, buffer: 0.25}).newLimit(), 136)
 	near(t, "from 100, g = 0.5", (&envoy{limit: 100, minRTT: 10000, sampleRTT: 40000, minC: 3, maxC: 1000, buffer: 0.25}).newLimit(), 57)
+	// A probe pins the limit to 3, drops the samples of requests sent
+	// before it, and gives the limit back after 50 of its own.
+	e.limit = 40
+	at := now + int64(200*time.Millisecond)
+	e.nextMinRTT = at
+	if e.Limit(at) != 3 || !e.probing() {
+		t.Fatalf("probe: limit %v, probing %v; want 3, true", e.limit, e.probing())
+	}
+	for range 60 {
+		e.Done(at, &Request{Arrival: at - 1}, time.Millisecond, false)
+	}
+	for i := range 50 {
+		e.Done(at+int64(i), &Request{Arrival: at}, 20*time.Millisecond, false)
+	}
+	if e.probing() || e.limit != 40 || e.minRTT != 20000 {
+		t.Errorf("after the probe: probing %v, limit %v, minRTT %v µs; want false, 40, 20000", e.probing(), e.limit, e.minRTT)
+	}
 	// Five windows in a row at the minimum start a probe.
-	e.limit = 3
-	at := now + int64(100*time.Millisecond)
+	e.limit, e.nextReset = 3, at+int64(100*time.Millisecond)
 	for i := range 6 {
 		at += int64(100 * time.Millisecond)
-		e.Done(at-1, &r, time.Second, false)
+		e.Done(at-1, &Request{Arrival: at - 2}, time.Second, false)
 		if e.Limit(at); e.probing() {
 			if i != 4 {
 				t.Errorf("probe after %d windows at the minimum, want 5", i+1)
@@ -149,16 +166,25 @@ func TestBBRRule(t *testing.T) {
 // baseline/recent)); -1 above 6, +1 below 3; at most 5 × the window's
 // most in flight.
 func TestFailsafeRule(t *testing.T) {
+	for _, step := range []struct {
+		second   float64 // the second window's RTT, after one of 10
+		inflight int
+		want     float64
+	}{
+		{10, 10, 22}, // q = 0 twice: +1, +1
+		{20, 10, 21}, // baseline 15: q = ceil(21 × 0.25) = 6, hold
+		{28, 10, 20}, // baseline 19: q = ceil(21 × 0.32) = 7, -1
+		{20, 4, 20},  // at most 5 × 4 = 20 in flight
+		{20, 3, 20},  // over 15 already: -1 from 21
+	} {
+		c, _ := NewFailsafe(nil)
+		f := c.(*failsafe)
+		f.update(10, 10)
+		near(t, "after q = 0", f.limit, 21)
+		f.update(step.second, step.inflight)
+		near(t, fmt.Sprintf("after %v ms with %d in flight", step.second, step.inflight), f.limit, step.want)
+	}
 	c, _ := NewFailsafe(nil)
-	f := c.(*failsafe)
-	f.update(10, 10) // baseline 10: q = 0
-	near(t, "q = 0", f.limit, 21)
-	f.update(20, 10) // baseline 15: q = ceil(5.25) = 6
-	near(t, "q = 6", f.limit, 21)
-	f.update(40, 10) // baseline 70/3: q = ceil(8.75) = 9
-	near(t, "q = 9", f.limit, 20)
-	f.update(40, 3) // at most 15: a step down
-	near(t, "over 5 × in flight", f.limit, 19)
 	// Updates come from windows of at least 50 samples and 1 s.
 	g := c.(*failsafe)
 	g.limit, g.nextUpdate = 20, 0
