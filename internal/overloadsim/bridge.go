@@ -42,7 +42,7 @@ func (b Bridge) Factory() Factory {
 		if err != nil {
 			return nil, err
 		}
-		return &bridged{b: b, lim: lim, clock: clock, last: math.Inf(1)}, nil
+		return &bridged{b: b, lim: lim, clock: clock, last: math.Inf(1), ctxs: map[overload.Priority]context.Context{}}, nil
 	}
 }
 
@@ -54,6 +54,8 @@ type bridged struct {
 	free   []int64
 	last   float64
 	err    error
+	// ctxs holds a context per priority, made once.
+	ctxs map[overload.Priority]context.Context
 }
 
 func (c *bridged) at(now int64) {
@@ -69,7 +71,12 @@ func (c *bridged) Admit(now int64, r *Request) bool {
 	if c.b.Key != nil {
 		key = c.b.Key(r)
 	}
-	d, err := c.lim.Allow(overload.NewContext(context.Background(), r.Priority), key, 1)
+	ctx, ok := c.ctxs[r.Priority]
+	if !ok {
+		ctx = overload.NewContext(context.Background(), r.Priority)
+		c.ctxs[r.Priority] = ctx
+	}
+	d, err := c.lim.Allow(ctx, key, 1)
 	if err != nil {
 		c.err = fmt.Errorf("overloadsim: Allow at %v: %w", time.Duration(now), err)
 		return false

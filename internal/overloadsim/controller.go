@@ -24,7 +24,7 @@ type Request struct {
 
 // Controller decides admissions for the simulated server, as an overload
 // guard in front of it would. The simulator calls it from one goroutine,
-// in order of virtual time.
+// in order of virtual time; a *Request is valid only during the call.
 type Controller interface {
 	// Admit reports whether r, arriving at now, is admitted; a refused
 	// request is shed and never reaches the server.

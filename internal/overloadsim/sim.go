@@ -23,6 +23,7 @@ type sim struct {
 	cfg  Config
 	ctrl Controller
 	res  *Result
+	cur  Request // the request the controller is told of
 
 	workers, busy          int
 	busyNs, availNs, lastT int64
@@ -162,7 +163,12 @@ func (s *sim) arrive(t int64) {
 	b.Arrived++
 	c.Arrived++
 	c.TenantArrived[j.tenant]++
-	if !s.ctrl.Admit(t, &j.req) {
+	// The controller sees the request through s.cur, so that no job
+	// escapes to the heap.
+	s.cur = j.req
+	admitted := s.ctrl.Admit(t, &s.cur)
+	j.req.Tag = s.cur.Tag
+	if !admitted {
 		b.Shed++
 		c.Shed++
 		return
@@ -174,7 +180,7 @@ func (s *sim) arrive(t int64) {
 		s.start(j, t)
 	case s.cfg.MaxQueue > 0 && s.q.size >= s.cfg.MaxQueue:
 		b.Overflow++
-		s.ctrl.Done(t, &j.req, 0, true)
+		s.ctrl.Done(t, &s.cur, 0, true)
 	default:
 		s.q.push(j)
 	}
@@ -197,7 +203,8 @@ func (s *sim) complete(t int64) {
 	s.busy--
 	lat := t - j.req.Arrival
 	good := lat <= s.slo
-	s.ctrl.Done(t, &j.req, time.Duration(lat), !good)
+	s.cur = j.req
+	s.ctrl.Done(t, &s.cur, time.Duration(lat), !good)
 	b := &s.res.Bins[t/s.binNs]
 	b.Completed++
 	b.lat = append(b.lat, lat)
