@@ -51,6 +51,20 @@ func TestVegasRule(t *testing.T) {
 	near(t, "no-load RTT after the probe", v.noLoad, 50)
 }
 
+// TestAIMDRule: +1 with at least L/2 in flight, int(0.9 L) on a drop or
+// an RTT over 5 s, within [20, 200].
+func TestAIMDRule(t *testing.T) {
+	a := &aimd{limit: 30}
+	near(t, "half in flight", a.update(1e6, 15, false), 31)
+	near(t, "under half", a.update(1e6, 15, false), 31)
+	near(t, "drop", a.update(1e6, 31, true), 27)
+	near(t, "timeout", a.update(6e9, 31, false), 24)
+	near(t, "floor", a.update(6e9, 31, false), 21)
+	near(t, "floor", a.update(6e9, 31, false), 20)
+	a.limit = 200
+	near(t, "ceiling", a.update(1e6, 200, false), 200)
+}
+
 // TestEnvoyRule: the controller starts pinned at 3 until 50 samples give
 // the minRTT (their p50), then every 100 ms sets L = gL + sqrt(gL), g =
 // clamp(1.25 minRTT / p50, 0.5, 2), truncated, at least 3.

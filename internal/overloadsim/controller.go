@@ -24,7 +24,9 @@ type Request struct {
 
 // Controller decides admissions for the simulated server, as an overload
 // guard in front of it would. The simulator calls it from one goroutine,
-// in order of virtual time; a *Request is valid only during the call.
+// in order of virtual time; a *Request is valid only during the call. A
+// controller that can fail (Bridge's) has a method Err() error, and Run
+// returns its error at the end.
 type Controller interface {
 	// Admit reports whether r, arriving at now, is admitted; a refused
 	// request is shed and never reaches the server.

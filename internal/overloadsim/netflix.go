@@ -120,3 +120,25 @@ func (v *vegas) update(rtt float64, inflight int, dropped bool) float64 {
 	v.limit = math.Max(1, math.Min(1000, next))
 	return v.limit
 }
+
+// NewAIMD is Netflix's AIMDLimit (limit/AIMDLimit.java) with its
+// defaults: L from 20 in [20, 200]; on a drop (here: a missed deadline)
+// or an RTT over 5 s, L = int(0.9 L); else, with at least L/2 in flight
+// at admission, L + 1.
+func NewAIMD(*Env) (Controller, error) {
+	a := &aimd{limit: 20}
+	return &netflix{limit: 20, update: a.update}, nil
+}
+
+type aimd struct{ limit int }
+
+func (a *aimd) update(rtt float64, inflight int, dropped bool) float64 {
+	switch {
+	case dropped || rtt > float64(5*time.Second):
+		a.limit = int(float64(a.limit) * 0.9)
+	case inflight*2 >= a.limit:
+		a.limit++
+	}
+	a.limit = min(200, max(20, a.limit))
+	return float64(a.limit)
+}

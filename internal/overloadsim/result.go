@@ -90,7 +90,7 @@ func goodput(bins []Bin) float64 {
 }
 
 // P99 returns the p99 latency of the requests that completed in
-// [from, to) (nearest rank), or +Inf as a Duration's maximum when none did.
+// [from, to) (nearest rank), or the largest Duration when none did.
 func (r *Result) P99(from, to time.Duration) time.Duration {
 	return p99(r.span(from, to))
 }

@@ -15,6 +15,7 @@ var (
 	tableFlag = flag.Bool("overloadsim", false, "run every scenario for every anchor and print the table (about a minute, plus the drift run)")
 	tableOut  = flag.String("overloadsim.out", "", "also write the table to this file")
 	tableLong = flag.Duration("overloadsim.drift", 10*time.Minute, "the drift scenario's length at 2x (0: skip it)")
+	tableSeed = flag.Uint64("overloadsim.seed", 1, "the seed of the table's runs")
 )
 
 // contenders are the anchors and the slot for floodgate's own limiters:
@@ -30,12 +31,12 @@ func contenders(workers int) []Anchor {
 }
 
 // TestTable runs the whole table when asked (-overloadsim): every anchor
-// in every scenario, on the default server, seed 1.
+// in every scenario, on the default server.
 func TestTable(t *testing.T) {
 	if !*tableFlag {
 		t.Skip("the whole table is opt-in: go test ./internal/overloadsim -run TestTable -overloadsim")
 	}
-	base := Config{Seed: 1}.withDefaults()
+	base := Config{Seed: *tableSeed}.withDefaults()
 	var rows []Row
 	for _, a := range contenders(base.Workers) {
 		start := time.Now()
@@ -47,7 +48,7 @@ func TestTable(t *testing.T) {
 		rows = append(rows, row)
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.out <file>\n", *tableLong)
+	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.seed %d -overloadsim.out <file>\n", *tableLong, *tableSeed)
 	if err := WriteTable(&buf, base, rows); err != nil {
 		t.Fatal(err)
 	}
