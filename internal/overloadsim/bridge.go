@@ -15,8 +15,10 @@ import (
 // simulator sets to each event's time: this is how floodgate's own
 // limiters run in the same tables as the anchors.
 type Bridge struct {
-	// New makes the limiter, reading the time from clock.
-	New func(clock core.Clock) (core.Limiter, error)
+	// New makes the limiter, reading the time from clock; env is the
+	// run's (Env.CPU is the server's CPU signal, for a limiter that
+	// sheds on CPU).
+	New func(clock core.Clock, env *Env) (core.Limiter, error)
 	// Key is the key a request is decided under (nil: its tenant).
 	Key func(r *Request) string
 	// Limit reads the limiter's current limit for the tables (nil: the
@@ -33,12 +35,12 @@ var bridgeEpoch = time.Unix(1_800_000_000, 0)
 // core.EndDropped when the request missed its deadline; a refusal is shed.
 // An error from Allow or End ends the run with it.
 func (b Bridge) Factory() Factory {
-	return func(*Env) (Controller, error) {
+	return func(env *Env) (Controller, error) {
 		if b.New == nil {
 			return nil, fmt.Errorf("overloadsim: Bridge.New is nil")
 		}
 		clock := coretest.NewClock(bridgeEpoch)
-		lim, err := b.New(clock)
+		lim, err := b.New(clock, env)
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 // every request, through the bridge.
 func staticCore(n int) Factory {
 	return Bridge{
-		New: func(clock core.Clock) (core.Limiter, error) {
+		New: func(clock core.Clock, _ *Env) (core.Limiter, error) {
 			return core.New(core.Limit{Events: n, Period: time.Second, Algorithm: core.Concurrency}, core.WithClock(clock))
 		},
 		Key: func(*Request) string { return "" },
@@ -74,7 +74,7 @@ func (r *recorder) Refund(context.Context, string, int) error { return nil }
 // at its completion: EndDone in time, EndDropped past the deadline.
 func TestBridgeLeases(t *testing.T) {
 	rec := &recorder{}
-	f := Bridge{New: func(clock core.Clock) (core.Limiter, error) { rec.clock = clock; return rec, nil }}.Factory()
+	f := Bridge{New: func(clock core.Clock, _ *Env) (core.Limiter, error) { rec.clock = clock; return rec, nil }}.Factory()
 	// One worker, 10 ms each, SLO 15 ms: the second waits 9 ms (latency
 	// 19 ms, dropped), the third arrives to an idle server.
 	c := Config{Workers: 1, MeanService: 10 * time.Millisecond, Sigma: -1, SLOFactor: 1.5, Duration: time.Second,
@@ -103,7 +103,7 @@ func TestBridgeLeases(t *testing.T) {
 // TestBridgeError: a limiter that fails ends the run with its error.
 func TestBridgeError(t *testing.T) {
 	boom := errors.New("boom")
-	f := Bridge{New: func(core.Clock) (core.Limiter, error) { return coretest.StoreDown(boom), nil }}.Factory()
+	f := Bridge{New: func(core.Clock, *Env) (core.Limiter, error) { return coretest.StoreDown(boom), nil }}.Factory()
 	if _, err := Run(small(1, time.Second, Step{0, 1}), f); !errors.Is(err, boom) {
 		t.Errorf("Run = %v, want the limiter's error", err)
 	}

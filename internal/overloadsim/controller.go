@@ -63,6 +63,24 @@ type Env struct {
 // two ticks are the CPU use over that interval.
 func (e *Env) Work() (busy, available int64) { return e.s.busyNs, e.s.availNs }
 
+// CPU returns a reader of the server's CPU use, the simulation's
+// counterpart of a process's: each call returns the share of the
+// available worker time spent busy since the reader's previous call (or
+// the start of the run), from 0 to 1, as of the current event; called
+// again at the same instant, the share busy at that instant.
+func (e *Env) CPU() func() float64 {
+	var lastBusy, lastAvail int64
+	return func() float64 {
+		busy, avail := e.Work()
+		if avail == lastAvail {
+			return float64(e.s.busy) / float64(max(e.s.workers, e.s.busy))
+		}
+		share := float64(busy-lastBusy) / float64(avail-lastAvail)
+		lastBusy, lastAvail = busy, avail
+		return share
+	}
+}
+
 // Factory makes a controller for one run.
 type Factory func(env *Env) (Controller, error)
 

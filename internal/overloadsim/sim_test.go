@@ -246,3 +246,39 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// cpuLogger admits everything and reads the CPU at each call.
+type cpuLogger struct {
+	cpu  func() float64
+	read []float64
+}
+
+func (c *cpuLogger) Admit(int64, *Request) bool {
+	c.read = append(c.read, c.cpu())
+	return true
+}
+
+func (c *cpuLogger) Done(int64, *Request, time.Duration, bool) { c.read = append(c.read, c.cpu()) }
+func (c *cpuLogger) Limit(int64) float64                       { return 0 }
+
+// TestCPU: two workers, 10 ms each; requests at 0, 0 and 30 ms, the CPU
+// read at each arrival and end.
+func TestCPU(t *testing.T) {
+	c := &cpuLogger{}
+	_, err := Run(Config{Workers: 2, MeanService: 10 * time.Millisecond, Sigma: -1, Duration: time.Second,
+		Arrivals: []time.Duration{0, 0, 30 * time.Millisecond}}, func(env *Env) (Controller, error) {
+		c.cpu = env.CPU()
+		return c, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Arrival at 0: idle now; the second at 0: one of two busy now; an
+	// end at 10: 1 over [0, 10]; the other at 10, the same instant: both
+	// free now (a controller hears of an end once its worker is free);
+	// arrival at 30: 0 over [10, 30]; end at 40: 0.5 over [30, 40].
+	want := []float64{0, 0.5, 1, 0, 0, 0.5}
+	if !reflect.DeepEqual(c.read, want) {
+		t.Errorf("CPU reads %v, want %v", c.read, want)
+	}
+}
