@@ -22,7 +22,15 @@ type Bridge struct {
 	// Key is the key a request is decided under (nil: its tenant).
 	Key func(r *Request) string
 	// Limit reads the limiter's current limit for the tables (nil: the
-	// Events of the last decision's Limit, or +Inf before the first).
+	// Events of the last decision's Limit, or +Inf before the first). It
+	// is called only after New, on the same run, so it may read a
+	// limiter New kept in a variable:
+	//
+	//	var a *overload.Adaptive
+	//	b := Bridge{
+	//		New:   func(c core.Clock, _ *Env) (core.Limiter, error) { ...; a, err = overload.NewAdaptive(cfg); return a, err },
+	//		Limit: func() float64 { return float64(a.Limit()) },
+	//	}
 	Limit func() float64
 }
 
