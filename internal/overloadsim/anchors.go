@@ -8,7 +8,8 @@ import (
 // Anchors returns every anchor of issue 33, in the tables' order: no
 // protection, a static limit of the workers, and each project's adaptive
 // rule written out from its source with its defaults (Netflix's three:
-// Gradient2, Vegas and AIMD).
+// Gradient2, Vegas and AIMD, and its priority partitions around
+// Gradient2).
 func Anchors() []Anchor {
 	return []Anchor{
 		{Name: "none", Rule: "admit everything", New: NewUnprotected},
@@ -16,6 +17,7 @@ func Anchors() []Anchor {
 		{Name: "Gradient2", Rule: "L = 0.8L + 0.2(clamp(1.5 long/short, 0.5, 1)L + 4), per sample", New: NewGradient2},
 		{Name: "Vegas", Rule: "q = ceil(L(1 - noLoad/rtt)); +6λ/+λ/-λ per sample, probe every U(.5,1)·30L", New: NewVegas},
 		{Name: "AIMD", Rule: "per sample: L = int(0.9L) on a drop (a missed deadline), else L+1 with ≥ L/2 in flight; [20, 200]", New: NewAIMD},
+		{Name: "G2 partitions", Rule: "Gradient2; over L, Critical admitted while under ceil(0.9L) of its own, Normal under ceil(0.1L)", New: NewPartitions},
 		{Name: "Envoy gradient", Rule: "p50 per 100 ms; L = gL + sqrt(gL), g = clamp(1.25 minRTT/p50, .5, 2); minRTT probe pins L to 3", New: NewEnvoy},
 		{Name: "aegis BBR", Rule: "cpu ≥ 800‰ (EMA .95/500 ms) or ≤ 1 s since: shed if inflight > maxPass·minRT", New: NewBBR},
 		{Name: "failsafe", Rule: "per ≥1 s window: p90 → median(5) → avg(5) vs avg(10); ±1 on queue and correlations", New: NewFailsafe},

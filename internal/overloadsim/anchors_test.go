@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/overload"
 )
 
 func near(t *testing.T, what string, got, want float64) {
@@ -207,5 +209,35 @@ func TestFailsafeRule(t *testing.T) {
 		if i == 48 && g.limit != 20 {
 			t.Errorf("limit moved after 49 samples: %v", g.limit)
 		}
+	}
+}
+
+// TestPartitionsRule: under the limit anyone is admitted; at it, each
+// priority only while under its share of it (Critical 90 %, Normal 10 %,
+// any other 1).
+func TestPartitionsRule(t *testing.T) {
+	c, _ := NewPartitions(nil)
+	p := c.(*partitioned)
+	p.limit = 20
+	admit := func(prio overload.Priority, n int) (k int) {
+		for range n {
+			if p.Admit(0, &Request{Priority: prio}) {
+				k++
+			}
+		}
+		return k
+	}
+	if k := admit(overload.Normal, 25); k != 20 {
+		t.Fatalf("Normal admitted %d of 25 from empty, want 20 (to the limit, then its 10 %%: 2, already held)", k)
+	}
+	if k := admit(overload.Critical, 25); k != 18 {
+		t.Errorf("Critical admitted %d over the limit, want ceil(0.9 × 20) = 18", k)
+	}
+	if k := admit(overload.Sheddable, 3); k != 1 {
+		t.Errorf("Sheddable admitted %d over the limit, want 1 (the unknown partition)", k)
+	}
+	p.Done(0, &Request{Priority: overload.Normal, Tag: 1}, time.Millisecond, false)
+	if p.busy[overload.Normal] != 19 || p.inflight != 38 {
+		t.Errorf("after one Normal ends: Normal %d in flight of %d, want 19 of 38", p.busy[overload.Normal], p.inflight)
 	}
 }
