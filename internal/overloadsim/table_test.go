@@ -12,10 +12,11 @@ import (
 )
 
 var (
-	tableFlag = flag.Bool("overloadsim", false, "run every scenario for every anchor and print the table (about a minute, plus the drift run)")
-	tableOut  = flag.String("overloadsim.out", "", "also write the table to this file")
-	tableLong = flag.Duration("overloadsim.drift", 10*time.Minute, "the drift scenario's length at 2x (0: skip it)")
-	tableSeed = flag.Uint64("overloadsim.seed", 1, "the seed of the table's runs")
+	tableFlag  = flag.Bool("overloadsim", false, "run every scenario for every anchor and print the table (about a minute, plus the drift run)")
+	tableOut   = flag.String("overloadsim.out", "", "also write the table to this file")
+	tableLong  = flag.Duration("overloadsim.drift", 10*time.Minute, "the drift scenario's length at 2x (0: skip it)")
+	tableSeed  = flag.Uint64("overloadsim.seed", 1, "the seed of the table's runs")
+	tableSigma = flag.Float64("overloadsim.sigma", 0.5, "the spread of the service time (Config.Sigma; negative: none)")
 )
 
 // contenders are the anchors and the slot for floodgate's own limiters:
@@ -36,7 +37,7 @@ func TestTable(t *testing.T) {
 	if !*tableFlag {
 		t.Skip("the whole table is opt-in: go test ./internal/overloadsim -run TestTable -overloadsim")
 	}
-	base := Config{Seed: *tableSeed}.withDefaults()
+	base := Config{Seed: *tableSeed, Sigma: *tableSigma}.withDefaults()
 	var rows []Row
 	for _, a := range contenders(base.Workers) {
 		start := time.Now()
@@ -48,7 +49,7 @@ func TestTable(t *testing.T) {
 		rows = append(rows, row)
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.seed %d -overloadsim.out <file>\n", *tableLong, *tableSeed)
+	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.seed %d -overloadsim.sigma %g -overloadsim.out <file>\n", *tableLong, *tableSeed, *tableSigma)
 	if err := WriteTable(&buf, base, rows); err != nil {
 		t.Fatal(err)
 	}
