@@ -28,6 +28,10 @@ func contenders(workers int) []Anchor {
 		Name: "core static",
 		Rule: "floodgate's core.Concurrency limit of N, one key, through Bridge (the slot for ours)",
 		New:  staticCore(workers),
+	}, Anchor{
+		Name: "floodgate BBR",
+		Rule: "overload.BBR through Bridge; CPU = busy share sampled every 250 ms, smoothed over 400 ms",
+		New:  floodgateBBR(),
 	})
 }
 
