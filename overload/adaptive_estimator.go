@@ -1,0 +1,261 @@
+package overload
+
+import "math"
+
+// The estimator's constants. None is a setting: each follows from what
+// it guards against, as its comment says.
+const (
+	// minSamples is the fewest requests a window measures: with fewer,
+	// one slow request moves the mean too much to act on.
+	minSamples = 16
+	// gradMin and gradMax bound one window's change of the limit: at
+	// most halved (a queue cannot grow faster than the limit lets it),
+	// at most doubled (only when the latency is half the target, that is
+	// when the baseline is stale high and falls meanwhile).
+	gradMin, gradMax = 0.5, 2.0
+	// baseStep is how far the baseline moves toward a window's mean
+	// latency when it may (see close): an eighth, so that one odd window
+	// moves it little and a lasting change is followed within about
+	// twenty windows (half-way in five).
+	baseStep = 1.0 / 8
+	// rebaseFall: a latency that fell by less than a tenth while the
+	// limit halved is not our queue's (see rebase).
+	rebaseFall = 0.9
+	// probeAfter is how many windows that refused requests may pass
+	// without a low-load window before a probe checks the baseline (see
+	// close); probeAgain, how many pass before the next when a probe
+	// found the baseline too high.
+	probeAfter, probeAgain = 64, 2
+	// warmWindows is the window whose mean is the first baseline (see
+	// close).
+	warmWindows = 3
+	// capFactor caps a latency counted, as a multiple of the baseline
+	// (see add). The cap must sit far above what a service's latencies
+	// spread to without a queue, or it would cut their mean, and the
+	// baseline learnt from it, and the cap again. Eight times the mean
+	// is beyond 99.9 % of a log-normal spread of σ = 0.7.
+	capFactor = 8
+)
+
+// estimator moves the limit with the latencies of the requests it
+// admits. Its state is guarded by Adaptive.mu.
+type estimator struct {
+	min, max, tol float64
+
+	limit float64 // the limit, before rounding
+	base  float64 // the baseline latency, ns (0: none yet)
+	last  float64 // the last window's mean latency, ns (0: none yet)
+
+	// The current window.
+	winStart int64
+	sum      float64 // latencies of requests done, each capped (see add)
+	sumSq    float64 // their squares
+	cv2      float64 // the squared coefficient of variation of latencies, smoothed
+	n, drops int
+
+	// A run of windows since the limit fell for latency (see rebase): the
+	// limit it fell from (0: none), the limit it is judged from, and the
+	// highest mean latency since.
+	epFrom, epLimit, epLatency float64
+
+	saturated int     // windows that refused since the baseline was refreshed
+	probing   int     // windows of the probe left: 2 flushes, 1 measures
+	warm      int     // windows before the first baseline
+	probeFrom float64 // the limit before the probe
+}
+
+// add counts one request that ended at now, admitted at start, and
+// reports whether the window is due to close: it has measured at least
+// minSamples requests and lasted twice the last mean latency, so that
+// most of what it measures was admitted under the limit it judges.
+//
+// A latency counts at most capFactor × the baseline, so that one stray
+// slow request (a GC pause, a cold cache) cannot halve the limit by
+// itself.
+func (e *estimator) add(start, now int64, dropped bool) bool {
+	if dropped {
+		e.drops++
+	} else {
+		lat := float64(max(now-start, 0))
+		if e.base > 0 {
+			lat = min(lat, capFactor*e.base)
+		}
+		e.sum += lat
+		e.sumSq += lat * lat
+		e.n++
+	}
+	return e.n+e.drops >= minSamples && float64(now-e.winStart) >= 2*e.last
+}
+
+// close ends the window at now. busy reports that the requests in flight
+// reached half the limit during it, refused that the limit refused some.
+//
+// The limit moves only in busy windows, by the gradient g, L' = L × g
+// within [min, max]: with target = tol × base and se the standard error
+// of the window's mean latency,
+//
+//	g = (target − se) / mean     if mean < target − se (at most gradMax)
+//	g = (target + se) / mean     if mean > target + se (at least gradMin)
+//	g = 1                        otherwise,
+//
+// lowered to 1 − share/2 when a share of the window's requests were
+// dropped. The standard error is the window's mean times the square root
+// of cv²/n, with cv² the squared coefficient of variation of latencies,
+// smoothed over windows as the baseline is: a window's own spread is too
+// noisy (a window that happens to hold no slow request has both a low
+// mean and a low spread, and would look significant).
+//
+// The limit rises while the latency is clearly within tol of
+// the baseline and falls in proportion to a clear excess: in a queue
+// the mean latency grows as the limit does, so one window brings it back
+// to about tol × the service's capacity. A window's noise (a few
+// requests, a wide spread of latencies) widens the band in which the
+// limit holds, rather than cutting it.
+//
+// The baseline is the mean latency without a queue. A window that
+// refused nothing measures the service as it is: the baseline moves
+// baseStep toward its mean, either way. A window that refused leaves it
+// alone: raising it from a queue's latencies would let it creep up under
+// a sustained overload, and lowering it from the windows that happen to
+// be fast would ratchet it down on noise. Under overload only a rebase
+// (the service itself got slower) or a probe moves it.
+func (e *estimator) close(now int64, busy, refused bool) {
+	mean, se := e.last, 0.0
+	if e.n > 0 {
+		mean = e.sum / float64(e.n)
+		cv2 := max(e.sumSq/float64(e.n)-mean*mean, 0) / (mean * mean)
+		if e.cv2 == 0 {
+			e.cv2 = cv2
+		}
+		e.cv2 += (cv2 - e.cv2) * baseStep
+		se = mean * math.Sqrt(e.cv2/float64(e.n))
+	}
+	during := e.limit
+	switch {
+	case e.probing == 2:
+		e.probing = 1 // what this window measured was admitted before the probe
+	case e.probing == 1:
+		e.endProbe(mean)
+	case e.base == 0 || mean == 0:
+		// The first windows only let the first requests end: started
+		// together, the fastest of them end first, so they would measure
+		// too low a latency. The third is the first measure, with
+		// nothing to judge it by.
+		if e.warm++; e.warm >= warmWindows {
+			e.base = mean
+		}
+	default:
+		if !refused {
+			e.base += (mean - e.base) * baseStep
+			e.saturated = 0
+		} else {
+			e.saturated++
+		}
+		if !busy {
+			e.epFrom = 0
+			break
+		}
+		g := e.gradient(mean, se)
+		e.rebase(during, mean, g)
+		if e.drops > 0 {
+			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)
+		}
+		e.limit = min(max(e.limit*g, e.min), e.max)
+		if e.saturated >= probeAfter && e.limit > e.min {
+			e.probing, e.probeFrom, e.saturated = 2, e.limit, 0
+			e.limit = max(e.limit/(e.tol*e.tol), e.min)
+		}
+	}
+	if mean > 0 {
+		e.last = mean
+	}
+	e.sum, e.sumSq, e.n, e.drops, e.winStart = 0, 0, 0, 0, now
+}
+
+// gradient is close's g before drops.
+func (e *estimator) gradient(mean, se float64) float64 {
+	target := e.tol * e.base
+	switch {
+	case mean < target-se:
+		return min((target-se)/mean, gradMax)
+	case mean > target+se:
+		return max((target+se)/mean, gradMin)
+	}
+	return 1
+}
+
+// rebase raises the baseline when the latency is not the queue's. A run
+// starts at the first window that lowers the limit for latency (g < 1)
+// and lasts until the limit is back where it started. If within it the
+// limit has halved (or reached the floor) and the mean latency is within
+// a tenth of the highest it has been since (else it is judged again from
+// there: the highest, since a queue's latency lags the limit by a
+// latency), the service itself is slower (a slower dependency,
+// a deploy), and cutting further would only shed what it could serve:
+// the baseline becomes the mean latency, and the limit grows back. In a
+// queue, halving the limit roughly halves the latency, so under overload
+// this never fires; and it fires at no set time, only in answer to the
+// limit's own cuts.
+func (e *estimator) rebase(during, mean, g float64) {
+	e.epLatency = max(e.epLatency, mean)
+	switch {
+	case e.epFrom != 0 && during >= e.epFrom:
+		e.epFrom = 0 // the limit is back: the run is over
+	case e.epFrom != 0 && (during <= e.epLimit/2 || during <= e.min):
+		if mean >= rebaseFall*e.epLatency {
+			e.base, e.epFrom = mean, 0
+			return
+		}
+		e.epLimit, e.epLatency = during, mean // the latency followed: judge from here
+	}
+	if e.epFrom == 0 && g < 1 {
+		e.epFrom, e.epLimit, e.epLatency = during, during, mean
+	}
+}
+
+// endProbe ends a probe. A baseline that windows which refuse cannot
+// move may go stale under a sustained overload: too high if the service
+// got faster (a shift in the mix of requests; the limit then settles
+// too high, with a queue), too low after a noisy measure. So after
+// probeAfter windows that refused requests with no window that did not,
+// two windows run at the limit divided by tol² (a sixth lower by
+// default): the first lets the requests admitted before end, the second
+// measures. (Measuring only the requests admitted since would favour the
+// fast ones, which end first.)
+//
+// If the baseline is right or low, the limit was at most tol × the
+// capacity, so the probe runs below the capacity, with no queue: its
+// mean is the latency without a queue, and the baseline moves half-way
+// to it, up or down (half-way, since one window's mean is noisy). If the
+// baseline is too high by a factor k > tol, the probe still has a queue,
+// and its mean, about the baseline / tol, is lower than any noise would
+// make it: the baseline takes it whole. Either way the probe
+// cannot raise the baseline above the service's latency without a
+// queue, so probes cannot make it creep. A probe that moved it by more
+// than 5 % is followed by another probeAgain windows later.
+//
+// The probe costs little: it runs only when the limit is refusing
+// requests anyway, never pins the limit to a floor, runs near the
+// capacity (nearly all the throughput), and a service within its
+// capacity sees none. The limit goes back to where it was after it, and
+// the next windows correct it.
+func (e *estimator) endProbe(mean float64) {
+	e.probing, e.limit = 0, e.probeFrom
+	if mean <= 0 {
+		return
+	}
+	if math.Abs(mean-e.base) > 0.05*e.base {
+		e.saturated = probeAfter - probeAgain
+	}
+	if mean < e.base/e.tol {
+		e.base = mean
+		return
+	}
+	e.base += (mean - e.base) / 2
+}
+
+// published is the limit as the admission path uses it: rounded, within
+// [min, max].
+func (e *estimator) published() int64 {
+	return int64(math.Round(min(max(e.limit, e.min), e.max)))
+}
