@@ -11,28 +11,33 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// Defaults of AdaptiveConfig's fields, each used when the field is zero.
+// The defaults of AdaptiveConfig's fields, each used when the field is
+// zero.
 const (
-	// DefaultInitialLimit is where the limit starts: low enough that the
+	// defaultInitialLimit is where the limit starts: low enough that the
 	// first latencies are measured with little or no queue (they are the
 	// first baseline), high enough for a small service's normal load.
-	// The limit grows by up to a tenth per window while it binds.
-	DefaultInitialLimit = 20
-	// DefaultMinLimit is the floor: some parallelism is always admitted,
+	// From there it grows by a tenth (the tolerance) per window while it
+	// binds and the latency stays at the baseline.
+	defaultInitialLimit = 20
+	// defaultMinLimit is the floor: some parallelism is always admitted,
 	// so latencies keep coming to measure even when the service is very
 	// slow, and a noisy window cannot shut the service out. It is about
 	// the concurrency a small CPU-bound service on a few cores handles.
-	DefaultMinLimit = 4
-	// DefaultMaxLimit is the ceiling, as in Envoy's filter and Netflix's
+	defaultMinLimit = 4
+	// defaultMaxLimit is the ceiling, as in Envoy's filter and Netflix's
 	// Vegas limit: a bound on the queue a service can be handed before
 	// the first latencies arrive.
-	DefaultMaxLimit = 1000
-	// DefaultTolerance is how much slower than the baseline the mean
+	defaultMaxLimit = 1000
+	// defaultTolerance is how much slower than the baseline the mean
 	// latency may be before the limit falls: 1.1, so the limit settles
 	// where about a tenth of the requests in flight wait (the service's
-	// capacity plus 10 %: every worker busy, a short queue). Higher
-	// trades latency for headroom against noise.
-	DefaultTolerance = 1.1
+	// capacity plus 10 %: every worker busy, a short queue). Lower
+	// tolerances, tried in the queueing model (adaptive_sim_test.go),
+	// let noise cut the limit below the capacity now and then (1.05
+	// lost up to 4.5 % of the goodput at 2×); higher ones hold a longer
+	// queue and the latency that comes with it.
+	defaultTolerance = 1.1
 )
 
 // AdaptiveConfig configures NewAdaptive. Its zero value means the
@@ -42,16 +47,16 @@ type AdaptiveConfig struct {
 	// nanoseconds, so sub-millisecond services are measured as finely as
 	// the clock reads.
 	Clock core.Clock
-	// InitialLimit is the limit before any latency is measured (0:
-	// DefaultInitialLimit). It must be within [MinLimit, MaxLimit].
+	// InitialLimit is the limit before any latency is measured (0: 20,
+	// or MinLimit if higher). It must be within [MinLimit, MaxLimit].
 	InitialLimit int
-	// MinLimit is the floor of the limit (0: DefaultMinLimit), at least 1.
+	// MinLimit is the floor of the limit (0: 4), at least 1.
 	MinLimit int
-	// MaxLimit is the ceiling of the limit (0: DefaultMaxLimit).
+	// MaxLimit is the ceiling of the limit (0: 1000, or MinLimit if
+	// higher).
 	MaxLimit int
 	// Tolerance is the most the mean latency may exceed the baseline by,
-	// as a factor, before the limit falls (0: DefaultTolerance); from
-	// 1.01 to 10.
+	// as a factor, before the limit falls (0: 1.1); from 1.01 to 10.
 	Tolerance float64
 }
 
@@ -73,6 +78,7 @@ type AdaptiveConfig struct {
 type Adaptive struct {
 	// The admission path's state, apart from the estimator's lock.
 	inflight atomic.Int64
+	seq      atomic.Int64 // admissions, to time one in sampleEvery
 	limit    atomic.Int64 // the limit in force, published by the estimator
 	busy     atomic.Bool  // this window: in flight reached half the limit
 	refused  atomic.Bool  // this window: a request was refused
@@ -97,26 +103,26 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 		c.Clock = core.SystemClock
 	}
 	if c.MinLimit == 0 {
-		c.MinLimit = DefaultMinLimit
+		c.MinLimit = defaultMinLimit
 	}
 	if c.MaxLimit == 0 {
-		c.MaxLimit = max(DefaultMaxLimit, c.MinLimit)
+		c.MaxLimit = max(defaultMaxLimit, c.MinLimit)
 	}
 	if c.InitialLimit == 0 {
-		c.InitialLimit = min(max(DefaultInitialLimit, c.MinLimit), c.MaxLimit)
+		c.InitialLimit = min(max(defaultInitialLimit, c.MinLimit), c.MaxLimit)
 	}
 	if c.Tolerance == 0 {
-		c.Tolerance = DefaultTolerance
+		c.Tolerance = defaultTolerance
 	}
 	switch {
 	case c.MinLimit < 1:
-		return nil, fmt.Errorf("overload: MinLimit must be >= 1 (0 for the default, %d), got %d", DefaultMinLimit, c.MinLimit)
+		return nil, fmt.Errorf("overload: MinLimit must be >= 1 (0 for the default, %d), got %d", defaultMinLimit, c.MinLimit)
 	case c.MaxLimit < c.MinLimit || c.MaxLimit > math.MaxInt32:
-		return nil, fmt.Errorf("overload: MaxLimit must be from MinLimit (%d) to %d (0 for the default, %d), got %d", c.MinLimit, math.MaxInt32, DefaultMaxLimit, c.MaxLimit)
+		return nil, fmt.Errorf("overload: MaxLimit must be from MinLimit (%d) to %d (0 for the default, %d), got %d", c.MinLimit, math.MaxInt32, defaultMaxLimit, c.MaxLimit)
 	case c.InitialLimit < c.MinLimit || c.InitialLimit > c.MaxLimit:
-		return nil, fmt.Errorf("overload: InitialLimit must be from MinLimit (%d) to MaxLimit (%d) (0 for the default, %d), got %d", c.MinLimit, c.MaxLimit, DefaultInitialLimit, c.InitialLimit)
+		return nil, fmt.Errorf("overload: InitialLimit must be from MinLimit (%d) to MaxLimit (%d) (0 for the default, %d), got %d", c.MinLimit, c.MaxLimit, defaultInitialLimit, c.InitialLimit)
 	case !(c.Tolerance >= 1.01 && c.Tolerance <= 10): // NaN fails both
-		return nil, fmt.Errorf("overload: Tolerance must be from 1.01 to 10 (0 for the default, %v), got %v", DefaultTolerance, c.Tolerance)
+		return nil, fmt.Errorf("overload: Tolerance must be from 1.01 to 10 (0 for the default, %v), got %v", defaultTolerance, c.Tolerance)
 	}
 	a := &Adaptive{clock: c.Clock, max: int64(c.MaxLimit)}
 	a.est = estimator{
@@ -128,10 +134,6 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 	return a, nil
 }
 
-// AdaptiveName is the name of the limit an Adaptive's decisions carry
-// (core.Decision.Limit), as the adapters' headers show it.
-const AdaptiveName = "adaptive"
-
 // Allow admits the request if the limit allows its priority (PriorityOf
 // ctx) cost more slots: key is not used, since the limit protects the
 // whole service. An admission's Lease holds the slots until it ends; its
@@ -140,7 +142,7 @@ const AdaptiveName = "adaptive"
 // back unmeasured (core.EndIgnored). A refusal has Shed set and a
 // RetryAfter of when enough slots are expected to free, at least 1 ms.
 //
-// Decision.Limit is a core.Concurrency limit named AdaptiveName whose
+// Decision.Limit is a core.Concurrency limit named "adaptive" whose
 // Events is the current limit; Remaining is how many more cost-1
 // requests of the same priority would be admitted now. A cost below 1,
 // or above MaxLimit (never admissible), is an error wrapping
@@ -211,5 +213,5 @@ func (a *Adaptive) costError(cost int) error {
 // period is core.InFlight's one-second hint, which the adapters show as
 // the policy's window.
 func adaptiveLimit(n int64) core.Limit {
-	return core.Limit{Events: int(n), Period: time.Second, Burst: int(n), Name: AdaptiveName, Algorithm: core.Concurrency}
+	return core.Limit{Events: int(n), Period: time.Second, Burst: int(n), Name: "adaptive", Algorithm: core.Concurrency}
 }

@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
@@ -16,15 +17,21 @@ import (
 // cannot be kept (adapters, code that may end a request from several
 // places), use Allow, whose Lease ends at most once.
 type Token struct {
-	a     *Adaptive
-	start int64
-	cost  int64
+	a       *Adaptive
+	start   int64
+	cost    int64
+	sampled bool // timed: its end feeds the limit
 }
 
 // Acquire is Allow's admission without the Decision and its Lease: it
 // reports whether a request of priority p may hold cost more slots now,
 // and if so returns its Token. A refusal counts as shed, as Allow's does.
 // A cost below 1 or above MaxLimit is never admitted (and not counted).
+//
+// Every admission under a limit below 128 is timed (it reads the clock,
+// and its end feeds the limit); above, one in 2 to 8 (see sampleEvery),
+// taken in turn, so that a window still measures 128 or more while most
+// admissions read no clock.
 func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
 	c := int64(cost)
 	if c < 1 || c > a.max {
@@ -48,20 +55,37 @@ func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
 	if 2*(n+c) >= lim && !a.busy.Load() {
 		a.busy.Store(true)
 	}
-	return Token{a: a, start: a.clock.Now(), cost: c}, true
+	tok := Token{a: a, cost: c}
+	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
+		tok.start, tok.sampled = a.clock.Now(), true
+	}
+	return tok, true
+}
+
+// sampleEvery is how many admissions under limit lim share one that is
+// timed: all of them below 128, then one in 2, 4, … 2^k for a limit from
+// 2^(k+6). A window lasts two latencies, in which about twice the limit
+// end (Little's law), so a window still measures 128 to 256 of them: as
+// many as the estimator needs, while the others cost no clock read (on
+// the machines measured, the two reads of a timed request cost more than
+// the rest of its admission and end together) and take no lock.
+func sampleEvery(lim int64) int64 {
+	return 1 << max(0, bits.Len64(uint64(lim))-7)
 }
 
 // End gives the token's slots back and tells the limit how the request
 // ended: core.EndDone adds its latency (from Acquire to now) to the
 // current window, core.EndDropped counts a drop, a sign of overload
-// whatever its latency, and core.EndIgnored measures nothing.
+// whatever its latency, and core.EndIgnored measures nothing. Under a
+// limit of 128 or more, only a sample of the requests is measured (see
+// Acquire), the others' End only gives their slots back.
 func (t Token) End(how core.Ending) {
 	a := t.a
 	if a == nil {
 		return
 	}
 	a.inflight.Add(-t.cost)
-	if how == core.EndIgnored {
+	if how == core.EndIgnored || !t.sampled {
 		return
 	}
 	now := a.clock.Now()
