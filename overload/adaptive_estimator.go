@@ -26,8 +26,8 @@ const (
 	// close); probeAgain, how many pass before the next when a probe
 	// found the baseline too high.
 	probeAfter, probeAgain = 64, 2
-	// warmWindows is the window whose mean is the first baseline (see
-	// close).
+	// warmWindows is the first window whose mean counts toward the
+	// baseline (see close).
 	warmWindows = 3
 	// capFactor caps a latency counted, as a multiple of the baseline
 	// (see add). The cap must sit far above what a service's latencies
@@ -54,12 +54,13 @@ type estimator struct {
 	n, drops int
 
 	// A run of windows since the limit fell for latency (see rebase): the
-	// limit it fell from (0: none), the limit it is judged from, and the
-	// highest mean latency since.
-	epFrom, epLimit, epLatency float64
+	// limit it is judged from (0: no run), and the highest mean latency
+	// since.
+	epLimit, epLatency float64
 
 	saturated int     // windows that refused since the baseline was refreshed
-	probing   int     // windows of the probe left: 2 flushes, 1 measures
+	probing   int     // windows of the probe left: 3 flushes, 2 and 1 measure
+	probeSum  float64 // the probe's measures so far
 	warm      int     // windows before the first baseline
 	probeFrom float64 // the limit before the probe
 }
@@ -118,7 +119,10 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // alone: raising it from a queue's latencies would let it creep up under
 // a sustained overload, and lowering it from the windows that happen to
 // be fast would ratchet it down on noise. Under overload only a rebase
-// (the service itself got slower) or a probe moves it.
+// (the service itself got slower) or a probe moves it. (A queue that
+// builds up under a high limit before the first refusal, as when a step
+// of load finds the limit well above the capacity, still lifts it for a
+// few windows; the probes bring it back.)
 func (e *estimator) close(now int64, busy, refused bool) {
 	mean, se := e.last, 0.0
 	if e.n > 0 {
@@ -132,27 +136,42 @@ func (e *estimator) close(now int64, busy, refused bool) {
 	}
 	during := e.limit
 	switch {
+	case e.probing == 3:
+		e.probing = 2 // what this window measured was admitted before the probe
 	case e.probing == 2:
-		e.probing = 1 // what this window measured was admitted before the probe
+		e.probing, e.probeSum = 1, mean
 	case e.probing == 1:
-		e.endProbe(mean)
-	case e.base == 0 || mean == 0:
+		e.endProbe((e.probeSum + mean) / 2)
+	case mean == 0 || e.warm < warmWindows-1:
 		// The first windows only let the first requests end: started
 		// together, the fastest of them end first, so they would measure
-		// too low a latency. The third is the first measure, with
-		// nothing to judge it by.
-		if e.warm++; e.warm >= warmWindows {
-			e.base = mean
+		// too low a latency.
+		if mean > 0 {
+			e.warm++
 		}
 	default:
-		if !refused {
+		if e.warm < warmWindows+2 {
+			// The next three are the first baseline, their average
+			// whether they refused or not (one window is too noisy to
+			// stand alone). If one refused, the windows after may all
+			// refuse, and leave the baseline to the probes: the first
+			// comes probeAgain windows later. The limit moves from the
+			// window after.
+			e.warm++
+			e.base += (mean - e.base) / float64(e.warm-warmWindows+1)
+			if refused {
+				e.saturated = probeAfter - probeAgain
+			}
+			break
+		}
+		if refused {
+			e.saturated++
+		} else {
 			e.base += (mean - e.base) * baseStep
 			e.saturated = 0
-		} else {
-			e.saturated++
 		}
 		if !busy {
-			e.epFrom = 0
+			e.epLimit = 0
 			break
 		}
 		g := e.gradient(mean, se)
@@ -162,7 +181,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		}
 		e.limit = min(max(e.limit*g, e.min), e.max)
 		if e.saturated >= probeAfter && e.limit > e.min {
-			e.probing, e.probeFrom, e.saturated = 2, e.limit, 0
+			e.probing, e.probeFrom, e.saturated = 3, e.limit, 0
 			e.limit = max(e.limit/(e.tol*e.tol), e.min)
 		}
 	}
@@ -185,8 +204,8 @@ func (e *estimator) gradient(mean, se float64) float64 {
 }
 
 // rebase raises the baseline when the latency is not the queue's. A run
-// starts at the first window that lowers the limit for latency (g < 1)
-// and lasts until the limit is back where it started. If within it the
+// starts at a window that lowers the limit for latency (g < 1) and lasts
+// until the limit is back where it is judged from. If within it the
 // limit has halved (or reached the floor) and the mean latency is within
 // a tenth of the highest it has been since (else it is judged again from
 // there: the highest, since a queue's latency lags the limit by a
@@ -199,17 +218,17 @@ func (e *estimator) gradient(mean, se float64) float64 {
 func (e *estimator) rebase(during, mean, g float64) {
 	e.epLatency = max(e.epLatency, mean)
 	switch {
-	case e.epFrom != 0 && during >= e.epFrom:
-		e.epFrom = 0 // the limit is back: the run is over
-	case e.epFrom != 0 && (during <= e.epLimit/2 || during <= e.min):
+	case e.epLimit != 0 && during >= e.epLimit:
+		e.epLimit = 0 // the limit is back: the run is over
+	case e.epLimit != 0 && (during <= e.epLimit/2 || during <= e.min):
 		if mean >= rebaseFall*e.epLatency {
-			e.base, e.epFrom = mean, 0
+			e.base, e.epLimit = mean, 0
 			return
 		}
 		e.epLimit, e.epLatency = during, mean // the latency followed: judge from here
 	}
-	if e.epFrom == 0 && g < 1 {
-		e.epFrom, e.epLimit, e.epLatency = during, during, mean
+	if e.epLimit == 0 && g < 1 {
+		e.epLimit, e.epLatency = during, mean
 	}
 }
 
@@ -218,15 +237,15 @@ func (e *estimator) rebase(during, mean, g float64) {
 // got faster (a shift in the mix of requests; the limit then settles
 // too high, with a queue), too low after a noisy measure. So after
 // probeAfter windows that refused requests with no window that did not,
-// two windows run at the limit divided by tol² (a sixth lower by
-// default): the first lets the requests admitted before end, the second
-// measures. (Measuring only the requests admitted since would favour the
-// fast ones, which end first.)
+// three windows run at the limit divided by tol² (a sixth lower by
+// default): the first lets the requests admitted before end, the next
+// two measure. (Measuring only the requests admitted since would favour
+// the fast ones, which end first.)
 //
 // If the baseline is right or low, the limit was at most tol × the
 // capacity, so the probe runs below the capacity, with no queue: its
 // mean is the latency without a queue, and the baseline moves half-way
-// to it, up or down (half-way, since one window's mean is noisy). If the
+// to it, up or down (half-way, since two windows' mean is noisy). If the
 // baseline is too high by a factor k > tol, the probe still has a queue,
 // and its mean, about the baseline / tol, is lower than any noise would
 // make it: the baseline takes it whole. Either way the probe

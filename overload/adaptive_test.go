@@ -60,10 +60,12 @@ func (f *fixture) batch(n int, lat time.Duration, how core.Ending, dropped int, 
 	}
 }
 
-// warm runs the three windows of 16 requests after which the baseline is
-// lat: the first two only let the first requests end.
+// warm runs the five windows of 16 requests after which the baseline is
+// lat: the first two only let the first requests end, the next three
+// are averaged. The first probe is due probeAgain windows that refuse
+// later.
 func (f *fixture) warm(lat time.Duration) {
-	for range warmWindows {
+	for range warmWindows + 2 {
 		f.batch(minSamples, lat, core.EndDone, 0, false)
 	}
 	if got := f.a.Stats().Baseline; got != lat {
@@ -165,17 +167,18 @@ func TestAdaptiveNoCreep(t *testing.T) {
 			t.Fatalf("window %d: baseline %v, limit %d; want 1ms, 20 (17 in a probe)", i, st.Baseline, st.Limit)
 		}
 	}
-	if probes != 2*3 { // three probes of two windows
-		t.Fatalf("%d windows probed, want 6", probes)
+	if probes != 3*3 { // three probes of three windows
+		t.Fatalf("%d windows probed, want 9", probes)
 	}
 }
 
 // TestAdaptiveProbe: a service that got faster through a sustained
 // overload leaves the baseline stale high; a probe finds it out. After
-// probeAfter windows that refused, two windows run at limit/tol² =
-// 20/1.21 = 16.5; the second measures 1 ms, below the baseline / tol:
-// the baseline takes it, and the next probe comes probeAgain windows
-// later. (probeAgain is 2: the test spells the windows out.)
+// probeAfter windows that refused, three windows run at limit/tol² =
+// 20/1.21 = 16.5; the first is ignored, the next two measure 0.9 and
+// 1.1 ms, 1 ms on average, below the baseline / tol: the baseline takes
+// it, and the next probe comes probeAgain windows later. (probeAgain is
+// 2: the test spells the windows out.)
 func TestAdaptiveProbe(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{})
 	f.warm(2 * time.Millisecond)
@@ -189,11 +192,12 @@ func TestAdaptiveProbe(t *testing.T) {
 			t.Fatalf("window %d: limit %d, want %d", i, got, want)
 		}
 	}
-	f.batch(minSamples, time.Millisecond, core.EndDone, 0, true) // lets the earlier requests end
+	f.batch(minSamples, 1500*time.Microsecond, core.EndDone, 0, true) // lets the earlier requests end
+	f.batch(minSamples, 900*time.Microsecond, core.EndDone, 0, true)
 	if st := f.a.Stats(); st.Limit != 17 || st.Baseline != 2*time.Millisecond {
-		t.Fatalf("after the probe's first window: %+v, want limit 17, baseline 2ms", st)
+		t.Fatalf("after the probe's first two windows: %+v, want limit 17, baseline 2ms", st)
 	}
-	f.batch(minSamples, time.Millisecond, core.EndDone, 0, true)
+	f.batch(minSamples, 1100*time.Microsecond, core.EndDone, 0, true)
 	if st := f.a.Stats(); st.Limit != 20 || st.Baseline != time.Millisecond {
 		t.Fatalf("after the probe: %+v, want limit 20, baseline 1ms", st)
 	}
@@ -204,7 +208,7 @@ func TestAdaptiveProbe(t *testing.T) {
 		t.Fatalf("limit %d, want 22", got)
 	}
 	f.batch(minSamples, time.Millisecond, core.EndDone, 0, true)
-	if got := f.limit(); got != 20 || f.a.est.probing != 2 {
+	if got := f.limit(); got != 20 || f.a.est.probing != 3 {
 		t.Fatalf("limit %d, probing %d; want 20 (24.2/1.21), the next probe", got, f.a.est.probing)
 	}
 }
