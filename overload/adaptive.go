@@ -68,10 +68,12 @@ type AdaptiveConfig struct {
 //
 // The limit is global: every key shares it. A request's Priority
 // (PriorityOf its context) sets how full it may find the service: a
-// Critical request is admitted while fewer than the limit are in flight,
-// a Normal one while fewer than 3/4 of it, a Sheddable one 1/2, and any
-// lower priority 1/4. Under overload the lowest priority is thus shed
-// first, and critical traffic keeps the top quarter to itself.
+// Normal request is admitted while fewer than the limit are in flight, a
+// Critical one (or higher) while fewer than 4/3 of it, a Sheddable one
+// 2/3, and any lower priority 1/3. Under overload the lowest priority is
+// thus shed first, and critical traffic has room no other class may
+// fill. Tenants (keys) within a priority are not told apart: under
+// overload they share as their arrivals do, first come first served.
 //
 // It is safe for concurrent use. Admission takes no lock; the end of a
 // request takes a short one to add its latency to the current window.
@@ -190,7 +192,7 @@ func (e *leaseEnd) end(_ context.Context, how core.Ending) error {
 // request, not both: a Lease ended after a Refund gives its slots back
 // again. Ending the Lease with core.EndIgnored is the usual way to undo
 // an admission. It errors only for a cost Allow would refuse as invalid.
-func (a *Adaptive) Refund(_ context.Context, _ string, cost int) error {
+func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
 	if cost < 1 || int64(cost) > a.max {
 		return a.costError(cost)
 	}
