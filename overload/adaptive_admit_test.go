@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,42 +123,44 @@ func TestAdaptiveLease(t *testing.T) {
 	}
 }
 
-// TestAdaptiveExactAdmission: goroutines racing on a frozen clock are
-// admitted exactly up to the limit, and every lease ended gives its
-// slot back.
+// TestAdaptiveExactAdmission: goroutines released together on a frozen
+// clock are admitted exactly up to the limit, round after round, and
+// every lease ended gives its slot back.
 func TestAdaptiveExactAdmission(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 37})
-	var admitted atomic.Int64
-	var mu sync.Mutex
-	var leases []*core.Lease
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for range 8 {
-				d, err := f.a.Allow(context.Background(), "k", 1)
+	ctx := context.Background()
+	for round := range 100 {
+		gate := make(chan struct{})
+		var mu sync.Mutex
+		var leases []*core.Lease
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				<-gate
+				d, err := f.a.Allow(ctx, "k", 1)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				if d.Allowed {
-					admitted.Add(1)
 					mu.Lock()
 					leases = append(leases, d.Lease)
 					mu.Unlock()
 				}
-			}
-		})
-	}
-	wg.Wait()
-	if got := admitted.Load(); got != 37 {
-		t.Fatalf("%d admitted, want exactly 37", got)
-	}
-	for _, l := range leases {
-		wg.Go(func() { _ = l.End(context.Background(), core.EndIgnored) })
-	}
-	wg.Wait()
-	if got := f.a.Stats().InFlight; got != 0 {
-		t.Fatalf("%d in flight after every lease ended, want 0", got)
+			})
+		}
+		close(gate)
+		wg.Wait()
+		if len(leases) != 37 {
+			t.Fatalf("round %d: %d admitted, want exactly 37", round, len(leases))
+		}
+		for _, l := range leases {
+			wg.Go(func() { _ = l.End(ctx, core.EndIgnored) })
+		}
+		wg.Wait()
+		if got := f.a.Stats().InFlight; got != 0 {
+			t.Fatalf("round %d: %d in flight after every lease ended, want 0", round, got)
+		}
 	}
 }
 

@@ -233,3 +233,48 @@ func TestAdaptiveBaselineDecays(t *testing.T) {
 		t.Fatalf("limit %d, want 40: never half full, it holds", got)
 	}
 }
+
+// TestAdaptiveStraySlow: one request of a window of 16 that takes a
+// thousand times the baseline (a GC pause) counts as 8 × the baseline,
+// and the window's spread keeps the limit where it is: the mean,
+// (15 × 1 + 8)/16 = 1.44 ms, is within a standard error (0.42 ms) of
+// the target, 1.1 ms. (Uncapped, the mean would be 63 ms.)
+func TestAdaptiveStraySlow(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	f.warm(time.Millisecond)
+	f.clk.Advance(2 * time.Millisecond)
+	var toks []Token
+	for range minSamples {
+		tok, _ := f.a.Acquire(Normal, 1)
+		toks = append(toks, tok)
+	}
+	f.clk.Advance(time.Millisecond)
+	for _, tok := range toks[1:] {
+		tok.End(core.EndDone)
+	}
+	f.clk.Advance(time.Second)
+	toks[0].End(core.EndDone)
+	if st := f.a.Stats(); st.Limit != 20 || st.Latency != 1437500 {
+		t.Fatalf("%+v, want limit 20, latency 1.4375ms", st)
+	}
+}
+
+// TestAdaptiveSampling: under a limit of 128 or more only one admission
+// in sampleEvery is timed, in turn; below, every one.
+func TestAdaptiveSampling(t *testing.T) {
+	for _, c := range []struct{ limit, every int }{{100, 1}, {127, 1}, {128, 2}, {256, 4}, {1000, 8}} {
+		if got := sampleEvery(int64(c.limit)); got != int64(c.every) {
+			t.Errorf("sampleEvery(%d) = %d, want %d", c.limit, got, c.every)
+		}
+		f := newFixture(t, AdaptiveConfig{InitialLimit: c.limit})
+		timed := 0
+		for range 64 {
+			if tok, _ := f.a.Acquire(Normal, 1); tok.sampled {
+				timed++
+			}
+		}
+		if timed != 64/c.every {
+			t.Errorf("limit %d: %d of 64 timed, want %d", c.limit, timed, 64/c.every)
+		}
+	}
+}
