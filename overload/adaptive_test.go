@@ -278,3 +278,30 @@ func TestAdaptiveSampling(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveLowClassGrows: a service that gets only the lowest
+// priority, admitted below a third of the limit, never has half the
+// limit in flight; its refusals show that the limit binds, and with the
+// latency at the baseline it grows.
+func TestAdaptiveLowClassGrows(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 60})
+	f.warm(time.Millisecond)
+	for _, want := range []int{66, 73} {
+		f.clk.Advance(2 * time.Millisecond)
+		var toks []Token
+		for {
+			tok, ok := f.a.Acquire(-100, 1)
+			if !ok {
+				break
+			}
+			toks = append(toks, tok)
+		}
+		f.clk.Advance(time.Millisecond)
+		for _, tok := range toks {
+			tok.End(core.EndDone)
+		}
+		if got := f.limit(); got != want || len(toks) < minSamples {
+			t.Fatalf("limit %d after %d admitted, want %d", got, len(toks), want)
+		}
+	}
+}

@@ -91,7 +91,10 @@ func (t Token) End(how core.Ending) {
 	now := a.clock.Now()
 	a.mu.Lock()
 	if a.est.add(t.start, now, how == core.EndDropped) {
-		a.est.close(now, a.busy.Swap(false), a.refused.Swap(false))
+		// A refusal means the limit binds too, for the class refused,
+		// however few are in flight.
+		refused := a.refused.Swap(false)
+		a.est.close(now, a.busy.Swap(false) || refused, refused)
 		a.limit.Store(a.est.published())
 		a.latency.Store(int64(a.est.last))
 		a.baseNs.Store(int64(a.est.base))
