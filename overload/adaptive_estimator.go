@@ -22,9 +22,10 @@ const (
 	// limit halved is not our queue's (see rebase).
 	rebaseFall = 0.9
 	// probeAfter is how many windows that refused requests may pass
-	// without a low-load window before a probe checks the baseline (see
-	// close); probeAgain, how many pass before the next when a probe
-	// found the baseline too high.
+	// without one that refused none before a probe checks the baseline
+	// (see endProbe); probeAgain, how many pass before the next when a
+	// probe moved the baseline by more than 5 %, or after a warm-up
+	// that refused.
 	probeAfter, probeAgain = 64, 2
 	// warmWindows is the first window whose mean counts toward the
 	// baseline (see close).
@@ -61,7 +62,7 @@ type estimator struct {
 	saturated int     // windows that refused since the baseline was refreshed
 	probing   int     // windows of the probe left: 3 flushes, 2 and 1 measure
 	probeSum  float64 // the probe's measures so far
-	warm      int     // windows before the first baseline
+	warm      int     // windows of the warm-up so far (see close)
 	probeFrom float64 // the limit before the probe
 }
 
@@ -125,7 +126,7 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // few windows; the probes bring it back.)
 func (e *estimator) close(now int64, busy, refused bool) {
 	mean, se := e.last, 0.0
-	if e.n > 0 {
+	if e.n > 0 && e.sum > 0 { // a clock that did not move measures nothing
 		mean = e.sum / float64(e.n)
 		cv2 := max(e.sumSq/float64(e.n)-mean*mean, 0) / (mean * mean)
 		if e.cv2 == 0 {

@@ -305,3 +305,27 @@ func TestAdaptiveLowClassGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveFrozenClock: windows whose requests took no time (a clock
+// that does not move, or reads coarsely) measure nothing and change
+// nothing; the limit works on once the clock moves.
+func TestAdaptiveFrozenClock(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	for range 20 {
+		toks := make([]Token, minSamples)
+		for i := range toks {
+			toks[i], _ = f.a.Acquire(Normal, 1)
+		}
+		for _, tok := range toks {
+			tok.End(core.EndDone)
+		}
+	}
+	if st := f.a.Stats(); st.Limit != 20 || st.Baseline != 0 || st.Latency != 0 {
+		t.Fatalf("%+v after windows of no latency, want limit 20 and nothing measured", st)
+	}
+	f.warm(time.Millisecond)
+	f.batch(20, time.Millisecond, core.EndDone, 0, false)
+	if got := f.limit(); got != 22 {
+		t.Fatalf("limit %d, want 22", got)
+	}
+}
