@@ -3,6 +3,7 @@ package overload
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -72,8 +73,9 @@ type AdaptiveConfig struct {
 // Critical one (or higher) while fewer than 4/3 of it, a Sheddable one
 // 2/3, and any lower priority 1/3. Under overload the lowest priority is
 // thus shed first, and critical traffic has room no other class may
-// fill. Tenants (keys) within a priority are not told apart: under
-// overload they share as their arrivals do, first come first served.
+// fill. Within a priority, Allow shares the service fairly between
+// tenants (keys) once it is more than 3/4 full; Acquire takes no key and
+// does not.
 //
 // It is safe for concurrent use. Admission takes no lock; the end of a
 // request takes a short one to add its latency to the current window.
@@ -92,6 +94,7 @@ type Adaptive struct {
 	clock core.Clock
 	pool  sync.Pool // of *leaseEnd (see Allow)
 	max   int64
+	fair  fairness
 
 	mu  sync.Mutex
 	est estimator
@@ -127,6 +130,7 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 		return nil, fmt.Errorf("overload: Tolerance must be from 1.01 to 10 (0 for the default, %v), got %v", defaultTolerance, c.Tolerance)
 	}
 	a := &Adaptive{clock: c.Clock, max: int64(c.MaxLimit)}
+	a.fair.seed = maphash.MakeSeed()
 	a.est = estimator{
 		min: float64(c.MinLimit), max: float64(c.MaxLimit), tol: c.Tolerance,
 		limit: float64(c.InitialLimit), winStart: c.Clock.Now(),
@@ -137,8 +141,12 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 }
 
 // Allow admits the request if the limit allows its priority (PriorityOf
-// ctx) cost more slots: key is not used, since the limit protects the
-// whole service. An admission's Lease holds the slots until it ends; its
+// ctx) cost more slots, and its tenant, key, its fair share of them: the
+// limit protects the whole service, and once it is more than 3/4 full a
+// key (below Critical) may hold at most ceil(its priority's threshold /
+// keys in flight), so that one key flooding the service is shed before
+// the others (keys are hashed into 64 slots, which keys that fall
+// together share). An admission's Lease holds the slots until it ends; its
 // End measures the request's latency for the limit (core.EndDone), counts
 // it as a drop (core.EndDropped: a sign of overload), or gives the slots
 // back unmeasured (core.EndIgnored). A refusal has Shed set and a
@@ -154,9 +162,10 @@ func (a *Adaptive) Allow(ctx context.Context, key string, cost int) (core.Decisi
 		return core.Decision{}, a.costError(cost)
 	}
 	p := PriorityOf(ctx)
-	tok, ok := a.Acquire(p, cost)
-	if !ok {
-		return a.refusal(p, int64(cost)), nil
+	slot := a.fair.slotOf(key)
+	tok, why := a.acquire(p, int64(cost), slot)
+	if why != admitted {
+		return a.refusal(p, int64(cost), slot, why), nil
 	}
 	e := a.pool.Get().(*leaseEnd)
 	e.tok = tok
@@ -188,7 +197,7 @@ func (e *leaseEnd) end(_ context.Context, how core.Ending) error {
 }
 
 // Refund gives cost slots back without a Lease, never below none in
-// flight, and measures nothing. Use a Decision's Lease or Refund for a
+// flight (nor below none held by key's tenant), and measures nothing. Use a Decision's Lease or Refund for a
 // request, not both: a Lease ended after a Refund gives its slots back
 // again. Ending the Lease with core.EndIgnored is the usual way to undo
 // an admission. It errors only for a cost Allow would refuse as invalid.
@@ -196,6 +205,7 @@ func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
 	if cost < 1 || int64(cost) > a.max {
 		return a.costError(cost)
 	}
+	a.fair.give(a.fair.slotOf(key), int64(cost))
 	for {
 		n := a.inflight.Load()
 		if a.inflight.CompareAndSwap(n, max(0, n-int64(cost))) {

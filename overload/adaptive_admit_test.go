@@ -3,6 +3,7 @@ package overload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -158,8 +159,8 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 			wg.Go(func() { _ = l.End(ctx, core.EndIgnored) })
 		}
 		wg.Wait()
-		if got := f.a.Stats().InFlight; got != 0 {
-			t.Fatalf("round %d: %d in flight after every lease ended, want 0", round, got)
+		if got, tenants := f.a.Stats().InFlight, f.a.fair.active.Load(); got != 0 || tenants != 0 {
+			t.Fatalf("round %d: %d in flight, %d tenants after every lease ended, want 0, 0", round, got, tenants)
 		}
 	}
 }
@@ -229,5 +230,53 @@ func TestAdaptiveConfig(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "overload: "+c.want) {
 			t.Errorf("NewAdaptive(%+v) = %v, want an error about %s", c.cfg, err, c.want)
 		}
+	}
+}
+
+// TestAdaptiveFairShare: under limit 20, tenant a holds 12 and tenant b
+// 4; past 3/4 of the limit (15) each may hold at most its fair share,
+// ceil(20/2) = 10: a is refused with 16 in flight, b is admitted up to
+// the limit; a Critical request of a is admitted all the same (critical
+// requests are not told apart by tenant). a's refusal waits for its own
+// requests: it lacks 12 + 1 − 10 = 3 of its 12, a quarter of the 1 s
+// latency assumed before any is measured.
+func TestAdaptiveFairShare(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	ka, kb := "a", "b"
+	for i := 0; f.a.fair.slotOf(kb) == f.a.fair.slotOf(ka); i++ {
+		kb = fmt.Sprint("b", i)
+	}
+	ctx := context.Background()
+	allow := func(key string, n int) (admitted int, last core.Decision) {
+		for range n {
+			d, err := f.a.Allow(ctx, key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				return admitted, d
+			}
+			admitted++
+		}
+		return admitted, core.Decision{}
+	}
+	if n, _ := allow(ka, 12); n != 12 {
+		t.Fatalf("a: %d admitted, want 12", n)
+	}
+	if n, _ := allow(kb, 4); n != 4 {
+		t.Fatalf("b: %d admitted, want 4", n)
+	}
+	n, d := allow(ka, 1)
+	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
+		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	}
+	if n, _ := allow(kb, 10); n != 4 {
+		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	}
+	if d, _ := f.a.Allow(NewContext(ctx, Critical), ka, 1); !d.Allowed {
+		t.Fatalf("a's critical request: %+v, want admitted", d)
+	}
+	if got := f.a.fair.active.Load(); got != 2 {
+		t.Fatalf("%d tenants in flight, want 2", got)
 	}
 }

@@ -2,6 +2,7 @@ package overload
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -26,6 +27,7 @@ type simServer struct {
 	active  int      // workers that take new jobs (the capacity)
 	queue   []simJob
 	mix     []Priority // arrivals' priorities, drawn uniformly
+	tenants []string   // arrivals' keys, drawn uniformly (none: Acquire)
 	svc     time.Duration
 	sigma   float64
 	load    float64 // arrivals, as a multiple of the capacity
@@ -36,9 +38,18 @@ type simServer struct {
 	limits                  []int
 	lats                    []time.Duration // of the requests served
 	byPrio                  map[Priority]*simCount
+	byTenant                map[string]simCount
 }
 
 type simCount struct{ offered, admitted int }
+
+func (c simCount) add(admitted bool) simCount {
+	c.offered++
+	if admitted {
+		c.admitted++
+	}
+	return c
+}
 
 type simJob struct {
 	tok          Token
@@ -53,7 +64,7 @@ func newSim(t *testing.T, workers int, svc time.Duration, seed uint64) *simServe
 	}
 	s := &simServer{t: t, rng: rand.New(rand.NewPCG(seed, 1)), clk: clk, lim: lim,
 		workers: make([]simJob, workers), active: workers, svc: svc, sigma: 0.5, load: 0.5,
-		mix: []Priority{Normal}, byPrio: map[Priority]*simCount{}}
+		mix: []Priority{Normal}, byPrio: map[Priority]*simCount{}, byTenant: map[string]simCount{}}
 	s.next = clk.Now()
 	return s
 }
@@ -69,6 +80,7 @@ func (s *simServer) capacity() float64 { return float64(s.active) / s.svc.Second
 func (s *simServer) reset() {
 	s.offered, s.admitted, s.good, s.limits, s.lats = 0, 0, 0, s.limits[:0], s.lats[:0]
 	clear(s.byPrio)
+	clear(s.byTenant)
 }
 
 // setWorkers changes the capacity live: workers beyond n finish their
@@ -128,7 +140,19 @@ func (s *simServer) run(d time.Duration) {
 			s.byPrio[p] = c
 		}
 		c.offered++
-		if tok, ok := s.lim.Acquire(p, 1); ok {
+		var tenant string
+		var tok Token
+		var ok bool
+		if len(s.tenants) > 0 {
+			tenant = s.tenants[s.rng.IntN(len(s.tenants))]
+			var v verdict
+			tok, v = s.lim.acquire(p, 1, s.lim.fair.slotOf(tenant))
+			ok = v == admitted
+			s.byTenant[tenant] = s.byTenant[tenant].add(ok)
+		} else {
+			tok, ok = s.lim.Acquire(p, 1)
+		}
+		if ok {
 			s.admitted++
 			c.admitted++
 			s.queue = append(s.queue, simJob{tok: tok, arrived: now})
@@ -380,5 +404,32 @@ func TestAdaptiveSimBursts(t *testing.T) {
 	t.Logf("bursts: %d of %d refused; between them: %d of %d", burst[1], burst[0], between[1], between[0])
 	if between[1]*1000 > between[0] {
 		t.Errorf("between the bursts %d of %d refused, want <= 0.1 %%", between[1], between[0])
+	}
+}
+
+// TestAdaptiveSimTenants: at 3× the capacity, one tenant sends nine
+// tenths of the traffic and another one tenth (0.3× the capacity, less
+// than its fair share, half): the small tenant is served whole, the
+// large one gets the rest; first come, first served would have cut both
+// to a third.
+func TestAdaptiveSimTenants(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, 40, 5*time.Millisecond, *simSeedFlag)
+	small := "small"
+	for i := 0; s.lim.fair.slotOf(small) == s.lim.fair.slotOf("big"); i++ {
+		small = fmt.Sprint("small", i) // one slot holds both: take another key
+	}
+	s.tenants = []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", small}
+	s.run(2 * time.Second)
+	s.load = 3
+	s.run(time.Second)
+	s.reset()
+	s.run(5 * time.Second)
+	_, _, _, goodput := s.stats(5 * time.Second)
+	b, sm := s.byTenant["big"], s.byTenant[small]
+	t.Logf("admitted: big %d of %d, small %d of %d (%.4f); goodput %.3f",
+		b.admitted, b.offered, sm.admitted, sm.offered, float64(sm.admitted)/float64(sm.offered), goodput)
+	if sm.admitted*1000 < sm.offered*995 || goodput < 0.95 {
+		t.Errorf("want the small tenant >= 99.5 %% admitted, goodput >= 0.95")
 	}
 }

@@ -20,7 +20,8 @@ type Token struct {
 	a       *Adaptive
 	start   int64
 	cost    int64
-	sampled bool // timed: its end feeds the limit
+	sampled bool  // timed: its end feeds the limit
+	slot    uint8 // the tenant slot it holds, plus one (0: none; see fairness)
 }
 
 // Acquire is Allow's admission without the Decision and its Lease: it
@@ -37,29 +38,55 @@ func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
 	if c < 1 || c > a.max {
 		return Token{}, false
 	}
+	tok, v := a.acquire(p, c, 0)
+	return tok, v == admitted
+}
+
+// verdict is why acquire admitted or refused a request.
+type verdict uint8
+
+const (
+	admitted  verdict = iota
+	overLimit         // the threshold of its priority
+	overShare         // its tenant's fair share (see fairness)
+)
+
+// acquire admits a request of priority p, cost c (valid) and tenant
+// slot (0: none) if its priority's threshold, and its tenant's share,
+// allow.
+func (a *Adaptive) acquire(p Priority, c int64, slot uint8) (Token, verdict) {
 	lim := a.limit.Load()
 	t := threshold(lim, p)
 	n := a.inflight.Load()
 	for {
 		if n+c > t {
 			a.refuse(p)
-			return Token{}, false
+			return Token{}, overLimit
+		}
+		if slot != 0 && p < Critical {
+			if held, share := a.fair.share(slot, n+c, t); held+c > share {
+				a.refuse(p)
+				return Token{}, overShare
+			}
 		}
 		if a.inflight.CompareAndSwap(n, n+c) {
 			break
 		}
 		n = a.inflight.Load()
 	}
+	if slot != 0 {
+		a.fair.take(slot, c)
+	}
 	// The limit binds only when the service is at least half full: below
 	// that, latencies say nothing about whether more would fit.
 	if 2*(n+c) >= lim && !a.busy.Load() {
 		a.busy.Store(true)
 	}
-	tok := Token{a: a, cost: c}
+	tok := Token{a: a, cost: c, slot: slot}
 	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
 		tok.start, tok.sampled = a.clock.Now(), true
 	}
-	return tok, true
+	return tok, admitted
 }
 
 // sampleEvery is how many admissions under limit lim share one that is
@@ -83,6 +110,9 @@ func (t Token) End(how core.Ending) {
 	a := t.a
 	if a == nil {
 		return
+	}
+	if t.slot != 0 {
+		a.fair.give(t.slot, t.cost)
 	}
 	a.inflight.Add(-t.cost)
 	if how == core.EndIgnored || !t.sampled {
@@ -140,18 +170,26 @@ func (a *Adaptive) refuse(p Priority) {
 	a.shed[class(p)].Add(1)
 }
 
-// refusal is the Decision for a request of priority p and cost refused
-// now. Its RetryAfter is when enough slots should have freed for it:
-// requests end at about in-flight / latency per unit of time (Little's
-// law), so the slots it lacks free in lacking × latency / in-flight.
-func (a *Adaptive) refusal(p Priority, cost int64) core.Decision {
+// refusal is the Decision for a request of priority p, cost and tenant
+// slot refused now (why). Its RetryAfter is when enough slots should
+// have freed for it: requests end at about in-flight / latency per unit
+// of time (Little's law), so the slots it lacks free in lacking ×
+// latency / in-flight; for a tenant over its share, its own requests
+// must free them (fairWait).
+func (a *Adaptive) refusal(p Priority, cost int64, slot uint8, why verdict) core.Decision {
 	lim := a.limit.Load()
 	n := a.inflight.Load()
-	lacking := max(1, n+cost-threshold(lim, p))
+	t := threshold(lim, p)
 	r := a.turnover()
-	wait := r
-	if n > 0 {
-		wait = time.Duration(float64(r) * float64(lacking) / float64(n))
+	var wait time.Duration
+	switch {
+	case why == overShare:
+		held, share := a.fair.share(slot, n+cost, t)
+		wait = fairWait(r, held, cost, share)
+	case n > 0:
+		wait = time.Duration(float64(r) * float64(max(1, n+cost-t)) / float64(n))
+	default:
+		wait = r
 	}
 	wait = max(wait, time.Millisecond)
 	return core.Decision{

@@ -36,6 +36,9 @@
 // A request's [Priority] sets how full it may find the service:
 // Sheddable requests are admitted below 2/3 of the limit, Normal ones
 // below the limit, Critical ones below 4/3 of it, so that the lowest are
-// shed first. [Adaptive.Acquire] admits with no allocation, for code that
-// ends each admission once; Allow's Lease allocates once.
+// shed first. Within a priority below Critical, once the service is more
+// than 3/4 full, a tenant (Allow's key) may hold at most its fair share,
+// ceil(threshold / tenants in flight): one that floods the service is
+// shed before the others. [Adaptive.Acquire] admits with no allocation,
+// for code that ends each admission once; Allow's Lease allocates once.
 package overload
