@@ -78,7 +78,8 @@ type AdaptiveConfig struct {
 // does not.
 //
 // It is safe for concurrent use. Admission takes no lock; the end of a
-// request takes a short one to add its latency to the current window.
+// timed request (all of them under a limit below 128, a sample above)
+// takes a short one to add its latency to the current window.
 type Adaptive struct {
 	// The admission path's state, apart from the estimator's lock.
 	inflight atomic.Int64

@@ -133,3 +133,38 @@ func BenchmarkStaticConcurrencyParallel(b *testing.B) {
 		}
 	})
 }
+
+// The refusals, under a limit held full (most decisions at 5× the
+// capacity): no clock read, no allocation.
+func BenchmarkAdaptiveRefuse(b *testing.B) {
+	lim := newBenchAdaptiveAt(b, 4)
+	for range 4 {
+		lim.Acquire(overload.Normal, 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok := lim.Acquire(overload.Normal, 1); ok {
+				b.Error("admitted")
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkAdaptiveAllowRefuse(b *testing.B) {
+	lim := newBenchAdaptiveAt(b, 4)
+	ctx := context.Background()
+	for range 4 {
+		lim.Acquire(overload.Normal, 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if d, _ := lim.Allow(ctx, "k", 1); d.Allowed {
+				b.Error("admitted")
+				return
+			}
+		}
+	})
+}
