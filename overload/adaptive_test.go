@@ -108,9 +108,9 @@ func TestAdaptiveAppLimited(t *testing.T) {
 
 // TestAdaptiveFalls: under overload (every window refuses some), a
 // latency above the target lowers the limit in proportion, at most
-// halving it, never below MinLimit; and once it has halved with the
-// latency not falling, the latency is the service's own: the baseline
-// is rebased to it and the limit grows again.
+// halving it, never below MinLimit; and once it has been halved for two
+// windows with the latency not falling, the latency is the service's
+// own: the baseline is rebased to it and the limit grows again.
 func TestAdaptiveFalls(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{MinLimit: minSamples, InitialLimit: 30})
 	f.warm(time.Millisecond)
@@ -121,7 +121,8 @@ func TestAdaptiveFalls(t *testing.T) {
 	}{
 		{1500 * time.Microsecond, 22, time.Millisecond},  // 30 × 1.1/1.5 = 22
 		{3 * time.Millisecond, 16, time.Millisecond},     // × 0.5 (at most halved) = 11: the floor
-		{3 * time.Millisecond, 16, 3 * time.Millisecond}, // halved, the latency did not fall: rebased
+		{3 * time.Millisecond, 16, time.Millisecond},     // one window at the floor: it measures what came before
+		{3 * time.Millisecond, 16, 3 * time.Millisecond}, // two: the latency did not fall, rebased
 		{3 * time.Millisecond, 18, 3 * time.Millisecond}, // the latency is the baseline: 16 × 1.1
 	}
 	for i, s := range steps {

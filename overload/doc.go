@@ -14,7 +14,7 @@
 // every window (at least 16 requests and twice the last mean latency)
 // moves the limit by the gradient g of the window's mean latency against
 // a baseline, the latency without a queue: L' = L × g, with
-// g = 1.1 × baseline / mean (held at 1 while the mean is within a
+// g = 1.1 × baseline / mean (held at 1 while the mean is within about a
 // standard error of that target), at most halving and doubling, within a
 // floor and a ceiling (4 and 1000 by default). In a queue the latency
 // grows as the limit does, so the limit settles at about 1.1 × the
