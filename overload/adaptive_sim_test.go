@@ -279,7 +279,7 @@ func (s *simServer) settle(lo, hi float64, limit time.Duration) time.Duration {
 //     within 2 s;
 //   - the service back to 5 ms while overloaded: the baseline is stale
 //     high, and probes bring it down, settled within 10 s (seeds 1–8:
-//     0.9–7.4 s);
+//     3–9 s);
 //   - the overload over: no refusals at half load.
 func TestAdaptiveSimChanges(t *testing.T) {
 	t.Parallel()
