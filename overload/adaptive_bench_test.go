@@ -105,7 +105,7 @@ func BenchmarkAdaptiveAllowParallel(b *testing.B) {
 	})
 }
 
-func BenchmarkStaticConcurrency(b *testing.B) {
+func BenchmarkCoreConcurrency(b *testing.B) {
 	lim := newBenchStatic(b)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -118,7 +118,7 @@ func BenchmarkStaticConcurrency(b *testing.B) {
 	}
 }
 
-func BenchmarkStaticConcurrencyParallel(b *testing.B) {
+func BenchmarkCoreConcurrencyParallel(b *testing.B) {
 	lim := newBenchStatic(b)
 	ctx := context.Background()
 	b.ReportAllocs()
