@@ -26,4 +26,40 @@
 // backend that is shedding load; httpclient and grpcclient take one
 // (WithThrottle). A request it rejects is not sent and fails with an
 // error matching [ErrThrottled].
+//
+// # Adaptive concurrency
+//
+// [NewAdaptive] returns a concurrency limit that finds the service's
+// capacity from the latencies of the requests it admits, with nothing to
+// tune: [Adaptive] admits while fewer than its limit are in flight, and
+// every window (at least 16 requests and twice the last mean latency)
+// moves the limit by the gradient g of the window's mean latency against
+// a baseline, the latency without a queue: L' = L × g, with
+// g = 1.1 × baseline / mean (held at 1 while the mean is within about a
+// standard error of that target), at most halving and doubling, within a
+// floor and a ceiling (4 and 1000 by default). In a queue the latency
+// grows as the limit does, so the limit settles at about 1.1 × the
+// capacity: every worker busy, a short queue. A dropped request (a
+// timeout, core.EndDropped) lowers it whatever its latency.
+//
+// The baseline is what such limits get wrong: Netflix's Gradient2 lets it
+// creep up under a sustained overload, Envoy's filter pins the limit low
+// every so often to measure it. Here it moves with the windows that
+// refuse nothing (the service as it is at a low load) and never with a
+// window that refuses, so an overload cannot lift it. Two rules cover
+// what an overload hides: when halving the limit leaves the latency
+// where it was, the service itself got slower, and the baseline is
+// rebased to it; and after 64 windows that refused, three run at the
+// limit / 1.21, the last two measuring the service near its capacity,
+// to bring a stale baseline back (a probe that runs only while
+// requests are being shed anyway, and never pins the limit to a floor).
+//
+// A request's [Priority] sets how full it may find the service:
+// Sheddable requests are admitted below 2/3 of the limit, Normal ones
+// below the limit, Critical ones below 4/3 of it, so that the lowest are
+// shed first. Within a priority below Critical, once the service is more
+// than 3/4 full, a tenant (Allow's key) may hold at most its fair share,
+// ceil(threshold / tenants in flight): one that floods the service is
+// shed before the others. [Adaptive.Acquire] admits with no allocation,
+// for code that ends each admission once; Allow's Lease allocates once.
 package overload

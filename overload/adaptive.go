@@ -1,0 +1,230 @@
+package overload
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// The defaults of AdaptiveConfig's fields, each used when the field is
+// zero.
+const (
+	// defaultInitialLimit is where the limit starts: low enough that the
+	// first latencies are measured with little or no queue (they are the
+	// first baseline), high enough for a small service's normal load.
+	// From there it grows by a tenth (the tolerance) per window while it
+	// binds and the latency stays at the baseline.
+	defaultInitialLimit = 20
+	// defaultMinLimit is the floor: some parallelism is always admitted,
+	// so latencies keep coming to measure even when the service is very
+	// slow, and a noisy window cannot shut the service out. It is about
+	// the concurrency a small CPU-bound service on a few cores handles.
+	defaultMinLimit = 4
+	// defaultMaxLimit is the ceiling, as in Envoy's filter and Netflix's
+	// Vegas limit: a bound on the queue a service can be handed before
+	// the first latencies arrive.
+	defaultMaxLimit = 1000
+	// defaultTolerance is how much slower than the baseline the mean
+	// latency may be before the limit falls: 1.1, so the limit settles
+	// where about a tenth of the requests in flight wait (the service's
+	// capacity plus 10 %: every worker busy, a short queue). Lower
+	// tolerances, tried in the queueing model (adaptive_sim_test.go),
+	// let noise cut the limit below the capacity now and then (1.05
+	// lost up to 4.5 % of the goodput at 2×); higher ones hold a longer
+	// queue and the latency that comes with it.
+	defaultTolerance = 1.1
+)
+
+// AdaptiveConfig configures NewAdaptive. Its zero value means the
+// defaults, which need no tuning.
+type AdaptiveConfig struct {
+	// Clock times requests (nil: core.SystemClock). Latencies are kept in
+	// nanoseconds, so sub-millisecond services are measured as finely as
+	// the clock reads.
+	Clock core.Clock
+	// InitialLimit is the limit before any latency is measured (0: 20,
+	// or MinLimit if higher). It must be within [MinLimit, MaxLimit].
+	InitialLimit int
+	// MinLimit is the floor of the limit (0: 4), at least 1.
+	MinLimit int
+	// MaxLimit is the ceiling of the limit (0: 1000, or MinLimit if
+	// higher).
+	MaxLimit int
+	// Tolerance is the most the mean latency may exceed the baseline by,
+	// as a factor, before the limit falls (0: 1.1); from 1.01 to 10.
+	Tolerance float64
+}
+
+// Adaptive is an adaptive concurrency limit: a core.Limiter that admits a
+// request while fewer than the limit are in flight, and moves the limit
+// with the latencies it measures, so that the service runs at its
+// capacity with a short queue, whatever that capacity is and however it
+// changes. See the package documentation for the algorithm.
+//
+// The limit is global: every key shares it. A request's Priority
+// (PriorityOf its context) sets how full it may find the service: a
+// Normal request is admitted while fewer than the limit are in flight, a
+// Critical one (or higher) while fewer than 4/3 of it, a Sheddable one
+// 2/3, and any lower priority 1/3. Under overload the lowest priority is
+// thus shed first, and critical traffic has room no other class may
+// fill. Within a priority, Allow shares the service fairly between
+// tenants (keys) once it is more than 3/4 full; Acquire takes no key and
+// does not.
+//
+// It is safe for concurrent use. Admission takes no lock; the end of a
+// timed request (all of them under a limit below 128, a sample above)
+// takes a short one to add its latency to the current window.
+type Adaptive struct {
+	// The admission path's state, apart from the estimator's lock.
+	inflight atomic.Int64
+	seq      atomic.Int64 // admissions, to time one in sampleEvery
+	limit    atomic.Int64 // the limit in force, published by the estimator
+	busy     atomic.Bool  // this window: in flight reached half the limit
+	refused  atomic.Bool  // this window: a request was refused
+	latency  atomic.Int64 // the last window's mean latency, ns (0: none yet)
+	baseNs   atomic.Int64 // the baseline, ns, for Stats
+	shed     [3]atomic.Int64
+	_        [64]byte
+
+	clock core.Clock
+	pool  sync.Pool // of *leaseEnd (see Allow)
+	max   int64
+	fair  fairness
+
+	mu  sync.Mutex
+	est estimator
+}
+
+var _ core.Limiter = (*Adaptive)(nil)
+
+// NewAdaptive returns an adaptive concurrency limit configured by c.
+func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
+	if c.Clock == nil {
+		c.Clock = core.SystemClock
+	}
+	if c.MinLimit == 0 {
+		c.MinLimit = defaultMinLimit
+	}
+	if c.MaxLimit == 0 {
+		c.MaxLimit = max(defaultMaxLimit, c.MinLimit)
+	}
+	if c.InitialLimit == 0 {
+		c.InitialLimit = min(max(defaultInitialLimit, c.MinLimit), c.MaxLimit)
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = defaultTolerance
+	}
+	switch {
+	case c.MinLimit < 1:
+		return nil, fmt.Errorf("overload: MinLimit must be >= 1 (0 for the default, %d), got %d", defaultMinLimit, c.MinLimit)
+	case c.MaxLimit < c.MinLimit || c.MaxLimit > math.MaxInt32:
+		return nil, fmt.Errorf("overload: MaxLimit must be from MinLimit (%d) to %d (0 for the default, %d), got %d", c.MinLimit, math.MaxInt32, defaultMaxLimit, c.MaxLimit)
+	case c.InitialLimit < c.MinLimit || c.InitialLimit > c.MaxLimit:
+		return nil, fmt.Errorf("overload: InitialLimit must be from MinLimit (%d) to MaxLimit (%d) (0 for the default, %d), got %d", c.MinLimit, c.MaxLimit, defaultInitialLimit, c.InitialLimit)
+	case !(c.Tolerance >= 1.01 && c.Tolerance <= 10): // NaN fails both
+		return nil, fmt.Errorf("overload: Tolerance must be from 1.01 to 10 (0 for the default, %v), got %v", defaultTolerance, c.Tolerance)
+	}
+	a := &Adaptive{clock: c.Clock, max: int64(c.MaxLimit)}
+	a.fair.seed = maphash.MakeSeed()
+	a.est = estimator{
+		min: float64(c.MinLimit), max: float64(c.MaxLimit), tol: c.Tolerance,
+		limit: float64(c.InitialLimit), winStart: c.Clock.Now(),
+	}
+	a.limit.Store(int64(c.InitialLimit))
+	a.pool.New = func() any { e := &leaseEnd{}; e.fn = e.end; return e }
+	return a, nil
+}
+
+// Allow admits the request if the limit allows its priority (PriorityOf
+// ctx) cost more slots, and its tenant, key, its fair share of them: the
+// limit protects the whole service, and once it is more than 3/4 full a
+// key (below Critical) may hold at most ceil(its priority's threshold /
+// keys in flight), so that one key flooding the service is shed before
+// the others (keys are hashed into 64 slots, which keys that fall
+// together share). An admission's Lease holds the slots until it ends; its
+// End measures the request's latency for the limit (core.EndDone), counts
+// it as a drop (core.EndDropped: a sign of overload), or gives the slots
+// back unmeasured (core.EndIgnored). A refusal has Shed set and a
+// RetryAfter of when enough slots are expected to free, at least 1 ms.
+//
+// Decision.Limit is a core.Concurrency limit named "adaptive" whose
+// Events is the current limit; Remaining is how many more cost-1
+// requests of the same priority would be admitted now. A cost below 1,
+// or above MaxLimit (never admissible), is an error wrapping
+// core.ErrInvalidCost.
+func (a *Adaptive) Allow(ctx context.Context, key string, cost int) (core.Decision, error) {
+	if cost < 1 || int64(cost) > a.max {
+		return core.Decision{}, a.costError(cost)
+	}
+	p := PriorityOf(ctx)
+	slot := a.fair.slotOf(key)
+	tok, why := a.acquire(p, int64(cost), slot)
+	if why != admitted {
+		return a.refusal(p, int64(cost), slot, why), nil
+	}
+	e := a.pool.Get().(*leaseEnd)
+	e.tok = tok
+	lim := a.limit.Load()
+	return core.Decision{
+		Allowed:    true,
+		Limit:      adaptiveLimit(lim),
+		Remaining:  int(max(0, threshold(lim, p)-a.inflight.Load())),
+		ResetAfter: a.turnover(),
+		Lease:      core.NewEndingLease(e.fn),
+	}, nil
+}
+
+// leaseEnd ends a Token for the Lease Allow hands out. It is pooled, so
+// an admission allocates the Lease alone: a core.Lease calls its end
+// function at most once, so a stale *Lease (ended already) can never
+// reach an entry that was put back and handed to another request.
+type leaseEnd struct {
+	tok Token
+	fn  func(context.Context, core.Ending) error
+}
+
+func (e *leaseEnd) end(_ context.Context, how core.Ending) error {
+	tok := e.tok
+	e.tok = Token{}
+	tok.a.pool.Put(e)
+	tok.End(how)
+	return nil
+}
+
+// Refund gives cost slots back without a Lease, never below none in
+// flight (nor below none held by key's tenant), and measures nothing. Use a Decision's Lease or Refund for a
+// request, not both: a Lease ended after a Refund gives its slots back
+// again. Ending the Lease with core.EndIgnored is the usual way to undo
+// an admission. It errors only for a cost Allow would refuse as invalid.
+func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
+	if cost < 1 || int64(cost) > a.max {
+		return a.costError(cost)
+	}
+	a.fair.give(a.fair.slotOf(key), int64(cost))
+	for {
+		n := a.inflight.Load()
+		if a.inflight.CompareAndSwap(n, max(0, n-int64(cost))) {
+			return nil
+		}
+	}
+}
+
+func (a *Adaptive) costError(cost int) error {
+	if cost < 1 {
+		return fmt.Errorf("%w: cost must be >= 1, got %d", core.ErrInvalidCost, cost)
+	}
+	return fmt.Errorf("%w: cost %d, at most %d slots under the adaptive limit", core.ErrCostTooLarge, cost, a.max)
+}
+
+// adaptiveLimit is the core.Limit a decision carries for limit n: the
+// period is core.InFlight's one-second hint, which the adapters show as
+// the policy's window.
+func adaptiveLimit(n int64) core.Limit {
+	return core.Limit{Events: int(n), Period: time.Second, Burst: int(n), Name: "adaptive", Algorithm: core.Concurrency}
+}

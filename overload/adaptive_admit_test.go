@@ -1,0 +1,282 @@
+package overload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// TestAdaptivePriorities: under limit 20, a Sheddable request is admitted
+// while fewer than 13 (2/3) are in flight, a Normal one 20, a Critical
+// one 26 (4/3), anything below Sheddable 6 (1/3), anything above
+// Critical as Critical: filling the service with each class in turn,
+// the lowest is shed first and critical requests keep room of their own.
+// Refusals are counted by class.
+func TestAdaptivePriorities(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	steps := []struct {
+		p        Priority
+		admitted int // admitted in a row, then refused
+	}{
+		{-128, 6}, {-2, 0}, {Sheddable, 7}, {Normal, 7}, {Critical, 6}, {127, 0},
+	}
+	for _, s := range steps {
+		n := 0
+		for {
+			if _, ok := f.a.Acquire(s.p, 1); !ok {
+				break
+			}
+			n++
+		}
+		if n != s.admitted {
+			t.Fatalf("priority %d: %d admitted, want %d", s.p, n, s.admitted)
+		}
+	}
+	st := f.a.Stats()
+	if st.InFlight != 26 || st.Shed != [3]int64{3, 1, 2} {
+		t.Fatalf("stats %+v, want 26 in flight, shed [3 1 2]", st)
+	}
+}
+
+// TestAdaptiveRefusal: a refusal is a shed, with the limit named
+// "adaptive" as a valid core.Concurrency limit of the current size, and
+// a RetryAfter of when the slots it lacks should free: lacking × latency
+// / in flight (1 s for the latency before any is measured), at least
+// 1 ms.
+func TestAdaptiveRefusal(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	ctx := context.Background()
+	var leases []*core.Lease
+	for range 20 {
+		d, err := f.a.Allow(ctx, "k", 1)
+		if err != nil || !d.Allowed || d.Lease == nil {
+			t.Fatalf("Allow = %+v, %v", d, err)
+		}
+		leases = append(leases, d.Lease)
+	}
+	d, err := f.a.Allow(ctx, "k", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := core.Limit{Events: 20, Period: time.Second, Burst: 20, Name: "adaptive", Algorithm: core.Concurrency}
+	if d.Allowed || !d.Shed || d.Lease != nil || d.Limit != want || d.Limit.Validate() != nil ||
+		d.RetryAfter != time.Second/20 || d.ResetAfter != time.Second {
+		t.Fatalf("refusal = %+v, want shed, limit %v, RetryAfter 50ms, ResetAfter 1s", d, want)
+	}
+	// A Critical request is admitted; one of cost 8 lacks 8+21−26 = 3
+	// slots of 21 in flight: 3/21 s.
+	crit := NewContext(ctx, Critical)
+	if d, _ := f.a.Allow(crit, "k", 1); !d.Allowed || d.Remaining != 5 {
+		t.Fatalf("critical Allow = %+v, want admitted with 5 remaining", d)
+	}
+	if d, _ := f.a.Allow(crit, "k", 8); d.Allowed || d.RetryAfter != 142857142 {
+		t.Fatalf("critical Allow of 8 = %+v, want RetryAfter 3/21 s", d)
+	}
+	// Once a window has measured 1 ms: 2 lacking of 21 is 95 µs,
+	// raised to the 1 ms floor.
+	f.clk.Advance(time.Millisecond)
+	for _, l := range leases[:16] {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 16 {
+		f.a.Acquire(Critical, 1) // back to 21 in flight
+	}
+	if d, _ := f.a.Allow(ctx, "k", 1); d.RetryAfter != time.Millisecond || d.ResetAfter != time.Millisecond {
+		t.Fatalf("refusal = %+v, want RetryAfter and ResetAfter 1ms", d)
+	}
+}
+
+// TestAdaptiveLease: an admission's Lease ends once however often it is
+// called; EndDone and EndDropped are counted in the window,
+// EndIgnored gives the slot back unmeasured.
+func TestAdaptiveLease(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	ctx := context.Background()
+	allow := func() *core.Lease {
+		d, err := f.a.Allow(ctx, "", 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v", d, err)
+		}
+		return d.Lease
+	}
+	for _, how := range []core.Ending{core.EndDone, core.EndDropped, core.EndIgnored} {
+		a, b := allow(), allow()
+		for range 3 {
+			if err := a.End(ctx, how); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := f.a.Stats().InFlight; got != 1 {
+			t.Fatalf("after ending one of two leases (%d) thrice: %d in flight, want 1", how, got)
+		}
+		_ = b.End(ctx, core.EndIgnored)
+	}
+	if e := f.a.est; e.n != 1 || e.drops != 1 {
+		t.Fatalf("window counted %d done, %d dropped; want 1, 1", e.n, e.drops)
+	}
+}
+
+// TestAdaptiveExactAdmission: goroutines released together on a frozen
+// clock are admitted exactly up to the limit, round after round, and
+// every lease ended gives its slot back.
+func TestAdaptiveExactAdmission(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 37})
+	ctx := context.Background()
+	for round := range 100 {
+		gate := make(chan struct{})
+		var mu sync.Mutex
+		var leases []*core.Lease
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				<-gate
+				d, err := f.a.Allow(ctx, "k", 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					mu.Lock()
+					leases = append(leases, d.Lease)
+					mu.Unlock()
+				}
+			})
+		}
+		close(gate)
+		wg.Wait()
+		if len(leases) != 37 {
+			t.Fatalf("round %d: %d admitted, want exactly 37", round, len(leases))
+		}
+		for _, l := range leases {
+			wg.Go(func() { _ = l.End(ctx, core.EndIgnored) })
+		}
+		wg.Wait()
+		if got, tenants := f.a.Stats().InFlight, f.a.fair.active.Load(); got != 0 || tenants != 0 {
+			t.Fatalf("round %d: %d in flight, %d tenants after every lease ended, want 0, 0", round, got, tenants)
+		}
+	}
+}
+
+// TestAdaptiveRefund: Refund gives slots back, never below none in
+// flight; costs that can never be admitted are errors, as in Allow.
+func TestAdaptiveRefund(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{MaxLimit: 50})
+	ctx := context.Background()
+	if _, err := f.a.Allow(ctx, "k", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.Refund(ctx, "k", 2); err != nil || f.a.Stats().InFlight != 1 {
+		t.Fatalf("Refund(2) = %v, %d in flight; want nil, 1", err, f.a.Stats().InFlight)
+	}
+	if err := f.a.Refund(ctx, "k", 5); err != nil || f.a.Stats().InFlight != 0 {
+		t.Fatalf("Refund(5) = %v, %d in flight; want nil, 0", err, f.a.Stats().InFlight)
+	}
+	for _, cost := range []int{0, -1, 51} {
+		_, err := f.a.Allow(ctx, "k", cost)
+		rerr := f.a.Refund(ctx, "k", cost)
+		if !errors.Is(err, core.ErrInvalidCost) || !errors.Is(rerr, core.ErrInvalidCost) {
+			t.Fatalf("cost %d: Allow error %v, Refund error %v; want core.ErrInvalidCost", cost, err, rerr)
+		}
+		if _, ok := f.a.Acquire(Critical, cost); ok {
+			t.Fatalf("Acquire(%d) admitted", cost)
+		}
+	}
+	if _, err := f.a.Allow(ctx, "k", 51); !errors.Is(err, core.ErrCostTooLarge) {
+		t.Fatalf("Allow(51) error %v, want core.ErrCostTooLarge", err)
+	}
+	// A cost within MaxLimit but above the limit is a shed: the limit may
+	// grow to admit it.
+	if d, err := f.a.Allow(ctx, "k", 30); err != nil || d.Allowed || !d.Shed {
+		t.Fatalf("Allow(30) = %+v, %v; want shed", d, err)
+	}
+	var zero Token
+	zero.End(core.EndDone) // holds nothing, does nothing
+}
+
+// TestAdaptiveConfig: the zero config is the defaults; each invalid
+// setting is an error that names it.
+func TestAdaptiveConfig(t *testing.T) {
+	a, err := NewAdaptive(AdaptiveConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := a.est; a.limit.Load() != 20 || e.min != 4 || e.max != 1000 || e.tol != 1.1 {
+		t.Fatalf("defaults: limit %d, %+v", a.limit.Load(), e)
+	}
+	if a, err := NewAdaptive(AdaptiveConfig{MinLimit: 30}); err != nil || a.limit.Load() != 30 {
+		t.Fatalf("MinLimit 30: %v, initial limit %d; want 30", err, a.limit.Load())
+	}
+	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 10}); err != nil || a.limit.Load() != 10 {
+		t.Fatalf("MaxLimit 10: %v, initial limit %d; want 10", err, a.limit.Load())
+	}
+	for _, c := range []struct {
+		cfg  AdaptiveConfig
+		want string
+	}{
+		{AdaptiveConfig{MinLimit: -1}, "MinLimit"},
+		{AdaptiveConfig{MinLimit: 10, MaxLimit: 5}, "MaxLimit"},
+		{AdaptiveConfig{InitialLimit: 2000}, "InitialLimit"},
+		{AdaptiveConfig{Tolerance: 1}, "Tolerance"},
+	} {
+		_, err := NewAdaptive(c.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), "overload: "+c.want) {
+			t.Errorf("NewAdaptive(%+v) = %v, want an error about %s", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestAdaptiveFairShare: under limit 20, tenant a holds 12 and tenant b
+// 4; past 3/4 of the limit (15) each may hold at most its fair share,
+// ceil(20/2) = 10: a is refused with 16 in flight, b is admitted up to
+// the limit; a Critical request of a is admitted all the same (critical
+// requests are not told apart by tenant). a's refusal waits for its own
+// requests: it lacks 12 + 1 − 10 = 3 of its 12, a quarter of the 1 s
+// latency assumed before any is measured.
+func TestAdaptiveFairShare(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	ka, kb := "a", "b"
+	for i := 0; f.a.fair.slotOf(kb) == f.a.fair.slotOf(ka); i++ {
+		kb = fmt.Sprint("b", i)
+	}
+	ctx := context.Background()
+	allow := func(key string, n int) (admitted int, last core.Decision) {
+		for range n {
+			d, err := f.a.Allow(ctx, key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				return admitted, d
+			}
+			admitted++
+		}
+		return admitted, core.Decision{}
+	}
+	if n, _ := allow(ka, 12); n != 12 {
+		t.Fatalf("a: %d admitted, want 12", n)
+	}
+	if n, _ := allow(kb, 4); n != 4 {
+		t.Fatalf("b: %d admitted, want 4", n)
+	}
+	n, d := allow(ka, 1)
+	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
+		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	}
+	if n, _ := allow(kb, 10); n != 4 {
+		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	}
+	if d, _ := f.a.Allow(NewContext(ctx, Critical), ka, 1); !d.Allowed {
+		t.Fatalf("a's critical request: %+v, want admitted", d)
+	}
+	if got := f.a.fair.active.Load(); got != 2 {
+		t.Fatalf("%d tenants in flight, want 2", got)
+	}
+}

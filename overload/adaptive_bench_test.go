@@ -1,0 +1,170 @@
+package overload_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/overload"
+)
+
+// The benchmarks time one request's admission and end, on the real
+// clock, beside core's static concurrency limit (one key): Acquire and
+// Token.End (no allocation), Allow and Lease.End (the Lease), and core's
+// Allow and Release. No request is refused: the limits are far above
+// the goroutines in flight. Under the limit of 1000 one admission in 8
+// is timed (two clock reads and the window's lock); AcquireTimed, under
+// 100, times every one.
+
+func newBenchAdaptive(b *testing.B) *overload.Adaptive { return newBenchAdaptiveAt(b, 1000) }
+
+// newBenchAdaptiveAt returns a limit fixed at n (its floor and its
+// start): 1000 times one admission in 8 (sampleEvery), 100 every one.
+func newBenchAdaptiveAt(b *testing.B, n int) *overload.Adaptive {
+	lim, err := overload.NewAdaptive(overload.AdaptiveConfig{MinLimit: n, InitialLimit: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+func newBenchStatic(b *testing.B) *core.Keyed {
+	lim, err := core.New(core.Limit{Events: 1000, Period: time.Second, Algorithm: core.Concurrency})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+func BenchmarkAdaptiveAcquire(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		tok, ok := lim.Acquire(overload.Normal, 1)
+		if !ok {
+			b.Fatal("refused")
+		}
+		tok.End(core.EndDone)
+	}
+}
+
+func BenchmarkAdaptiveAcquireTimed(b *testing.B) {
+	lim := newBenchAdaptiveAt(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		tok, ok := lim.Acquire(overload.Normal, 1)
+		if !ok {
+			b.Fatal("refused")
+		}
+		tok.End(core.EndDone)
+	}
+}
+
+func BenchmarkAdaptiveAcquireParallel(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tok, ok := lim.Acquire(overload.Normal, 1)
+			if !ok {
+				b.Error("refused")
+				return
+			}
+			tok.End(core.EndDone)
+		}
+	})
+}
+
+func BenchmarkAdaptiveAllow(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, _ := lim.Allow(ctx, "k", 1)
+		if !d.Allowed {
+			b.Fatal("refused")
+		}
+		_ = d.Lease.End(ctx, core.EndDone)
+	}
+}
+
+func BenchmarkAdaptiveAllowParallel(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d, _ := lim.Allow(ctx, "k", 1)
+			if !d.Allowed {
+				b.Error("refused")
+				return
+			}
+			_ = d.Lease.End(ctx, core.EndDone)
+		}
+	})
+}
+
+func BenchmarkCoreConcurrency(b *testing.B) {
+	lim := newBenchStatic(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, _ := lim.Allow(ctx, "k", 1)
+		if !d.Allowed {
+			b.Fatal("refused")
+		}
+		_ = d.Lease.Release(ctx)
+	}
+}
+
+func BenchmarkCoreConcurrencyParallel(b *testing.B) {
+	lim := newBenchStatic(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d, _ := lim.Allow(ctx, "k", 1)
+			if !d.Allowed {
+				b.Error("refused")
+				return
+			}
+			_ = d.Lease.Release(ctx)
+		}
+	})
+}
+
+// The refusals, under a limit held full (most decisions at 5× the
+// capacity): no clock read, no allocation.
+func BenchmarkAdaptiveRefuse(b *testing.B) {
+	lim := newBenchAdaptiveAt(b, 4)
+	for range 4 {
+		lim.Acquire(overload.Normal, 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok := lim.Acquire(overload.Normal, 1); ok {
+				b.Error("admitted")
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkAdaptiveAllowRefuse(b *testing.B) {
+	lim := newBenchAdaptiveAt(b, 4)
+	ctx := context.Background()
+	for range 4 {
+		lim.Acquire(overload.Normal, 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if d, _ := lim.Allow(ctx, "k", 1); d.Allowed {
+				b.Error("admitted")
+				return
+			}
+		}
+	})
+}

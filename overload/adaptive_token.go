@@ -1,0 +1,240 @@
+package overload
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/floodgate/floodgate/core"
+)
+
+// Token is one admission by Acquire: the slots a request holds until
+// End. It is a value, so admitting with Acquire allocates nothing. The
+// zero Token holds nothing and its End does nothing.
+//
+// End a Token exactly once, as a semaphore is released once: a copy
+// ended twice gives its slots back twice, and the limit then admits
+// more than it says until the process restarts. Where that contract
+// cannot be kept (adapters, code that may end a request from several
+// places), use Allow, whose Lease ends at most once.
+type Token struct {
+	a       *Adaptive
+	start   int64
+	cost    int64
+	sampled bool  // timed: its end feeds the limit
+	slot    uint8 // the tenant slot it holds, plus one (0: none; see fairness)
+}
+
+// Acquire is Allow's admission without the Decision and its Lease: it
+// reports whether a request of priority p may hold cost more slots now,
+// and if so returns its Token. A refusal counts as shed, as Allow's does.
+// A cost below 1 or above MaxLimit is never admitted (and not counted).
+//
+// Every admission under a limit below 128 is timed (it reads the clock,
+// and its end feeds the limit); above, one in 2 to 8 (see sampleEvery),
+// taken in turn, so that a window still measures 128 or more while most
+// admissions read no clock.
+func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
+	c := int64(cost)
+	if c < 1 || c > a.max {
+		return Token{}, false
+	}
+	tok, v := a.acquire(p, c, 0)
+	return tok, v == admitted
+}
+
+// verdict is why acquire admitted or refused a request.
+type verdict uint8
+
+const (
+	admitted  verdict = iota
+	overLimit         // the threshold of its priority
+	overShare         // its tenant's fair share (see fairness)
+)
+
+// acquire admits a request of priority p, cost c (valid) and tenant
+// slot (0: none) if its priority's threshold, and its tenant's share,
+// allow.
+func (a *Adaptive) acquire(p Priority, c int64, slot uint8) (Token, verdict) {
+	lim := a.limit.Load()
+	t := threshold(lim, p)
+	n := a.inflight.Load()
+	for {
+		if n+c > t {
+			a.refuse(p)
+			return Token{}, overLimit
+		}
+		if slot != 0 && p < Critical {
+			if held, share := a.fair.share(slot, n+c, t); held+c > share {
+				a.refuse(p)
+				return Token{}, overShare
+			}
+		}
+		if a.inflight.CompareAndSwap(n, n+c) {
+			break
+		}
+		n = a.inflight.Load()
+	}
+	if slot != 0 {
+		a.fair.take(slot, c)
+	}
+	// The limit binds only when the service is at least half full: below
+	// that, latencies say nothing about whether more would fit.
+	if 2*(n+c) >= lim && !a.busy.Load() {
+		a.busy.Store(true)
+	}
+	tok := Token{a: a, cost: c, slot: slot}
+	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
+		tok.start, tok.sampled = a.clock.Now(), true
+	}
+	return tok, admitted
+}
+
+// sampleEvery is how many admissions under limit lim share one that is
+// timed: all of them below 128, then one in 2, 4, … 2^k for a limit from
+// 2^(k+6). A window lasts two latencies, in which about twice the limit
+// end (Little's law), so a window still measures 128 to 256 of them: as
+// many as the estimator needs, while the others cost no clock read (on
+// the machines measured, the two reads of a timed request cost more than
+// the rest of its admission and end together) and take no lock.
+func sampleEvery(lim int64) int64 {
+	return 1 << max(0, bits.Len64(uint64(lim))-7)
+}
+
+// End gives the token's slots back and tells the limit how the request
+// ended: core.EndDone adds its latency (from Acquire to now) to the
+// current window, core.EndDropped counts a drop, a sign of overload
+// whatever its latency, and core.EndIgnored measures nothing. Under a
+// limit of 128 or more, only a sample of the requests is measured (see
+// Acquire), the others' End only gives their slots back.
+func (t Token) End(how core.Ending) {
+	a := t.a
+	if a == nil {
+		return
+	}
+	if t.slot != 0 {
+		a.fair.give(t.slot, t.cost)
+	}
+	a.inflight.Add(-t.cost)
+	if how == core.EndIgnored || !t.sampled {
+		return
+	}
+	now := a.clock.Now()
+	a.mu.Lock()
+	if a.est.add(t.start, now, how == core.EndDropped) {
+		// A refusal means the limit binds too, for the class refused,
+		// however few are in flight.
+		refused := a.refused.Swap(false)
+		a.est.close(now, a.busy.Swap(false) || refused, refused)
+		a.limit.Store(a.est.published())
+		a.latency.Store(int64(a.est.last))
+		a.baseNs.Store(int64(a.est.base))
+	}
+	a.mu.Unlock()
+}
+
+// threshold is how many slots may be in flight when a request of
+// priority p is admitted under limit lim: the limit for Normal, a third
+// more for Critical (and above; at least one more), two thirds for
+// Sheddable and one third below; at least one. Under overload the
+// service fills to the highest threshold of the traffic it gets, so the
+// lower classes stop being admitted first, and critical requests have
+// room beyond what any other class may fill. Since the limit follows the
+// latency of what is admitted, critical traffic that uses its room
+// raises the latency, and the limit falls: the lower classes make way.
+func threshold(lim int64, p Priority) int64 {
+	switch {
+	case p >= Critical:
+		return max(lim+1, lim*4/3)
+	case p == Normal:
+		return lim
+	}
+	thirds := max(3-(int(Normal)-int(p)), 1)
+	return max(1, lim*int64(thirds)/3)
+}
+
+// class is the index of p's shed counter: below Normal, Normal, above.
+func class(p Priority) int {
+	switch {
+	case p < Normal:
+		return 0
+	case p == Normal:
+		return 1
+	}
+	return 2
+}
+
+func (a *Adaptive) refuse(p Priority) {
+	if !a.refused.Load() {
+		a.refused.Store(true)
+	}
+	a.shed[class(p)].Add(1)
+}
+
+// refusal is the Decision for a request of priority p, cost and tenant
+// slot refused now (why). Its RetryAfter is when enough slots should
+// have freed for it: requests end at about in-flight / latency per unit
+// of time (Little's law), so the slots it lacks free in lacking ×
+// latency / in-flight; for a tenant over its share, its own requests
+// must free them (fairWait).
+func (a *Adaptive) refusal(p Priority, cost int64, slot uint8, why verdict) core.Decision {
+	lim := a.limit.Load()
+	n := a.inflight.Load()
+	t := threshold(lim, p)
+	r := a.turnover()
+	var wait time.Duration
+	switch {
+	case why == overShare:
+		held, share := a.fair.share(slot, n+cost, t)
+		wait = fairWait(r, held, cost, share)
+	case n > 0:
+		wait = time.Duration(float64(r) * float64(max(1, n+cost-t)) / float64(n))
+	default:
+		wait = r
+	}
+	wait = max(wait, time.Millisecond)
+	return core.Decision{
+		Shed:       true,
+		Limit:      adaptiveLimit(lim),
+		RetryAfter: wait,
+		ResetAfter: max(wait, r),
+	}
+}
+
+// turnover is the last window's mean latency, the time in which the
+// requests in flight are expected to end, at least 1 ms; 1 s (as
+// core.InFlight's hint) before any window has closed.
+func (a *Adaptive) turnover() time.Duration {
+	r := time.Duration(a.latency.Load())
+	if r == 0 {
+		return time.Second
+	}
+	return max(r, time.Millisecond)
+}
+
+// AdaptiveStats is what an Adaptive shows of its state, for metrics and
+// the debug page.
+type AdaptiveStats struct {
+	// Limit is the limit in force.
+	Limit int
+	// InFlight is the slots held now.
+	InFlight int
+	// Baseline is the latency the service has without a queue, as
+	// estimated (0 before the first window).
+	Baseline time.Duration
+	// Latency is the last window's mean latency (0 before the first).
+	Latency time.Duration
+	// Shed counts refusals by priority: [0] below Normal, [1] Normal,
+	// [2] above Normal (Critical).
+	Shed [3]int64
+}
+
+// Stats returns the limiter's state now.
+func (a *Adaptive) Stats() AdaptiveStats {
+	return AdaptiveStats{
+		Limit:    int(a.limit.Load()),
+		InFlight: int(a.inflight.Load()),
+		Baseline: time.Duration(a.baseNs.Load()),
+		Latency:  time.Duration(a.latency.Load()),
+		Shed:     [3]int64{a.shed[0].Load(), a.shed[1].Load(), a.shed[2].Load()},
+	}
+}
