@@ -10,13 +10,15 @@ import (
 
 // Undo gives back what an admission took, for work that will not be done:
 // the slot of its lease when it holds one (a concurrency limit counts
-// requests, not units), otherwise cost units of key through lim.Refund. It
+// requests, not units; the lease is told the request was ignored), otherwise cost units of key through lim.Refund. It
 // runs under a context that is not cancelled, since the request's may be
 // done already and a store that honours contexts would then refuse.
 func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *core.Lease) error {
 	ctx = context.WithoutCancel(ctx)
 	if lease != nil {
-		return lease.Release(ctx)
+		// Ignored: the work was not done, so its latency says nothing of
+		// the service to a limit that learns from it.
+		return lease.End(ctx, core.EndIgnored)
 	}
 	return lim.Refund(ctx, key, cost)
 }

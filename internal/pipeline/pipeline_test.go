@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -298,5 +299,29 @@ func TestLatencySampled(t *testing.T) {
 	}
 	if timed < n/16 || timed > n/4 {
 		t.Errorf("%d of %d requests timed, want about 1 in %d", timed, n, pipeline.TimingEvery)
+	}
+}
+
+// TestUndoEndsIgnored: undoing an admission that holds a lease ends it as
+// ignored (the work was not done), so a limit that learns from latencies
+// never counts it; End reads the ending from the request's context.
+func TestUndoEndsIgnored(t *testing.T) {
+	var got []core.Ending
+	lease := func() *core.Lease {
+		return core.NewEndingLease(func(_ context.Context, e core.Ending) error { got = append(got, e); return nil })
+	}
+	if err := pipeline.Undo(context.Background(), nil, "k", 1, lease()); err != nil {
+		t.Fatal(err)
+	}
+	late, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	pipeline.End(context.Background(), lease())
+	pipeline.End(late, lease())
+	pipeline.End(gone, lease())
+	want := []core.Ending{core.EndIgnored, core.EndDone, core.EndDropped, core.EndIgnored}
+	if !slices.Equal(got, want) {
+		t.Fatalf("endings %v, want %v", got, want)
 	}
 }
