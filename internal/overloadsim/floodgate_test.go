@@ -8,6 +8,20 @@ import (
 	"github.com/floodgate/floodgate/overload"
 )
 
+// floodgateAdaptive is overload.Adaptive through the bridge, with its
+// defaults; requests keyed by tenant, so that its tenant shares apply.
+func floodgateAdaptive() Factory {
+	var a *overload.Adaptive
+	return Bridge{
+		New: func(clock core.Clock, _ *Env) (core.Limiter, error) {
+			var err error
+			a, err = overload.NewAdaptive(overload.AdaptiveConfig{Clock: clock})
+			return a, err
+		},
+		Limit: func() float64 { return float64(a.Stats().Limit) },
+	}.Factory()
+}
+
 // floodgateBBR is overload.BBR through the bridge, its CPU signal the
 // server's busy share read as overload.CPU reads a process's: sampled
 // every 250 ms and smoothed with a 400 ms time constant (CPUConfig's

@@ -19,15 +19,18 @@ var (
 	tableSigma = flag.Float64("overloadsim.sigma", 0.5, "the spread of the service time (Config.Sigma; negative: none)")
 )
 
-// contenders are the anchors and the slot for floodgate's own limiters:
-// core's static concurrency limit of the workers, through the bridge, to
-// show the slot works. overload.Adaptive joins here once it lands, as
-// Anchor{Name: "floodgate adaptive", New: Bridge{New: ...}.Factory()}.
+// contenders are the anchors and floodgate's own limiters through the
+// bridge: core's static concurrency limit of the workers, overload's
+// Adaptive and BBR.
 func contenders(workers int) []Anchor {
 	return append(Anchors(), Anchor{
 		Name: "core static",
 		Rule: "floodgate's core.Concurrency limit of N, one key, through Bridge (the slot for ours)",
 		New:  staticCore(workers),
+	}, Anchor{
+		Name: "floodgate adaptive",
+		Rule: "overload.Adaptive through Bridge, its defaults, keyed by tenant",
+		New:  floodgateAdaptive(),
 	}, Anchor{
 		Name: "floodgate BBR",
 		Rule: "overload.BBR through Bridge; CPU = busy share sampled every 250 ms, smoothed over 400 ms",
