@@ -43,6 +43,7 @@ var snippetImports = map[string]string{
 	"rules":      "github.com/floodgate/floodgate/rules",
 	"slogobs":    "github.com/floodgate/floodgate/slogobs",
 	"otelobs":    "github.com/floodgate/floodgate/otelobs",
+	"overload":   "github.com/floodgate/floodgate/overload",
 	"gin":        "github.com/gin-gonic/gin",
 	"echo":       "github.com/labstack/echo/v4",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
