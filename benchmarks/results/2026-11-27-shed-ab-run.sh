@@ -1,6 +1,6 @@
 #!/bin/bash
 # 2026-11-27-shed-ab-run.sh BINDIR OUT [ROUNDS]: issue 33's adapter changes (a shed's answer, lease endings, Undo ignored; new = 6dfce7f's httpmw, grpcmw and benchmarks)
-# endings: d24d7a6) against 72c30c0, ABBA: odd rounds run base first, even rounds new first,
+# against 72c30c0, ABBA: odd rounds run base first, even rounds new first,
 # -count 1 each. BINDIR holds go test -c binaries built in each tree: {base,new}-http.test
 # (httpmw/), {base,new}-grpc.test (grpcmw/) and {base,new}-bench.test (benchmarks/). Rows:
 # httpmw's BenchmarkOverhead, BenchmarkDenied, BenchmarkWriteHeaders; grpcmw's BenchmarkUnary and
