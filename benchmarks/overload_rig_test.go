@@ -46,12 +46,14 @@ import (
 // The protections: none; a static concurrency limit of 1 (core's
 // Concurrency algorithm: one core, a CPU-bound handler); kratos/aegis BBR
 // (its defaults: CPU over 800‰ from its own reader, then Little's law);
-// failsafe-go's adaptive limiter (its defaults); floodgate's overload.BBR.
+// failsafe-go's adaptive limiter (its defaults); floodgate's
+// overload.Adaptive and overload.BBR (their defaults).
 var (
 	overloadRig     = flag.Bool("overloadrig", false, "TestOverloadRig: run issue 33's real-server comparison (a minute or two)")
 	overloadRigRun  = flag.Duration("overloadrig.run", 4*time.Second, "TestOverloadRig: each run's length; its first quarter is not counted")
 	overloadRigWork = flag.Duration("overloadrig.work", 2*time.Millisecond, "TestOverloadRig: the CPU each request burns, on an idle core")
 	overloadRigOut  = flag.String("overloadrig.out", "", "TestOverloadRig: also write the table to this file")
+	overloadRigLoad = flag.String("overloadrig.loads", "0.8,2,5,10", "TestOverloadRig: the offered loads, in multiples of the capacity")
 )
 
 // guard admits a request or sheds it; done reports how an admitted one
@@ -86,6 +88,25 @@ var protections = []protection{
 				return nil, false
 			}
 			return func(bool) { done(ratelimit.DoneInfo{}) }, true
+		}
+	}},
+	{"floodgate-adaptive", func() guard {
+		lim, err := overload.NewAdaptive(overload.AdaptiveConfig{})
+		if err != nil {
+			panic(err)
+		}
+		return func() (func(bool), bool) {
+			tok, ok := lim.Acquire(overload.Normal, 1)
+			if !ok {
+				return nil, false
+			}
+			return func(served bool) {
+				e := core.EndDone
+				if !served {
+					e = core.EndDropped
+				}
+				tok.End(e)
+			}, true
 		}
 	}},
 	{"floodgate-bbr", func() guard {
@@ -215,11 +236,20 @@ func startRigServer(t *testing.T, name string, iters int) string {
 // sink keeps burn's result alive.
 var sink atomic.Uint64
 
-// burn runs n rounds of a multiply-add, about 1 ns each.
+// burn runs n rounds of a multiply-add, about 1 ns each, yielding the
+// processor every 100,000 (about 100 µs): the requests in flight share
+// it, as a server's handlers do when they make calls or allocate. A loop
+// that never yields would run each request to its end before the next is
+// even read (Go preempts a running goroutine only after 10 ms), so the
+// queue would sit in the scheduler, where no limit on requests in flight
+// can see it.
 func burn(n int) {
 	x := uint64(n)
-	for range n {
+	for i := range n {
 		x = x*6364136223846793005 + 1442695040888963407
+		if i%100_000 == 99_999 {
+			runtime.Gosched()
+		}
 	}
 	sink.Add(x)
 }
@@ -352,7 +382,15 @@ func TestOverloadRig(t *testing.T) {
 		time.Now().UTC().Format(time.RFC3339), runtime.Version(), *overloadRigWork, iters,
 		p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), slo.Round(10*time.Microsecond), c, *overloadRigRun)
 	fmt.Fprintf(&sb, "%-18s %5s %9s %9s %7s %8s %9s %9s %10s\n", "protection", "load", "offered/s", "goodput", "shed", "timeout", "p50", "p99", "p99/unl.")
-	for _, load := range []float64{0.8, 2, 5, 10} {
+	var loads []float64
+	for _, f := range strings.Split(*overloadRigLoad, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 {
+			t.Fatalf("-overloadrig.loads: %q is not a positive number", f)
+		}
+		loads = append(loads, v)
+	}
+	for _, load := range loads {
 		for i, pr := range protections {
 			url := startRigServer(t, pr.name, iters)
 			r := drive(url, load*c, *overloadRigRun, slo, uint64(10*load)+uint64(i))
