@@ -18,6 +18,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // inflight is a concurrency limiter: at most max requests per key at once,
@@ -267,6 +268,29 @@ var features = []feature{
 		{request: get("/login", "busy"), status: 503, fields: map[string]string{"retry-after": "2"}, events: []string{"shed"}},
 		{request: get("/", "alice"), status: 200, fields: pass(global, 2, 20).fields, events: []string{"allowed+admitted"}},
 	}},
+	{"overload.Adaptive through every adapter: admitted, then shed while full", func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		ad, err := overload.NewAdaptive(overload.AdaptiveConfig{Clock: clock, InitialLimit: 2, MinLimit: 2})
+		if err != nil {
+			panic(err)
+		}
+		a.guard = &heldGuard{ad: ad}
+		a.pick = func(key string) core.Limiter {
+			if key == "busy" {
+				return ad
+			}
+			return nil
+		}
+		return a
+	}, []fstep{
+		// Admitted, with its slot given back when it ends; then the
+		// step's check holds both slots elsewhere.
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, 2) }},
+		// Full: shed, 503 / UNAVAILABLE with Retry-After (at least 1 ms,
+		// so 1 s) and no rate-limit fields.
+		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
+	}},
 	{"shed in shadow mode: observed, never enforced", func(clock *coretest.Clock) app {
 		a := fresh(clock)
 		a.shadow = true
@@ -301,6 +325,32 @@ var features = []feature{
 		{advance: 20 * time.Second, request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
 	}},
+}
+
+// heldGuard holds slots of an overload.Adaptive outside the adapters,
+// so that a step finds it full.
+type heldGuard struct {
+	ad   *overload.Adaptive
+	toks []overload.Token
+}
+
+// fill takes n slots at Normal priority.
+func (g *heldGuard) fill(t *testing.T, n int) {
+	for range n {
+		tok, ok := g.ad.Acquire(overload.Normal, 1)
+		if !ok {
+			t.Fatalf("the guard refused slot %d of %d", len(g.toks)+1, n)
+		}
+		g.toks = append(g.toks, tok)
+	}
+}
+
+// free gives the slots back.
+func (g *heldGuard) free() {
+	for _, tok := range g.toks {
+		tok.End(core.EndIgnored)
+	}
+	g.toks = nil
 }
 
 // shedding is an overload guard that sheds every request it is asked

@@ -241,6 +241,7 @@ type app struct {
 	shadow   bool                          // WithShadow on every limiter, WithHeaders on login's
 	started  chan struct{}                 // a "wait" handler sends on it once running
 	inflight *inflight                     // what a "probe" handler reports
+	guard    *heldGuard                    // an overload guard whose slots a step's check fills or frees
 }
 
 type client interface {
