@@ -45,6 +45,19 @@ local function fits(tk, n)
   return left >= 0 or (-left <= slack and -left / rate * 1e9 < 1)
 end
 
+-- whole is how many units fit in tk tokens: its whole part, and one more
+-- when the fraction left is close enough for fits to admit it.
+local function whole(tk)
+  local n = 0
+  if tk > 0 then
+    n = floor(tk)
+  end
+  if fits(tk, n + 1) then
+    n = n + 1
+  end
+  return n
+end
+
 -- fitsAfter is fits(level(tk, lst, now + d), n), in one call.
 local function fitsAfter(tk, lst, d, n)
   local t = now + d
@@ -191,22 +204,10 @@ end
 local grant, debt = op == 'g', 0
 if grant or op == 'f' then
   local h = level(tokens, last, now)
-  local fit = 0
-  if h > 0 then
-    fit = floor(h)
-  end
-  if fits(h, fit + 1) then
-    fit = fit + 1
-  end
+  local fit = whole(h)
   if fit == 0 and ahead > 0 then
     debt = ahead / 1e9 * rate
-    h = h + debt
-    if h > 0 then
-      fit = floor(h)
-    end
-    if fits(h, fit + 1) then
-      fit = fit + 1
-    end
+    fit = whole(h + debt)
   end
   if op == 'f' then
     return {fit, -1} -- a stack's grant (stack.lua): what fits, and no window
