@@ -54,6 +54,7 @@ var (
 	overloadRigWork = flag.Duration("overloadrig.work", 2*time.Millisecond, "TestOverloadRig: the CPU each request burns, on an idle core")
 	overloadRigOut  = flag.String("overloadrig.out", "", "TestOverloadRig: also write the table to this file")
 	overloadRigLoad = flag.String("overloadrig.loads", "0.8,2,5,10", "TestOverloadRig: the offered loads, in multiples of the capacity")
+	overloadRigOnly = flag.String("overloadrig.only", "", "TestOverloadRig: run only the protections whose name contains this")
 )
 
 // guard admits a request or sheds it; done reports how an admitted one
@@ -91,7 +92,7 @@ var protections = []protection{
 		}
 	}},
 	{"floodgate-adaptive", func() guard {
-		lim, err := overload.NewAdaptive(overload.AdaptiveConfig{})
+		lim, err := overload.NewAdaptive(adaptiveRigConfig)
 		if err != nil {
 			panic(err)
 		}
@@ -145,6 +146,10 @@ var protections = []protection{
 		}
 	}},
 }
+
+// adaptiveRigConfig is the rig's overload.Adaptive configuration: its
+// defaults.
+var adaptiveRigConfig = overload.AdaptiveConfig{}
 
 // rigServer is the server under test: a handler burning iters rounds of
 // work behind guard g (nil: none).
@@ -392,6 +397,9 @@ func TestOverloadRig(t *testing.T) {
 	}
 	for _, load := range loads {
 		for i, pr := range protections {
+			if !strings.Contains(pr.name, *overloadRigOnly) {
+				continue
+			}
 			url := startRigServer(t, pr.name, iters)
 			r := drive(url, load*c, *overloadRigRun, slo, uint64(10*load)+uint64(i))
 			fmt.Fprintf(&sb, "%-18s %4.1f× %9.0f %8.1f%% %6.1f%% %7.1f%% %9v %9v %9.2f×\n", pr.name, load,
