@@ -38,6 +38,11 @@
 //     carried (overload.PriorityOf): sheddable, normal, critical, or the
 //     number of another priority. Critical sheds mean the guard had
 //     nothing lower left to shed.
+//   - floodgate_guard_limit{guard}, floodgate_guard_in_flight{guard},
+//     floodgate_guard_latency_seconds{guard}: with [WithGuard], an overload
+//     guard's bound on requests in flight (0 while none applies), the
+//     requests it holds, and the latency it judges the service by, read
+//     at each scrape.
 //   - floodgate_overflow_decisions_total{limit, transport}: decisions made
 //     against the shared overflow state because the table of keys was
 //     full. Any steady rate means the capacity is too small.

@@ -8,6 +8,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Option configures an [Observer] made by [New].
@@ -36,6 +37,7 @@ type options struct {
 	latency     []float64
 	hold        []float64
 	breakers    []obsreg.Breaker
+	guards      []namedGuard
 	errs        option.Errors
 }
 
@@ -75,6 +77,28 @@ func WithHealth(name string, r core.HealthReporter) Option {
 		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to export, such as a redisstore.Limiter", name) {
 			o.breakers = obsreg.AddBreaker(&o.errs, o.breakers, obsreg.Breaker{Name: name, Health: r})
 		}
+	}
+}
+
+// WithGuard exports the state of an overload guard (overload.Adaptive,
+// overload.BBR), read at each scrape, as floodgate_guard_limit{guard=name}
+// (the bound on requests in flight now; 0 while none applies),
+// floodgate_guard_in_flight{guard=name} and
+// floodgate_guard_latency_seconds{guard=name} (the latency it judges the
+// service by). Its sheds are counted by floodgate_shed_total. name tells
+// guards apart ("api") and must be unique among them.
+func WithGuard(name string, g overload.Guard) Option {
+	return func(o *options) {
+		if !o.errs.Require(g != nil, "WithGuard(%q, nil): give the overload guard to export, such as an overload.Adaptive", name) ||
+			!o.errs.Require(name != "", "WithGuard: the guard's name is empty; name it after what it protects (\"api\")") {
+			return
+		}
+		for _, x := range o.guards {
+			if !o.errs.Require(x.name != name, "WithGuard: two guards are named %q; give each its own name", name) {
+				return
+			}
+		}
+		o.guards = append(o.guards, namedGuard{name: name, g: g})
 	}
 }
 

@@ -155,6 +155,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	if len(o.breakers) > 0 {
 		cs = append(cs, newBreakerCollector(o.namespace, o.constLabels, o.breakers))
 	}
+	if len(o.guards) > 0 {
+		cs = append(cs, newGuardCollector(o.namespace, o.constLabels, o.guards))
+	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -641,3 +641,49 @@ func TestShedByPriority(t *testing.T) {
 		s + "{limit=adaptive,priority=5,transport=http}":                                    1,
 	})
 }
+
+// TestGuard: WithGuard exports each guard's limit, requests in flight and
+// latency, read at each scrape; a nil guard, an empty name and a name
+// given twice are refused.
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(coretest.T0)
+	ad, err := overload.NewAdaptive(overload.AdaptiveConfig{Clock: clk, InitialLimit: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := 0.1
+	bbr, err := overload.NewBBR(overload.BBRConfig{Clock: clk, CPU: func() float64 { return cpu }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bbr.Close() })
+	_, reg := newObserver(t, promobs.WithGuard("api", ad), promobs.WithGuard("cpu", bbr))
+	want := func(apiLimit, apiIn, cpuLimit float64) map[string]float64 {
+		return map[string]float64{
+			"floodgate_guard_limit{guard=api}":           apiLimit,
+			"floodgate_guard_in_flight{guard=api}":       apiIn,
+			"floodgate_guard_latency_seconds{guard=api}": 0,
+			"floodgate_guard_limit{guard=cpu}":           cpuLimit,
+			"floodgate_guard_in_flight{guard=cpu}":       0,
+			"floodgate_guard_latency_seconds{guard=cpu}": 0,
+		}
+	}
+	diff(t, samples(t, reg), want(8, 0, 0))
+	tok, _ := ad.Acquire(overload.Normal, 3)
+	cpu = 0.95 // BBR's bound now applies: one request, nothing measured yet
+	diff(t, samples(t, reg), want(8, 3, 1))
+	tok.End(core.EndDone)
+	for _, tt := range []struct {
+		opts []promobs.Option
+		want string
+	}{
+		{[]promobs.Option{promobs.WithGuard("api", nil)}, "nil"},
+		{[]promobs.Option{promobs.WithGuard("", ad)}, "empty"},
+		{[]promobs.Option{promobs.WithGuard("api", ad), promobs.WithGuard("api", bbr)}, "two guards"},
+	} {
+		if _, err := promobs.New(prometheus.NewRegistry(), tt.opts...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: want an error saying %q", err, tt.want)
+		}
+	}
+}
