@@ -61,6 +61,11 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) (map[string]float64, map[s
 				for _, p := range d.DataPoints {
 					out[id("", p.Attributes)] = float64(p.Value)
 				}
+			case metricdata.Gauge[float64]:
+				f.kind, f.cumulative = "gauge", true
+				for _, p := range d.DataPoints {
+					out[id("", p.Attributes)] = p.Value
+				}
 			case metricdata.Histogram[float64]:
 				f.kind, f.cumulative = "histogram", d.Temporality == metricdata.CumulativeTemporality
 				for _, p := range d.DataPoints {

@@ -62,6 +62,11 @@
 //     floodgate.breaker.opens{breaker}, floodgate.store.leases{breaker},
 //     floodgate.store.returned_units{breaker} and
 //     floodgate.store.returns{breaker}.
+//   - With [WithGuard], read at each collection:
+//     floodgate.guard.limit{guard} (an overload guard's bound on requests
+//     in flight, 0 while none applies), floodgate.guard.in_flight{guard}
+//     and floodgate.guard.latency{guard} (seconds). Sheds count in
+//     floodgate.requests with outcome "shed".
 //
 // The histograms advise promobs's bucket bounds (1 µs to 1 s; 10 ms to
 // 30 s); a View of the MeterProvider replaces them, as it can rename an

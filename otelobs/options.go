@@ -6,6 +6,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Option configures an [Observer] made by [New].
@@ -15,6 +16,7 @@ type Option func(*options)
 type options struct {
 	provider metric.MeterProvider // nil: the global one, read at New
 	breakers []obsreg.Breaker
+	guards   []obsreg.Guard
 	errs     option.Errors
 }
 
@@ -45,5 +47,18 @@ func WithHealth(name string, r core.HealthReporter) Option {
 		if o.errs.Require(r != nil, "WithHealth(%q, nil): give the limiter whose store to report, such as a redisstore.Limiter", name) {
 			o.breakers = obsreg.AddBreaker(&o.errs, o.breakers, obsreg.Breaker{Name: name, Health: r})
 		}
+	}
+}
+
+// WithGuard reports the state of an overload guard (overload.Adaptive,
+// overload.BBR), read at each collection, as the gauges
+// floodgate.guard.limit{guard=name} (the bound on requests in flight now;
+// 0 while none applies), floodgate.guard.in_flight and
+// floodgate.guard.latency (the latency it judges the service by, in
+// seconds). name tells guards apart ("api") and must be unique among
+// them. The option means what promobs's WithGuard means.
+func WithGuard(name string, g overload.Guard) Option {
+	return func(o *options) {
+		o.guards = obsreg.AddGuard(&o.errs, o.guards, obsreg.Guard{Name: name, Guard: g}, "WithGuard")
 	}
 }

@@ -110,6 +110,9 @@ func New(opts ...Option) (*Observer, error) {
 	if len(o.breakers) > 0 {
 		errs = append(errs, registerHealth(m, o.breakers))
 	}
+	if len(o.guards) > 0 {
+		errs = append(errs, registerGuards(m, o.guards))
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("otelobs: making the instruments: %w", err)

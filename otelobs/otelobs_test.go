@@ -24,6 +24,7 @@ import (
 	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/otelobs"
+	"github.com/floodgate/floodgate/overload"
 )
 
 func decided(limit string, allowed bool) core.Decision {
@@ -549,4 +550,42 @@ func TestGlobalProvider(t *testing.T) {
 	diff(t, got, map[string]float64{
 		"floodgate.requests{limit=api,outcome=denied,shadow=false,transport=http}": 1,
 	})
+}
+
+// TestGuard: WithGuard reports each guard's limit, requests in flight and
+// latency, read at each collection, as promobs's does; a nil guard, an
+// empty name and a name given twice are refused.
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	clk := coretest.NewClock(coretest.T0)
+	ad, err := overload.NewAdaptive(overload.AdaptiveConfig{Clock: clk, InitialLimit: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, reader := sdkObserver(t, otelobs.WithGuard("api", ad))
+	want := func(in float64) map[string]float64 {
+		return map[string]float64{
+			"floodgate.guard.limit{guard=api}":     8,
+			"floodgate.guard.in_flight{guard=api}": in,
+			"floodgate.guard.latency{guard=api}":   0,
+		}
+	}
+	got, _ := collect(t, reader)
+	diff(t, got, want(0))
+	tok, _ := ad.Acquire(overload.Normal, 3)
+	got, _ = collect(t, reader)
+	diff(t, got, want(3))
+	tok.End(core.EndDone)
+	for _, tt := range []struct {
+		opts []otelobs.Option
+		want string
+	}{
+		{[]otelobs.Option{otelobs.WithGuard("api", nil)}, "nil"},
+		{[]otelobs.Option{otelobs.WithGuard("", ad)}, "empty"},
+		{[]otelobs.Option{otelobs.WithGuard("api", ad), otelobs.WithGuard("api", ad)}, "two guards"},
+	} {
+		if _, err := otelobs.New(tt.opts...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: want an error saying %q", err, tt.want)
+		}
+	}
 }

@@ -3,25 +3,19 @@ package promobs
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floodgate/floodgate/overload"
+	"github.com/floodgate/floodgate/internal/obsreg"
 )
 
 // The overload guards' state (WithGuard): a collector that reads each
 // guard at scrape time.
 
-// namedGuard is a guard and the name its series carry.
-type namedGuard struct {
-	name string
-	g    overload.Guard
-}
-
 // guardCollector reads the guards at scrape time.
 type guardCollector struct {
 	limit, inFlight, latency *prometheus.Desc
-	guards                   []namedGuard
+	guards                   []obsreg.Guard
 }
 
-func newGuardCollector(ns string, constLabels prometheus.Labels, gs []namedGuard) *guardCollector {
+func newGuardCollector(ns string, constLabels prometheus.Labels, gs []obsreg.Guard) *guardCollector {
 	return &guardCollector{
 		limit: prometheus.NewDesc(prometheus.BuildFQName(ns, "guard", "limit"),
 			"The bound an overload guard puts on requests in flight now, for Normal priority; 0 while none applies (BBR with its CPU below the threshold).",
@@ -46,9 +40,9 @@ func (c *guardCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *guardCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range c.guards {
-		r := g.g.Reading()
-		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(r.Limit), g.name)
-		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(r.InFlight), g.name)
-		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, r.Latency.Seconds(), g.name)
+		r := g.Guard.Reading()
+		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(r.Limit), g.Name)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(r.InFlight), g.Name)
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, r.Latency.Seconds(), g.Name)
 	}
 }

@@ -37,7 +37,7 @@ type options struct {
 	latency     []float64
 	hold        []float64
 	breakers    []obsreg.Breaker
-	guards      []namedGuard
+	guards      []obsreg.Guard
 	errs        option.Errors
 }
 
@@ -89,16 +89,7 @@ func WithHealth(name string, r core.HealthReporter) Option {
 // guards apart ("api") and must be unique among them.
 func WithGuard(name string, g overload.Guard) Option {
 	return func(o *options) {
-		if !o.errs.Require(g != nil, "WithGuard(%q, nil): give the overload guard to export, such as an overload.Adaptive", name) ||
-			!o.errs.Require(name != "", "WithGuard: the guard's name is empty; name it after what it protects (\"api\")") {
-			return
-		}
-		for _, x := range o.guards {
-			if !o.errs.Require(x.name != name, "WithGuard: two guards are named %q; give each its own name", name) {
-				return
-			}
-		}
-		o.guards = append(o.guards, namedGuard{name: name, g: g})
+		o.guards = obsreg.AddGuard(&o.errs, o.guards, obsreg.Guard{Name: name, Guard: g}, "WithGuard")
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package obsreg holds what the metrics observers (promobs, otelobs) keep
-// alike: the stores whose health they report, and their series, one per
-// limit and transport, found without a lock.
+// alike: the stores whose health they report, the overload guards whose
+// state they report, and their series, one per limit and transport, found
+// without a lock.
 package obsreg
 
 import (
@@ -9,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Breaker is one store's health, read at each collection, under the name
@@ -30,6 +32,30 @@ func AddBreaker(errs *option.Errors, list []Breaker, b Breaker) []Breaker {
 		}
 	}
 	return append(list, b)
+}
+
+// Guard is one overload guard, read at each collection, under the name
+// that tells guards apart.
+type Guard struct {
+	Name  string
+	Guard overload.Guard
+}
+
+// AddGuard returns list with g added, or list as it is, with the reason
+// recorded in errs, when g has no guard, no name or another's; opt is the
+// option's name, for the message.
+func AddGuard(errs *option.Errors, list []Guard, g Guard, opt string) []Guard {
+	switch {
+	case !errs.Require(g.Guard != nil, "%s(%q, nil): give the overload guard to report, such as an overload.Adaptive", opt, g.Name),
+		!errs.Require(g.Name != "", "%s: the guard's name is empty; name it after what it protects (\"api\")", opt):
+		return list
+	}
+	for _, x := range list {
+		if !errs.Require(x.Name != g.Name, "%s: two guards are named %q; give each its own name", opt, g.Name) {
+			return list
+		}
+	}
+	return append(list, g)
 }
 
 // Key names a series: a limit's name and a transport.
