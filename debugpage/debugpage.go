@@ -26,6 +26,7 @@ type Page struct {
 
 	policies []policySource
 	health   []healthSource
+	guards   []guardSource
 }
 
 var _ core.Observer = (*Page)(nil)
@@ -64,6 +65,7 @@ func New(opts ...Option) (*Page, error) {
 		custom:   o.custom,
 		policies: o.policies,
 		health:   o.health,
+		guards:   o.guards,
 	}
 	for i := range p.shards {
 		p.shards[i] = &shard{

@@ -16,6 +16,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/overload"
 )
 
 var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
@@ -274,6 +275,8 @@ func TestOptionErrors(t *testing.T) {
 		{[]debugpage.Option{debugpage.WithLimiter("a", lim), debugpage.WithLimiter("a", lim)}, `WithLimiter("a", ...) names a section already`},
 		{[]debugpage.Option{debugpage.WithLimiter("f", &reporter{})}, `WithLimiter("f", *debugpage_test.reporter): the limiter neither lists its policies`},
 		{[]debugpage.Option{debugpage.WithHealth("h", nil)}, `WithHealth("h", nil)`},
+		{[]debugpage.Option{debugpage.WithGuard("g", nil)}, `WithGuard("g", nil)`},
+		{[]debugpage.Option{debugpage.WithGuard("", nil)}, `WithGuard("", ...): the name must not be empty`},
 		{[]debugpage.Option{nil}, "debugpage: nil Option (argument 1)"},
 	} {
 		p, err := debugpage.New(c.opts...)
@@ -355,4 +358,31 @@ func (r *reporter) set(h core.Health) {
 	r.mu.Lock()
 	r.h = h
 	r.mu.Unlock()
+}
+
+// TestGuards: a guard registered with WithGuard shows its limit, requests
+// in flight and latency, read each time the JSON or the page is served.
+func TestGuards(t *testing.T) {
+	t.Parallel()
+	clock := coretest.NewClock(t0)
+	ad, err := overload.NewAdaptive(overload.AdaptiveConfig{Clock: clock, InitialLimit: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := debugpage.New(debugpage.WithClock(clock), debugpage.WithGuard("api", ad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := getJSON(t, p)
+	if len(s.Guards) != 1 || s.Guards[0] != (guard{Name: "api", Limit: 8}) {
+		t.Fatalf("guards %+v, want api with limit 8, nothing in flight", s.Guards)
+	}
+	tok, _ := ad.Acquire(overload.Normal, 3)
+	defer tok.End(core.EndDone)
+	if s, _ = getJSON(t, p); s.Guards[0].InFlight != 3 {
+		t.Fatalf("guards %+v, want 3 in flight", s.Guards)
+	}
+	if _, body := get(t, p, "/debug/floodgate/"); !strings.Contains(body, `id="guard-inflight-0">3<`) {
+		t.Fatalf("the page does not show 3 in flight for the guard:\n%s", body)
+	}
 }

@@ -41,7 +41,10 @@
 //   - the policies of the limiters registered with [WithLimiter], read at
 //     each refresh;
 //   - the breaker state and counters of stores registered with
-//     [WithHealth].
+//     [WithHealth];
+//   - the state of overload guards registered with [WithGuard]: the bound
+//     each puts on requests in flight now, the requests in flight and the
+//     latency it judges the service by (their sheds count as "shed").
 //
 // The page is rendered on the server with html/template; a small inline
 // script reads the JSON (the page's own path with ?format=json) once a

@@ -23,6 +23,14 @@ type snapshot struct {
 	RefusedKeys topKeys   `json:"refused_keys"`
 	Policies    []limiter `json:"policies"`
 	Health      []health  `json:"health"`
+	Guards      []guard   `json:"guards"`
+}
+
+type guard struct {
+	Name      string  `json:"name"`
+	Limit     int     `json:"limit"`
+	InFlight  int     `json:"in_flight"`
+	LatencyMs float64 `json:"latency_ms"`
 }
 
 type topKeys struct {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Option configures a [Page] made by [New].
@@ -32,6 +33,7 @@ type options struct {
 	custom   bool // redact was set by WithKeyRedaction
 	policies []policySource
 	health   []healthSource
+	guards   []guardSource
 	names    map[string]bool
 	errs     option.Errors
 }
@@ -44,6 +46,11 @@ type policySource struct {
 type healthSource struct {
 	name   string
 	health core.HealthReporter
+}
+
+type guardSource struct {
+	name  string
+	guard overload.Guard
 }
 
 // name records a section's name, which must be non-empty and unique among
@@ -91,6 +98,19 @@ func WithHealth(name string, r core.HealthReporter) Option {
 	return func(o *options) {
 		if o.name("WithHealth", "health", name) && o.errs.Require(r != nil, "WithHealth(%q, nil): pass the limiter whose store to show, such as a redisstore.Limiter", name) {
 			o.health = append(o.health, healthSource{name, r})
+		}
+	}
+}
+
+// WithGuard shows, under the given name, the state of an overload guard
+// (overload.Adaptive, overload.BBR): the bound it puts on requests in
+// flight now, the requests in flight and the latency it judges the
+// service by, read each time the page or its JSON is served. Its sheds
+// count in the totals by outcome ("shed").
+func WithGuard(name string, g overload.Guard) Option {
+	return func(o *options) {
+		if o.name("WithGuard", "guards", name) && o.errs.Require(g != nil, "WithGuard(%q, nil): pass the overload guard to show, such as an overload.Adaptive", name) {
+			o.guards = append(o.guards, guardSource{name, g})
 		}
 	}
 }

@@ -39,6 +39,19 @@ type snapshot struct {
 	Policies []limiterPolicies `json:"policies"`
 	// Health lists each store registered with WithHealth.
 	Health []healthView `json:"health"`
+	// Guards lists each overload guard registered with WithGuard.
+	Guards []guardView `json:"guards"`
+}
+
+// guardView is the state of one overload guard registered with WithGuard
+// (overload.Reading).
+type guardView struct {
+	Name string `json:"name"`
+	// Limit is the bound on requests in flight now; 0 while none applies.
+	Limit    int `json:"limit"`
+	InFlight int `json:"in_flight"`
+	// LatencyMs is the latency the guard judges the service by, in ms.
+	LatencyMs float64 `json:"latency_ms"`
 }
 
 // windowCounts holds the counts by outcome of the last Seconds seconds, the
@@ -160,6 +173,7 @@ func (p *Page) snapshot() snapshot {
 		RefusedKeys: p.topKeys(ref, refU),
 		Policies:    []limiterPolicies{},
 		Health:      []healthView{},
+		Guards:      []guardView{},
 	}
 	const rateSeconds = 10
 	for k := range numKinds {
@@ -189,6 +203,11 @@ func (p *Page) snapshot() snapshot {
 		st := src.health.Health()
 		snap.Health = append(snap.Health, healthView{Name: src.name, State: st.Breaker,
 			Stats: &breakerStats{st.StoreDecisions, st.LocalDecisions, st.Failures, st.Opens, st.LeaseDecisions, st.Leases, st.Returned, st.Returns}})
+	}
+	for _, src := range p.guards {
+		r := src.guard.Reading()
+		snap.Guards = append(snap.Guards, guardView{Name: src.name, Limit: r.Limit, InFlight: r.InFlight,
+			LatencyMs: float64(r.Latency) / float64(time.Millisecond)})
 	}
 	if p.custom {
 		snap.KeyForm = "custom"

@@ -61,6 +61,11 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
 {{range $i, $h := .Snap.Health}}<tr><td>{{.Name}}</td><td id="health-state-{{$i}}" class="state-{{.State}}">{{.State}}</td>{{with .Stats}}<td class="num" id="health-primary-{{$i}}">{{.PrimaryDecisions}}</td><td class="num" id="health-local-{{$i}}">{{.LocalDecisions}}</td><td class="num" id="health-failures-{{$i}}">{{.PrimaryFailures}}</td><td class="num" id="health-opens-{{$i}}">{{.Opens}}</td><td class="num" id="health-lease-{{$i}}">{{.LeaseDecisions}}</td><td class="num" id="health-leases-{{$i}}">{{.Leases}}</td><td class="num" id="health-returned-{{$i}}">{{.Returned}}</td><td class="num" id="health-returns-{{$i}}">{{.Returns}}</td>{{else}}<td colspan="8" class="meta">no stats</td>{{end}}</tr>
 {{end}}</tbody></table>{{else}}<p class="meta">none registered (debugpage.WithHealth)</p>{{end}}
 
+<h2>Overload guards</h2>
+{{if .Snap.Guards}}<table id="guards"><thead><tr><th>guard</th><th>limit in flight</th><th>in flight</th><th>latency (ms)</th></tr></thead><tbody>
+{{range $i, $g := .Snap.Guards}}<tr><td>{{.Name}}</td><td class="num" id="guard-limit-{{$i}}">{{.Limit}}</td><td class="num" id="guard-inflight-{{$i}}">{{.InFlight}}</td><td class="num" id="guard-latency-{{$i}}">{{printf "%.3f" .LatencyMs}}</td></tr>
+{{end}}</tbody></table>{{else}}<p class="meta">none registered (debugpage.WithGuard)</p>{{end}}
+
 <script nonce="{{.Nonce}}">
 (function () {
   "use strict";
@@ -148,6 +153,11 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
         set("health-returned-" + i, h.stats.returned_units);
         set("health-returns-" + i, h.stats.returns);
       }
+    });
+    d.guards.forEach(function (g, i) {
+      set("guard-limit-" + i, g.limit);
+      set("guard-inflight-" + i, g.in_flight);
+      set("guard-latency-" + i, g.latency_ms.toFixed(3));
     });
   }
   function poll() {
