@@ -274,7 +274,7 @@ var features = []feature{
 		if err != nil {
 			panic(err)
 		}
-		a.guard = &heldGuard{ad: ad}
+		a.guard = &heldGuard{lim: ad}
 		a.pick = func(key string) core.Limiter {
 			if key == "busy" {
 				return ad
@@ -288,6 +288,27 @@ var features = []feature{
 		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, 2) }},
 		// Full: shed, 503 / UNAVAILABLE with Retry-After (at least 1 ms,
 		// so 1 s) and no rate-limit fields.
+		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
+	}},
+	{"overload.BBR through every adapter: admitted, then shed while its bound is held", func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		// The CPU past the threshold from the start: with nothing measured
+		// yet, the bound is the one request BBR always admits.
+		bbr, err := overload.NewBBR(overload.BBRConfig{Clock: clock, CPU: func() float64 { return 0.95 }})
+		if err != nil {
+			panic(err)
+		}
+		a.guard = &heldGuard{lim: bbr}
+		a.pick = func(key string) core.Limiter {
+			if key == "busy" {
+				return bbr
+			}
+			return nil
+		}
+		return a
+	}, []fstep{
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, 1) }},
 		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
 		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
 	}},
@@ -327,30 +348,30 @@ var features = []feature{
 	}},
 }
 
-// heldGuard holds slots of an overload.Adaptive outside the adapters,
-// so that a step finds it full.
+// heldGuard holds slots of an overload guard outside the adapters, so
+// that a step finds it full.
 type heldGuard struct {
-	ad   *overload.Adaptive
-	toks []overload.Token
+	lim    core.Limiter
+	leases []*core.Lease
 }
 
 // fill takes n slots at Normal priority.
 func (g *heldGuard) fill(t *testing.T, n int) {
 	for range n {
-		tok, ok := g.ad.Acquire(overload.Normal, 1)
-		if !ok {
-			t.Fatalf("the guard refused slot %d of %d", len(g.toks)+1, n)
+		d, err := g.lim.Allow(context.Background(), "held", 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("the guard refused slot %d of %d: %+v, %v", len(g.leases)+1, n, d, err)
 		}
-		g.toks = append(g.toks, tok)
+		g.leases = append(g.leases, d.Lease)
 	}
 }
 
 // free gives the slots back.
 func (g *heldGuard) free() {
-	for _, tok := range g.toks {
-		tok.End(core.EndIgnored)
+	for _, l := range g.leases {
+		_ = l.End(context.Background(), core.EndIgnored)
 	}
-	g.toks = nil
+	g.leases = nil
 }
 
 // shedding is an overload guard that sheds every request it is asked
