@@ -62,6 +62,9 @@
 //     floodgate.breaker.opens{breaker}, floodgate.store.leases{breaker},
 //     floodgate.store.returned_units{breaker} and
 //     floodgate.store.returns{breaker}.
+//   - floodgate.shed{limit, transport, priority}: requests an overload
+//     guard shed, by the priority their context carried
+//     (overload.PriorityOf: sheddable, normal, critical, or the number).
 //   - With [WithGuard], read at each collection:
 //     floodgate.guard.limit{guard} (an overload guard's bound on requests
 //     in flight, 0 while none applies), floodgate.guard.in_flight{guard}

@@ -11,6 +11,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/internal/obsreg"
 	"github.com/floodgate/floodgate/internal/option"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Observer records what the adapters report on OpenTelemetry instruments
@@ -24,6 +25,7 @@ type Observer struct {
 	overflow  metric.Int64Counter // limit, transport
 	leased    metric.Int64Counter // limit, transport
 	storeErrs metric.Int64Counter // transport, failure
+	shed      metric.Int64Counter // limit, transport, priority
 	latency   metric.Float64Histogram
 	held      metric.Float64Histogram
 
@@ -101,6 +103,8 @@ func New(opts ...Option) (*Observer, error) {
 		"Decisions made in memory from local quota leases (redisstore's WithLocalQuota), with no round trip to the shared store.")
 	ob.storeErrs = counter("floodgate.store.errors", "{request}",
 		"Requests for which the store failed, by the failure mode applied (fail-open admitted them, fail-closed refused them).")
+	ob.shed = counter("floodgate.shed", "{request}",
+		"Requests an overload guard shed (outcome shed), by the limit that decided, transport and the priority of the request (overload.PriorityOf: sheddable, normal, critical, or the number).")
 	ob.latency = histogram("floodgate.decision.duration",
 		"How long the limiter took to answer (a store round trip included; the shaping wait and the denial hold excluded), on a sample of the decisions.",
 		defaultLatencyBuckets)
@@ -157,6 +161,9 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 		storeErrorEvent(ctx, &e)
 	case core.OutcomeDenied:
 		refusalEvent(ctx, &e)
+	case core.OutcomeShed:
+		o.shed.Add(ctx, 1, metric.WithAttributes(attribute.String("limit", e.Decision.Limit.Name),
+			attribute.String("transport", e.Transport), attribute.String("priority", obsreg.PriorityLabel(overload.PriorityOf(ctx)))))
 	}
 }
 

@@ -589,3 +589,28 @@ func TestGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestShedByPriority: a shed counts in floodgate.requests as outcome
+// "shed" and in floodgate.shed by the priority its request's context
+// carried, as promobs counts it.
+func TestShedByPriority(t *testing.T) {
+	t.Parallel()
+	obs, reader := sdkObserver(t)
+	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
+		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
+	for _, p := range []overload.Priority{overload.Sheddable, overload.Sheddable, overload.Normal, overload.Critical, 5} {
+		obs.Observe(overload.NewContext(context.Background(), p), shed)
+	}
+	obs.Observe(context.Background(), shed) // no priority: Normal
+	got, _ := collect(t, reader)
+	const s = "floodgate.shed"
+	diff(t, only(got, s+"{"), map[string]float64{
+		s + "{limit=adaptive,priority=sheddable,transport=http}": 2,
+		s + "{limit=adaptive,priority=normal,transport=http}":    2,
+		s + "{limit=adaptive,priority=critical,transport=http}":  1,
+		s + "{limit=adaptive,priority=5,transport=http}":         1,
+	})
+	if n := got["floodgate.requests{limit=adaptive,outcome=shed,shadow=false,transport=http}"]; n != 6 {
+		t.Errorf("floodgate.requests with outcome shed: %v, want 6", n)
+	}
+}

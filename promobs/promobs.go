@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -193,7 +192,7 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 		observe(c, o.wordHeldSum, o.holdBounds, int64(e.Held))
 	}
 	if e.Outcome == core.OutcomeShed {
-		o.shed.WithLabelValues(s.limit, s.transport, priorityLabel(overload.PriorityOf(ctx))).Inc()
+		o.shed.WithLabelValues(s.limit, s.transport, obsreg.PriorityLabel(overload.PriorityOf(ctx))).Inc()
 	}
 	if e.Outcome == core.OutcomeStoreError {
 		if int(e.Failure) < numFailures {
@@ -236,18 +235,4 @@ func shadowLabel(b bool) string {
 		return "true"
 	}
 	return "false"
-}
-
-// priorityLabel names p in shed_total: the named priorities by name, any
-// other by its number.
-func priorityLabel(p overload.Priority) string {
-	switch p {
-	case overload.Sheddable:
-		return "sheddable"
-	case overload.Normal:
-		return "normal"
-	case overload.Critical:
-		return "critical"
-	}
-	return strconv.Itoa(int(p))
 }

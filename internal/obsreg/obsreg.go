@@ -5,6 +5,7 @@
 package obsreg
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -56,6 +57,20 @@ func AddGuard(errs *option.Errors, list []Guard, g Guard, opt string) []Guard {
 		}
 	}
 	return append(list, g)
+}
+
+// PriorityLabel names p in the shed counters' priority label: the named
+// priorities by name, any other by its number.
+func PriorityLabel(p overload.Priority) string {
+	switch p {
+	case overload.Sheddable:
+		return "sheddable"
+	case overload.Normal:
+		return "normal"
+	case overload.Critical:
+		return "critical"
+	}
+	return strconv.Itoa(int(p))
 }
 
 // Key names a series: a limit's name and a transport.
