@@ -66,6 +66,9 @@ type series struct {
 	// storeErrs are by failure mode, with the transport only: a store
 	// error that names a limit adds to its transport's store errors.
 	storeErrs [numFailures][]metric.AddOption
+	// shed are by the named priorities, Sheddable (-1) to Critical (1)
+	// at shed[p+1]; another priority's sheds are recorded slowly.
+	shed [3][]metric.AddOption
 }
 
 // New makes an Observer whose instruments belong to the meter
@@ -162,8 +165,12 @@ func (o *Observer) Observe(ctx context.Context, e core.Event) {
 	case core.OutcomeDenied:
 		refusalEvent(ctx, &e)
 	case core.OutcomeShed:
-		o.shed.Add(ctx, 1, metric.WithAttributes(attribute.String("limit", e.Decision.Limit.Name),
-			attribute.String("transport", e.Transport), attribute.String("priority", obsreg.PriorityLabel(overload.PriorityOf(ctx)))))
+		if p := overload.PriorityOf(ctx); p >= overload.Sheddable && p <= overload.Critical {
+			o.shed.Add(ctx, 1, s.shed[p+1]...)
+		} else {
+			o.shed.Add(ctx, 1, metric.WithAttributes(attribute.String("limit", e.Decision.Limit.Name),
+				attribute.String("transport", e.Transport), attribute.String("priority", obsreg.PriorityLabel(p))))
+		}
 	}
 }
 
@@ -192,6 +199,10 @@ func newSeries(limit, transport string) *series {
 	for f := range numFailures {
 		set := attribute.NewSet(t, attribute.String("failure", core.FailureMode(f).String()))
 		s.storeErrs[f] = []metric.AddOption{metric.WithAttributeSet(set)}
+	}
+	for i := range s.shed {
+		p := attribute.String("priority", obsreg.PriorityLabel(overload.Priority(i-1)))
+		s.shed[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(l, t, p))}
 	}
 	return s
 }

@@ -614,3 +614,22 @@ func TestShedByPriority(t *testing.T) {
 		t.Errorf("floodgate.requests with outcome shed: %v, want 6", n)
 	}
 }
+
+// TestShedNoAllocs: once a limit's series exist, a shed of a named
+// priority is counted with no allocation (sheds are the overloaded path).
+func TestShedNoAllocs(t *testing.T) {
+	obs, _ := sdkObserver(t)
+	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
+		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
+	ctxs := []context.Context{context.Background(), overload.NewContext(context.Background(), overload.Sheddable), overload.NewContext(context.Background(), overload.Critical)}
+	for _, ctx := range ctxs {
+		obs.Observe(ctx, shed)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		for _, ctx := range ctxs {
+			obs.Observe(ctx, shed)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations for a shed of each named priority", n)
+	}
+}
