@@ -268,50 +268,16 @@ var features = []feature{
 		{request: get("/login", "busy"), status: 503, fields: map[string]string{"retry-after": "2"}, events: []string{"shed"}},
 		{request: get("/", "alice"), status: 200, fields: pass(global, 2, 20).fields, events: []string{"allowed+admitted"}},
 	}},
-	{"overload.Adaptive through every adapter: admitted, then shed while full", func(clock *coretest.Clock) app {
-		a := fresh(clock)
-		ad, err := overload.NewAdaptive(overload.AdaptiveConfig{Clock: clock, InitialLimit: 2, MinLimit: 2})
-		if err != nil {
-			panic(err)
-		}
-		a.guard = &heldGuard{lim: ad}
-		a.pick = func(key string) core.Limiter {
-			if key == "busy" {
-				return ad
-			}
-			return nil
-		}
-		return a
-	}, []fstep{
-		// Admitted, with its slot given back when it ends; then the
-		// step's check holds both slots elsewhere.
-		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, 2) }},
-		// Full: shed, 503 / UNAVAILABLE with Retry-After (at least 1 ms,
-		// so 1 s) and no rate-limit fields.
-		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
-		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
-	}},
-	{"overload.BBR through every adapter: admitted, then shed while its bound is held", func(clock *coretest.Clock) app {
-		a := fresh(clock)
-		// The CPU past the threshold from the start: with nothing measured
-		// yet, the bound is the one request BBR always admits.
-		bbr, err := overload.NewBBR(overload.BBRConfig{Clock: clock, CPU: func() float64 { return 0.95 }})
-		if err != nil {
-			panic(err)
-		}
-		a.guard = &heldGuard{lim: bbr}
-		a.pick = func(key string) core.Limiter {
-			if key == "busy" {
-				return bbr
-			}
-			return nil
-		}
-		return a
-	}, []fstep{
-		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, 1) }},
-		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
-		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
-	}},
+	guardFeature("overload.Adaptive through every adapter: admitted, then shed while full", 2,
+		func(clock *coretest.Clock) (core.Limiter, error) {
+			return overload.NewAdaptive(overload.AdaptiveConfig{Clock: clock, InitialLimit: 2, MinLimit: 2})
+		}),
+	// The CPU past the threshold from the start: with nothing measured
+	// yet, BBR's bound is the one request it always admits.
+	guardFeature("overload.BBR through every adapter: admitted, then shed while its bound is held", 1,
+		func(clock *coretest.Clock) (core.Limiter, error) {
+			return overload.NewBBR(overload.BBRConfig{Clock: clock, CPU: func() float64 { return 0.95 }})
+		}),
 	{"shed in shadow mode: observed, never enforced", func(clock *coretest.Clock) app {
 		a := fresh(clock)
 		a.shadow = true
@@ -346,6 +312,33 @@ var features = []feature{
 		{advance: 20 * time.Second, request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"allowed+admitted+shadow"}},
 		{request: get("/", "alice"), status: 200, fields: map[string]string{}, events: []string{"denied+admitted+shadow"}},
 	}},
+}
+
+// guardFeature runs the overload guard newGuard makes for the API key
+// "busy" through an adapter: a request is admitted (its slot given back
+// when it ends); with the guard's bound of slots held elsewhere, the next
+// is shed: 503 / UNAVAILABLE with Retry-After (the RetryAfter of at least
+// 1 ms, so 1 s) and no rate-limit fields; once they are freed, admitted.
+func guardFeature(name string, bound int, newGuard func(*coretest.Clock) (core.Limiter, error)) feature {
+	return feature{name, func(clock *coretest.Clock) app {
+		a := fresh(clock)
+		g, err := newGuard(clock)
+		if err != nil {
+			panic(err)
+		}
+		a.guard = &heldGuard{lim: g}
+		a.pick = func(key string) core.Limiter {
+			if key == "busy" {
+				return g
+			}
+			return nil
+		}
+		return a
+	}, []fstep{
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}, check: func(t *testing.T, a app) { a.guard.fill(t, bound) }},
+		{request: get("/", "busy"), status: 503, fields: map[string]string{"retry-after": "1"}, events: []string{"shed"}, check: func(t *testing.T, a app) { a.guard.free() }},
+		{request: get("/", "busy"), status: 200, events: []string{"allowed+admitted"}},
+	}}
 }
 
 // heldGuard holds slots of an overload guard outside the adapters, so
