@@ -16,9 +16,18 @@ const maxCached = 16
 // copy-on-write slice behind an atomic pointer: a hit is one load and a
 // short scan, with no lock and no allocation. The zero Cache is not usable;
 // make one with NewCache.
+//
+// Past maxCached limits, the last one missed is kept alone in a slot of
+// its own, replaced on every miss. An adaptive limit (overload.Adaptive)
+// reports a new Limit each time its limit moves; once its first values
+// have filled the list, the slot holds the current one, so its requests
+// still format nothing until the limit moves again. Limits that
+// alternate past the bound pay what they did without the slot, a build
+// per miss, plus the slot's entry.
 type Cache[T any] struct {
-	list atomic.Pointer[[]cached[T]]
-	make func(core.Limit) *T
+	list   atomic.Pointer[[]cached[T]]
+	recent atomic.Pointer[cached[T]]
+	make   func(core.Limit) *T
 }
 
 type cached[T any] struct {
@@ -31,8 +40,8 @@ func NewCache[T any](make func(core.Limit) *T) *Cache[T] {
 	return &Cache[T]{make: make}
 }
 
-// Get returns l's entry, building it on a miss. When the cache is full it
-// builds the entry without keeping it.
+// Get returns l's entry, building it on a miss. When the list is full it
+// keeps the entry in the recent slot instead.
 func (c *Cache[T]) Get(l core.Limit) *T {
 	if ps := c.list.Load(); ps != nil {
 		for i := range *ps {
@@ -40,6 +49,9 @@ func (c *Cache[T]) Get(l core.Limit) *T {
 				return (*ps)[i].v
 			}
 		}
+	}
+	if r := c.recent.Load(); r != nil && r.limit == l {
+		return r.v
 	}
 	v := c.make(l)
 	for {
@@ -52,6 +64,7 @@ func (c *Cache[T]) Get(l core.Limit) *T {
 				}
 			}
 			if len(*old) >= maxCached {
+				c.recent.Store(&cached[T]{l, v})
 				return v
 			}
 			next = make([]cached[T], len(*old), len(*old)+1)

@@ -74,10 +74,29 @@ func TestCache(t *testing.T) {
 		c.Get(core.PerSecond(10 + i))
 	}
 	made = 0
-	c.Get(core.PerSecond(49))
-	c.Get(core.PerSecond(49))
-	if made != 2 || c.Get(a) == nil {
-		t.Errorf("a full cache keeps growing or forgets: made %d", made)
+	c.Get(core.PerSecond(50))
+	c.Get(core.PerSecond(50))
+	if made != 1 || c.Get(a) == nil || made != 1 {
+		t.Errorf("a full cache does not keep the last limit missed, or forgets the first: made %d", made)
+	}
+}
+
+// TestCacheMovingLimit: an adaptive limit moves, past the bound of the
+// list.
+func TestCacheMovingLimit(t *testing.T) {
+	made := 0
+	c := fields.NewCache(func(l core.Limit) *string { made++; s := l.String(); return &s })
+	for i := range 40 {
+		c.Get(core.PerSecond(10 + i))
+	}
+	// An adaptive limit moves: each new value is built once, then served
+	// from the recent slot with no allocation until it moves again.
+	for i := range 5 {
+		l := core.PerSecond(100 + i)
+		made = 0
+		if n := testing.AllocsPerRun(100, func() { c.Get(l) }); n != 0 || made != 1 {
+			t.Errorf("limit %d past the bound: made %d, %v allocs per Get", 100+i, made, n)
+		}
 	}
 }
 
