@@ -3,16 +3,12 @@ package grpcmw_test
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/overload"
@@ -45,19 +41,8 @@ func ExampleReasonOverloaded() {
 	}
 	l := grpcmw.MustNew(guard, grpcmw.KeyByMethod(), grpcmw.WithSkip(nil))
 
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(shedAsResourceExhausted, l.UnaryServerInterceptor()))
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	cc, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		panic(err)
-	}
-	defer cc.Close()
-	client := healthpb.NewHealthClient(cc)
+	client, stop := serveHealth(grpc.ChainUnaryInterceptor(shedAsResourceExhausted, l.UnaryServerInterceptor()))
+	defer stop()
 
 	// Another call holds the guard's only slot.
 	held, _ := guard.Allow(context.Background(), "other", 1)

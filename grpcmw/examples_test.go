@@ -3,17 +3,13 @@ package grpcmw_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
@@ -31,23 +27,11 @@ func Example() {
 		// default (SkipInfrastructure): WithSkip(nil) limits every method.
 		grpcmw.WithSkip(nil))
 
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(
+	client, stop := serveHealth(
 		grpc.ChainUnaryInterceptor(limiter.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(limiter.StreamServerInterceptor()),
 	)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-
-	cc, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		panic(err)
-	}
-	defer cc.Close()
-	client := healthpb.NewHealthClient(cc)
+	defer stop()
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", "team-a")
 
 	resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{})

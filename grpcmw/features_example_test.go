@@ -3,17 +3,13 @@ package grpcmw_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
@@ -45,25 +41,15 @@ func ExampleWithRefundOnInnerRefusal() {
 	inner := grpcmw.MustNew(list, key, grpcmw.WithHeaders(core.HeadersBoth),
 		grpcmw.WithSkip(func(_ context.Context, m string) bool { return m != "/grpc.health.v1.Health/List" }))
 
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(global.UnaryServerInterceptor(), inner.UnaryServerInterceptor()))
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	cc, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		panic(err)
-	}
-	defer cc.Close()
-	client := healthpb.NewHealthClient(cc)
+	client, stop := serveHealth(grpc.ChainUnaryInterceptor(global.UnaryServerInterceptor(), inner.UnaryServerInterceptor()))
+	defer stop()
 
 	for _, call := range []struct{ key, method string }{
 		{"team-a", "List"}, {"team-a", "List"}, {"team-a", "List"}, {"team-a", "Check"}, {"paid-b", "Check"},
 	} {
 		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", call.key)
 		var header metadata.MD
+		var err error
 		if call.method == "List" {
 			_, err = client.List(ctx, &healthpb.HealthListRequest{}, grpc.Header(&header))
 		} else {
