@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/debugpage"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // benchKeys returns n distinct keys shaped like IPv4 client keys, and
@@ -63,6 +64,25 @@ func BenchmarkObserveOneKey(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p.Observe(ctx, e)
+		}
+	})
+}
+
+// BenchmarkObserveShed is sheds of a Sheddable request over 1<<16 keys,
+// as while an overload guard sheds: the priority is read from the
+// context and counted.
+func BenchmarkObserveShed(b *testing.B) {
+	keys := benchKeys(b, 1<<16)
+	p := debugpage.MustNew()
+	var next atomic.Uint64
+	ctx := overload.NewContext(context.Background(), overload.Sheddable)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1) * 7919
+		for pb.Next() {
+			i++
+			p.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: keys[i&(1<<16-1)], Cost: 1})
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // findBrowser returns the path of a Chromium or Chrome on PATH. Without
@@ -273,6 +274,37 @@ func TestBrowser(t *testing.T) {
 	}
 	if want := map[string]string{"start": "60 s ago", "end": "now", "left": "true", "right": "true", "below": "true"}; fmt.Sprint(gotAxis) != fmt.Sprint(want) {
 		t.Errorf("chart axis %v, want %v", gotAxis, want)
+	}
+
+	// Sheds by priority: the script rebuilds the table from the JSON,
+	// with a row for a priority the page had none for when it loaded,
+	// highest priority first.
+	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "client-0", Cost: 1}
+	for range 3 {
+		page.Observe(overload.NewContext(ctx, overload.Sheddable), shed)
+	}
+	page.Observe(overload.NewContext(ctx, overload.Critical), shed)
+	page.Observe(overload.NewContext(ctx, 5), shed)
+	const sheds = `(() => {
+		const text = id => { const e = document.getElementById(id); return e ? e.innerText : "(missing)"; };
+		return {critical: text("shed-critical"), normal: text("shed-normal"), sheddable: text("shed-sheddable"), five: text("shed-5"),
+			order: Array.from(document.querySelectorAll("#sheds-body tr"), tr => tr.cells[0].innerText).join(" "),
+			total: text("total-shed")};
+	})()`
+	wantSheds := map[string]string{"critical": "1", "normal": "0", "sheddable": "3", "five": "1", "order": "5 critical normal sheddable", "total": "5"}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](sheds))
+		if err != nil {
+			t.Fatalf("reading the sheds: %v", err)
+		}
+		if fmt.Sprint(got) == fmt.Sprint(wantSheds) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows sheds %v, want %v", got, wantSheds)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
