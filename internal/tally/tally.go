@@ -42,17 +42,21 @@ type Window [Buckets]atomic.Uint64
 // before another caller moved on): that count comes too late. A word
 // never written is 0, and one written counts at least 1, so a first
 // count is never taken for a late one, whatever the bucket's tag. A
-// count saturates at 2³²−1 rather than spill into the tag.
+// count saturates at 2³²−1 rather than spill into the tag. A count
+// always lands in bucket n, never in a bucket that takes n's word while
+// it is made.
 func (w *Window) Add(n int64) bool {
 	word, tag := &w[Slot(n)], uint32(n)
 	for {
 		old := word.Load()
 		switch t := uint32(old >> 32); {
 		case t == tag:
-			if uint32(old) != math.MaxUint32 {
-				word.Add(1)
+			// A compare-and-swap, not an add: between the load and an add
+			// another caller may move the word on to a later bucket, and
+			// the add would count this one there.
+			if uint32(old) == math.MaxUint32 || word.CompareAndSwap(old, old+1) {
+				return true
 			}
-			return true
 		case old != 0 && int32(tag-t) < 0:
 			return false
 		case word.CompareAndSwap(old, uint64(tag)<<32|1):

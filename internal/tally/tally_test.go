@@ -2,6 +2,7 @@ package tally
 
 import (
 	"math"
+	"sync"
 	"testing"
 )
 
@@ -99,5 +100,49 @@ func TestWindowSaturates(t *testing.T) {
 	w.Add(3)
 	if !w.Add(3) || w.Count(3) != math.MaxUint32 {
 		t.Fatalf("saturated count %d (word %x), want %d", w.Count(3), w[Slot(3)].Load(), uint64(math.MaxUint32))
+	}
+}
+
+// TestWindowConcurrent: counts from many goroutines into buckets that move
+// on while they count, three windows' worth, so that goroutines behind the
+// others count late; run with -race. Every Add that reports a count is in
+// the window until a later bucket takes its word: the counts of the last
+// window's buckets add up to the Adds that reported one, less the Subs.
+// Each round is short and a count gone astray rare, so it runs many.
+func TestWindowConcurrent(t *testing.T) {
+	t.Parallel()
+	const rounds, goroutines, each, buckets = 200, 4, 600, 3 * Buckets
+	for r := range rounds {
+		var (
+			w       Window
+			wg      sync.WaitGroup
+			counted [goroutines][buckets]uint64 // by goroutine and bucket
+		)
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					n := int64(i / (each / buckets)) // each goroutine walks the buckets in turn
+					if w.Add(n) {
+						counted[g][n]++
+						if i%3 == 0 {
+							w.Sub(n)
+							counted[g][n]--
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for n := int64(buckets - Buckets); n < buckets; n++ {
+			var want uint64
+			for g := range goroutines {
+				want += counted[g][n]
+			}
+			if got := w.Count(n); got != want || want == 0 {
+				t.Fatalf("round %d, bucket %d: %d, want %d (and more than 0)", r, n, got, want)
+			}
+		}
 	}
 }
