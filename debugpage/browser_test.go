@@ -175,22 +175,8 @@ func TestBrowser(t *testing.T) {
 			decisions: text("health-primary-0"), status: text("status"),
 		};
 	})()`
-	var shown map[string]string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		shown, err = chromedp.Run(tab, chromedp.Evaluate[map[string]string](screen))
-		if err != nil {
-			t.Fatalf("reading the page: %v", err)
-		}
-		if fmt.Sprint(shown) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page shows %v, want %v", shown, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Logf("page showed the final numbers %v after %v", shown, time.Since(start).Round(time.Millisecond))
+	waitShown(t, tab, "the numbers", screen, want)
+	t.Logf("page showed the final numbers %v after %v", want, time.Since(start).Round(time.Millisecond))
 
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -213,24 +199,7 @@ func TestBrowser(t *testing.T) {
 	// keys it no longer monitors, in the words the server renders too.
 	const exact = "Every key seen so far is monitored, with an exact count."
 	const notes = `(() => ({hot: document.getElementById("hot-note").innerText, refused: document.getElementById("refused-note").innerText}))()`
-	waitShown := func(want map[string]string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](notes))
-			if err != nil {
-				t.Fatalf("reading the footers: %v", err)
-			}
-			if fmt.Sprint(got) == fmt.Sprint(want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the footers say %q, want %q", got, want)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	waitShown(map[string]string{"hot": exact, "refused": exact})
+	waitShown(t, tab, "the footers", notes, map[string]string{"hot": exact, "refused": exact})
 	for i := range 4000 {
 		page.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "one-off-" + strconv.Itoa(i), Cost: 1})
 	}
@@ -244,7 +213,7 @@ func TestBrowser(t *testing.T) {
 		unit = "request"
 	}
 	bounded := fmt.Sprintf("Keys not monitored: the page monitors up to 512 keys per list; any other key has had at most %d %s.", hot.Unmonitored, unit)
-	waitShown(map[string]string{"hot": bounded, "refused": exact})
+	waitShown(t, tab, "the footers", notes, map[string]string{"hot": bounded, "refused": exact})
 	res, err := srv.Client().Get(srv.URL + "/debug/floodgate/")
 	if err != nil {
 		t.Fatal(err)
@@ -291,18 +260,25 @@ func TestBrowser(t *testing.T) {
 			order: Array.from(document.querySelectorAll("#sheds-body tr"), tr => tr.cells[0].innerText).join(" "),
 			total: text("total-shed")};
 	})()`
-	wantSheds := map[string]string{"critical": "1", "normal": "0", "sheddable": "3", "five": "1", "order": "5 critical normal sheddable", "total": "5"}
-	deadline = time.Now().Add(10 * time.Second)
+	waitShown(t, tab, "the sheds", sheds, map[string]string{"critical": "1", "normal": "0", "sheddable": "3", "five": "1", "order": "5 critical normal sheddable", "total": "5"})
+}
+
+// waitShown evaluates script in tab, which returns what the page shows,
+// until it returns want, for up to 10 s: the page's script refreshes the
+// numbers once a second. what names what script reads, for the failure.
+func waitShown(t *testing.T, tab context.Context, what, script string, want map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](sheds))
+		got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](script))
 		if err != nil {
-			t.Fatalf("reading the sheds: %v", err)
+			t.Fatalf("reading %s: %v", what, err)
 		}
-		if fmt.Sprint(got) == fmt.Sprint(wantSheds) {
-			break
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the page shows sheds %v, want %v", got, wantSheds)
+			t.Fatalf("the page shows %s %q, want %q", what, got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
