@@ -10,6 +10,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/debugpage"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // benchKeys returns n distinct keys shaped like IPv4 client keys, and
@@ -33,21 +34,27 @@ func benchKeys(b *testing.B, n int) []string {
 // takes counters over on nearly every call and the refused-keys sketch on
 // every denial.
 func BenchmarkObserve(b *testing.B) {
+	observeKeys(b, context.Background(), func(i uint64) core.Outcome {
+		if i&3 == 0 {
+			return core.OutcomeDenied
+		}
+		return core.OutcomeAllowed
+	})
+}
+
+// observeKeys observes, from every goroutine, requests over 1<<16
+// distinct keys in turn, the outcome of the i-th given by outcome.
+func observeKeys(b *testing.B, ctx context.Context, outcome func(i uint64) core.Outcome) {
 	keys := benchKeys(b, 1<<16)
 	p := debugpage.MustNew()
 	var next atomic.Uint64
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := next.Add(1) * 7919
 		for pb.Next() {
 			i++
-			o := core.OutcomeAllowed
-			if i&3 == 0 {
-				o = core.OutcomeDenied
-			}
-			p.Observe(ctx, core.Event{Transport: "http", Outcome: o, Key: keys[i&(1<<16-1)], Cost: 1})
+			p.Observe(ctx, core.Event{Transport: "http", Outcome: outcome(i), Key: keys[i&(1<<16-1)], Cost: 1})
 		}
 	})
 }
@@ -65,6 +72,14 @@ func BenchmarkObserveOneKey(b *testing.B) {
 			p.Observe(ctx, e)
 		}
 	})
+}
+
+// BenchmarkObserveShed is sheds of a Sheddable request over 1<<16 keys,
+// as while an overload guard sheds: the priority is read from the
+// context and counted.
+func BenchmarkObserveShed(b *testing.B) {
+	observeKeys(b, overload.NewContext(context.Background(), overload.Sheddable),
+		func(uint64) core.Outcome { return core.OutcomeShed })
 }
 
 // BenchmarkSnapshot is the cost of serving the JSON once (off the request

@@ -21,6 +21,7 @@ import (
 	"github.com/floodgate/floodgate/debugpage"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/keyfunc"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // findBrowser returns the path of a Chromium or Chrome on PATH. Without
@@ -174,22 +175,8 @@ func TestBrowser(t *testing.T) {
 			decisions: text("health-primary-0"), status: text("status"),
 		};
 	})()`
-	var shown map[string]string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		shown, err = chromedp.Run(tab, chromedp.Evaluate[map[string]string](screen))
-		if err != nil {
-			t.Fatalf("reading the page: %v", err)
-		}
-		if fmt.Sprint(shown) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page shows %v, want %v", shown, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Logf("page showed the final numbers %v after %v", shown, time.Since(start).Round(time.Millisecond))
+	waitShown(t, tab, "the numbers", screen, want)
+	t.Logf("page showed the final numbers %v after %v", want, time.Since(start).Round(time.Millisecond))
 
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -212,24 +199,7 @@ func TestBrowser(t *testing.T) {
 	// keys it no longer monitors, in the words the server renders too.
 	const exact = "Every key seen so far is monitored, with an exact count."
 	const notes = `(() => ({hot: document.getElementById("hot-note").innerText, refused: document.getElementById("refused-note").innerText}))()`
-	waitShown := func(want map[string]string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](notes))
-			if err != nil {
-				t.Fatalf("reading the footers: %v", err)
-			}
-			if fmt.Sprint(got) == fmt.Sprint(want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the footers say %q, want %q", got, want)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	waitShown(map[string]string{"hot": exact, "refused": exact})
+	waitShown(t, tab, "the footers", notes, map[string]string{"hot": exact, "refused": exact})
 	for i := range 4000 {
 		page.Observe(ctx, core.Event{Transport: "http", Outcome: core.OutcomeAllowed, Admitted: true, Key: "one-off-" + strconv.Itoa(i), Cost: 1})
 	}
@@ -243,7 +213,7 @@ func TestBrowser(t *testing.T) {
 		unit = "request"
 	}
 	bounded := fmt.Sprintf("Keys not monitored: the page monitors up to 512 keys per list; any other key has had at most %d %s.", hot.Unmonitored, unit)
-	waitShown(map[string]string{"hot": bounded, "refused": exact})
+	waitShown(t, tab, "the footers", notes, map[string]string{"hot": bounded, "refused": exact})
 	res, err := srv.Client().Get(srv.URL + "/debug/floodgate/")
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +243,44 @@ func TestBrowser(t *testing.T) {
 	}
 	if want := map[string]string{"start": "60 s ago", "end": "now", "left": "true", "right": "true", "below": "true"}; fmt.Sprint(gotAxis) != fmt.Sprint(want) {
 		t.Errorf("chart axis %v, want %v", gotAxis, want)
+	}
+
+	// Sheds by priority: the script rebuilds the table from the JSON,
+	// with a row for a priority the page had none for when it loaded,
+	// highest priority first.
+	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "client-0", Cost: 1}
+	for range 3 {
+		page.Observe(overload.NewContext(ctx, overload.Sheddable), shed)
+	}
+	page.Observe(overload.NewContext(ctx, overload.Critical), shed)
+	page.Observe(overload.NewContext(ctx, 5), shed)
+	const sheds = `(() => {
+		const text = id => { const e = document.getElementById(id); return e ? e.innerText : "(missing)"; };
+		return {critical: text("shed-critical"), normal: text("shed-normal"), sheddable: text("shed-sheddable"), five: text("shed-5"),
+			order: Array.from(document.querySelectorAll("#sheds-body tr"), tr => tr.cells[0].innerText).join(" "),
+			total: text("total-shed")};
+	})()`
+	waitShown(t, tab, "the sheds", sheds, map[string]string{"critical": "1", "normal": "0", "sheddable": "3", "five": "1", "order": "5 critical normal sheddable", "total": "5"})
+}
+
+// waitShown evaluates script in tab, which returns what the page shows,
+// until it returns want, for up to 10 s: the page's script refreshes the
+// numbers once a second. what names what script reads, for the failure.
+func waitShown(t *testing.T, tab context.Context, what, script string, want map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]string](script))
+		if err != nil {
+			t.Fatalf("reading %s: %v", what, err)
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows %s %q, want %q", what, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // Page collects what the adapters report and serves it as a web page and
@@ -43,7 +44,12 @@ type shard struct {
 	ring         ring
 	hot          *spaceSaving
 	refused      *spaceSaving
-	_            [64]byte
+	// shed counts the sheds by the priority their context carried,
+	// indexed by uint8(priority): every priority has its counter (2 KB),
+	// so counting one takes no lookup and no allocation. It comes last,
+	// away from the counters every request writes.
+	shed [priorities]uint64
+	_    [64]byte
 }
 
 // New returns a page configured by opts; with none it shows the traffic
@@ -103,13 +109,21 @@ func kindName(k int) string {
 	return core.Outcome(k).String()
 }
 
+// priorities is how many values an overload.Priority takes.
+const priorities = 1 << 8
+
 // Observe counts e: in the totals and the current second by outcome, in
-// the hottest keys, and, for a denial (enforced or shadow), in the most
-// refused keys. A request without a key counts in the totals only. It
-// takes one lock of eight, chosen by the key's hash, allocates nothing,
-// and keeps e.Key (not a copy) while the key is among the monitored ones.
-func (p *Page) Observe(_ context.Context, e core.Event) {
+// the hottest keys, for a denial (enforced or shadow) in the most refused
+// keys, and for a shed by the priority ctx carries (overload.PriorityOf).
+// A request without a key counts in the totals only. It takes one lock of
+// eight, chosen by the key's hash, allocates nothing, and keeps e.Key (not
+// a copy) while the key is among the monitored ones.
+func (p *Page) Observe(ctx context.Context, e core.Event) {
 	now := p.clock.Now()
+	var prio overload.Priority
+	if e.Outcome == core.OutcomeShed {
+		prio = overload.PriorityOf(ctx) // outside the lock: it walks the context
+	}
 	h := maphash.String(p.seed, e.Key)
 	// The top bits pick the shard, the low ones the sketch's table slot,
 	// so that the keys of one shard still spread over its table.
@@ -117,6 +131,9 @@ func (p *Page) Observe(_ context.Context, e core.Event) {
 	k := kind(e.Outcome)
 	s.mu.Lock()
 	s.totals[k]++
+	if e.Outcome == core.OutcomeShed {
+		s.shed[uint8(prio)]++
+	}
 	if e.Decision.Overflow {
 		s.overflow++
 	}

@@ -44,7 +44,11 @@
 //     [WithHealth];
 //   - the state of overload guards registered with [WithGuard]: the bound
 //     each puts on requests in flight now, the requests in flight and the
-//     latency it judges the service by (their sheds count as "shed").
+//     latency it judges the service by (their sheds count as "shed");
+//   - the sheds by priority: the requests overload guards shed, by the
+//     priority their context carried (overload.PriorityOf), with the
+//     metrics observers' names for them (sheddable, normal, critical, or
+//     the number of another priority).
 //
 // The page is rendered on the server with html/template; a small inline
 // script reads the JSON (the page's own path with ?format=json) once a
@@ -74,6 +78,10 @@
 //	                     local_decisions, primary_failures, opens,
 //	                     lease_decisions, leases, returned_units,
 //	                     returns}}]
+//	guards               [{name, limit, in_flight, latency_ms}]
+//	shed_by_priority     [{priority, level, count}]: the sheds among
+//	                     totals.shed by priority, highest first; sheddable,
+//	                     normal and critical always, another once it has one
 //
 // # Keys are personal data
 //

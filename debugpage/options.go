@@ -106,7 +106,8 @@ func WithHealth(name string, r core.HealthReporter) Option {
 // (overload.Adaptive, overload.BBR): the bound it puts on requests in
 // flight now, the requests in flight and the latency it judges the
 // service by, read each time the page or its JSON is served. Its sheds
-// count in the totals by outcome ("shed").
+// count in the totals by outcome ("shed"), and by priority; sheds count
+// there whether or not their guard is registered.
 func WithGuard(name string, g overload.Guard) Option {
 	return func(o *options) {
 		if o.name("WithGuard", "guards", name) && o.errs.Require(g != nil, "WithGuard(%q, nil): pass the overload guard to show, such as an overload.Adaptive", name) {

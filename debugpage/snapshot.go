@@ -2,8 +2,12 @@ package debugpage
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/obsreg"
+	"github.com/floodgate/floodgate/overload"
 )
 
 // snapshot is what the page shows at one instant, and the JSON it serves
@@ -41,6 +45,20 @@ type snapshot struct {
 	Health []healthView `json:"health"`
 	// Guards lists each overload guard registered with WithGuard.
 	Guards []guardView `json:"guards"`
+	// ShedByPriority counts the sheds among Totals["shed"] by the
+	// priority the request carried, highest priority first: the named
+	// priorities always, any other once it has a shed.
+	ShedByPriority []priorityCount `json:"shed_by_priority"`
+}
+
+// priorityCount is the sheds of one priority.
+type priorityCount struct {
+	// Priority is the priority's name as the metrics observers label it
+	// (sheddable, normal, critical, or its number), Level its number
+	// (overload.Priority).
+	Priority string `json:"priority"`
+	Level    int    `json:"level"`
+	Count    uint64 `json:"count"`
 }
 
 // guardView is the state of one overload guard registered with WithGuard
@@ -140,6 +158,7 @@ func (p *Page) snapshot() snapshot {
 		hot, ref    []counter
 		hotU, refU  uint64
 		shadow, ovf uint64
+		shed        [priorities]uint64
 	)
 	for _, s := range p.shards {
 		s.mu.Lock()
@@ -148,6 +167,9 @@ func (p *Page) snapshot() snapshot {
 		}
 		shadow += s.shadowDenied
 		ovf += s.overflow
+		for i, v := range s.shed {
+			shed[i] += v
+		}
 		s.ring.sumInto(perSec, nowSec)
 		hot = s.hot.appendTo(hot)
 		ref = s.refused.appendTo(ref)
@@ -168,12 +190,13 @@ func (p *Page) snapshot() snapshot {
 			Totals:    make(map[string]uint64, numKinds),
 			PerSecond: make(map[string]float64, numKinds),
 		},
-		KeyForm:     "hashed",
-		HotKeys:     p.topKeys(hot, hotU),
-		RefusedKeys: p.topKeys(ref, refU),
-		Policies:    []limiterPolicies{},
-		Health:      []healthView{},
-		Guards:      []guardView{},
+		KeyForm:        "hashed",
+		HotKeys:        p.topKeys(hot, hotU),
+		RefusedKeys:    p.topKeys(ref, refU),
+		Policies:       []limiterPolicies{},
+		Health:         []healthView{},
+		Guards:         []guardView{},
+		ShedByPriority: shedByPriority(&shed),
 	}
 	const rateSeconds = 10
 	for k := range numKinds {
@@ -213,6 +236,22 @@ func (p *Page) snapshot() snapshot {
 		snap.KeyForm = "custom"
 	}
 	return snap
+}
+
+// shedByPriority lists the counts of shed, indexed by uint8(priority),
+// from the highest priority to the lowest: the named priorities always,
+// any other only if it has a shed.
+func shedByPriority(shed *[priorities]uint64) []priorityCount {
+	var list []priorityCount
+	for level := math.MaxInt8; level >= math.MinInt8; level-- {
+		p := overload.Priority(level)
+		n := shed[uint8(p)]
+		if n == 0 && p != overload.Critical && p != overload.Normal && p != overload.Sheddable {
+			continue
+		}
+		list = append(list, priorityCount{Priority: obsreg.PriorityLabel(p), Level: level, Count: n})
+	}
+	return list
 }
 
 // topKeys orders the counters of every shard and keeps the page's top.

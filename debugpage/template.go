@@ -66,6 +66,11 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
 {{range $i, $g := .Snap.Guards}}<tr><td>{{.Name}}</td><td class="num" id="guard-limit-{{$i}}">{{.Limit}}</td><td class="num" id="guard-inflight-{{$i}}">{{.InFlight}}</td><td class="num" id="guard-latency-{{$i}}">{{printf "%.3f" .LatencyMs}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="meta">none registered (debugpage.WithGuard)</p>{{end}}
 
+<h2>Sheds by priority</h2>
+<table id="sheds"><thead><tr><th>priority</th><th>level</th><th>shed</th></tr></thead><tbody id="sheds-body">
+{{range .Snap.ShedByPriority}}<tr><td>{{.Priority}}</td><td class="num">{{.Level}}</td><td class="num" id="shed-{{.Priority}}">{{.Count}}</td></tr>
+{{end}}</tbody></table>
+
 <script nonce="{{.Nonce}}">
 (function () {
   "use strict";
@@ -100,6 +105,17 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
     if (!top.unmonitored) { return "Every key seen so far is monitored, with an exact count."; }
     if (top.unmonitored === 1) { unit = unit.replace(/s$/, ""); }
     return "Keys not monitored: the page monitors up to " + top.monitored + " keys per list; any other key has had at most " + top.unmonitored + " " + unit + ".";
+  }
+  function sheds(list) {
+    var rows = document.createDocumentFragment();
+    list.forEach(function (p) {
+      var tr = document.createElement("tr");
+      cell(tr, p.priority);
+      cell(tr, p.level, "num");
+      cell(tr, p.count, "num", "shed-" + p.priority);
+      rows.appendChild(tr);
+    });
+    document.getElementById("sheds-body").replaceChildren(rows);
   }
   function chart(w) {
     var svg = document.getElementById("chart");
@@ -154,6 +170,7 @@ td.key { font-family: ui-monospace, monospace; max-width: 28em; overflow-wrap: a
         set("health-returns-" + i, h.stats.returns);
       }
     });
+    sheds(d.shed_by_priority);
     d.guards.forEach(function (g, i) {
       set("guard-limit-" + i, g.limit);
       set("guard-inflight-" + i, g.in_flight);

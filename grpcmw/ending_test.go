@@ -3,7 +3,6 @@ package grpcmw_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -12,33 +11,8 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
-
-// endings is a limiter that admits every call with a lease that records
-// how the call ended (core.Ending), as an adaptive limit learns it.
-type endings struct {
-	mu  sync.Mutex
-	got []core.Ending
-}
-
-func (e *endings) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewEndingLease(func(_ context.Context, x core.Ending) error {
-		e.mu.Lock()
-		e.got = append(e.got, x)
-		e.mu.Unlock()
-		return nil
-	})}, nil
-}
-
-func (e *endings) Refund(context.Context, string, int) error { return nil }
-
-func (e *endings) take() []core.Ending {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	g := e.got
-	e.got = nil
-	return g
-}
 
 // TestLeaseEndings: a call's lease is told how the call ended, from the
 // handler's status and the call's context: dropped for DeadlineExceeded,
@@ -66,17 +40,17 @@ func TestLeaseEndings(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			lim := &endings{}
+			lim := &coretest.Endings{}
 			l := grpcmw.MustNew(lim, grpcmw.Constant("k"), limitAll)
 			_, _ = l.UnaryServerInterceptor()(tt.ctx, nil, &grpc.UnaryServerInfo{FullMethod: mCheck},
 				func(context.Context, any) (any, error) { return nil, tt.err })
-			if got := lim.take(); len(got) != 1 || got[0] != tt.want {
+			if got := lim.Take(); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("unary: endings %v, want [%v]", got, tt.want)
 			}
 			ss := &fakeStream{ctx: tt.ctx}
 			_ = l.StreamServerInterceptor()(nil, ss, &grpc.StreamServerInfo{FullMethod: mCheck},
 				func(any, grpc.ServerStream) error { return tt.err })
-			if got := lim.take(); len(got) != 1 || got[0] != tt.want {
+			if got := lim.Take(); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("stream: endings %v, want [%v]", got, tt.want)
 			}
 		})

@@ -4,32 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/keyfunc"
 )
-
-// endingsLimiter admits every request with a lease that records how the
-// request ended (core.Ending), as an adaptive limit learns it.
-type endingsLimiter struct {
-	mu  sync.Mutex
-	got []core.Ending
-}
-
-func (e *endingsLimiter) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewEndingLease(func(_ context.Context, x core.Ending) error {
-		e.mu.Lock()
-		e.got = append(e.got, x)
-		e.mu.Unlock()
-		return nil
-	})}, nil
-}
-
-func (e *endingsLimiter) Refund(context.Context, string, int) error { return nil }
 
 // TestLeaseEndings: a request's lease is told how the request ended, from
 // its context when the handler returns: done while it is live, dropped
@@ -56,16 +38,14 @@ func TestLeaseEndings(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			lim := &endingsLimiter{}
+			lim := &coretest.Endings{}
 			h := httpmw.MustNew(lim, keyfunc.Header("X-Key")).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			r := httptest.NewRequest("GET", "/", nil)
 			r.Header.Set("X-Key", "k")
 			r = r.WithContext(tt.end(r.Context()))
 			h.ServeHTTP(httptest.NewRecorder(), r)
-			lim.mu.Lock()
-			defer lim.mu.Unlock()
-			if len(lim.got) != 1 || lim.got[0] != tt.want {
-				t.Errorf("endings %v, want [%v]", lim.got, tt.want)
+			if got := lim.Take(); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("endings %v, want [%v]", got, tt.want)
 			}
 		})
 	}

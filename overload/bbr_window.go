@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/tally"
 )
 
 // window counts the requests completed and their latencies in buckets of
@@ -38,13 +39,7 @@ func newWindow(width int64, n int) *window {
 	return w
 }
 
-func (w *window) index(now int64) int64 {
-	idx := now / w.width
-	if now < 0 && now%w.width != 0 {
-		idx--
-	}
-	return idx
-}
+func (w *window) index(now int64) int64 { return tally.Bucket(now, w.width) }
 
 func (w *window) slot(idx int64) *bucket {
 	n := int64(len(w.buckets))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/tally"
 )
 
 // ErrThrottled is what a [ThrottledError] wraps: a client's [Throttle]
@@ -44,7 +45,7 @@ func (e *ThrottledError) Unwrap() error { return ErrThrottled }
 const (
 	defaultThrottleWindow = 10 * time.Second
 	defaultThrottleK      = 2
-	minThrottleWindow     = throttleBuckets * time.Millisecond
+	minThrottleWindow     = tally.Buckets * time.Millisecond
 )
 
 // ThrottleConfig configures a [Throttle]. The zero value means the
@@ -125,7 +126,7 @@ type Throttle struct {
 	// sent counts the requests sent in each bucket, accepted those of them
 	// the backend accepted, and refused those it refused: the others are
 	// not answered yet.
-	sent, accepted, refused tally
+	sent, accepted, refused tally.Window
 	// waitUntil is the instant until which the backend's last refusal
 	// asked to be left alone, in clock ns.
 	waitUntil atomic.Int64
@@ -152,7 +153,7 @@ func NewThrottle(c ThrottleConfig) (*Throttle, error) {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
-	return &Throttle{width: int64(c.Window) / throttleBuckets, k: c.K, clock: c.Clock, rand: c.Rand}, nil
+	return &Throttle{width: int64(c.Window) / tally.Buckets, k: c.K, clock: c.Clock, rand: c.Rand}, nil
 }
 
 // ThrottleTicket is a request [Throttle.Allow] let through. Say how it
@@ -171,7 +172,7 @@ func (t *Throttle) Allow() (ThrottleTicket, bool) {
 	if p := t.probability(n); p > 0 && t.rand() < p {
 		return ThrottleTicket{}, false
 	}
-	if !t.sent.add(n) {
+	if !t.sent.Add(n) {
 		// The clock moved on while this request was decided: it is sent,
 		// but counted nowhere, and its ending with it.
 		return ThrottleTicket{}, true
@@ -193,9 +194,9 @@ func (k ThrottleTicket) End(e core.Ending, retryAfter time.Duration) {
 	}
 	switch e {
 	case core.EndDone:
-		t.accepted.add(k.bucket)
+		t.accepted.Add(k.bucket)
 	case core.EndDropped:
-		t.refused.add(k.bucket)
+		t.refused.Add(k.bucket)
 		if retryAfter > 0 {
 			now := t.clock.Now()
 			until := now + int64(retryAfter)
@@ -205,7 +206,7 @@ func (k ThrottleTicket) End(e core.Ending, retryAfter time.Duration) {
 			t.waitUntil.Store(until)
 		}
 	default:
-		t.sent.sub(k.bucket)
+		t.sent.Sub(k.bucket)
 	}
 }
 
@@ -225,13 +226,7 @@ func (t *Throttle) Rejection() *ThrottledError {
 }
 
 // bucket returns the number of the bucket that holds the instant now.
-func (t *Throttle) bucket(now int64) int64 {
-	n := now / t.width
-	if now < 0 && n*t.width != now { // round down before the epoch too
-		n--
-	}
-	return n
-}
+func (t *Throttle) bucket(now int64) int64 { return tally.Bucket(now, t.width) }
 
 // probability is the rejection probability of the window whose newest
 // bucket is n.

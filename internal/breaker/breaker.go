@@ -160,7 +160,7 @@ func (b *Breaker) Success(probe bool) {
 		b.changed(HalfOpen, Closed)
 		return
 	}
-	b.win.add(&b.win.succ, b.win.bucket(b.clock.Now()))
+	b.win.succ.Add(b.win.bucket(b.clock.Now()))
 }
 
 // Failure records that the dependency failed with err. A failed probe
@@ -179,7 +179,7 @@ func (b *Breaker) Failure(err error, probe bool) {
 		return
 	}
 	n := b.win.bucket(b.clock.Now())
-	b.win.add(&b.win.fail, n)
+	b.win.fail.Add(n)
 	if b.word.Load() == wordClosed && b.win.read(n).trips(b.minCalls, b.rate) &&
 		b.word.CompareAndSwap(wordClosed, b.openWord(0)) {
 		b.opens.Add(1)

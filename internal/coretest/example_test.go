@@ -28,3 +28,14 @@ func ExampleStoreDown() {
 	// true
 	// core: store allow: redis at 10.0.0.7: connection refused
 }
+
+// A limiter whose leases record how each request ended, for testing that
+// an adapter ends every lease it is given as it should.
+func ExampleEndings() {
+	var lim coretest.Endings
+	d, _ := lim.Allow(context.Background(), "alice", 1)
+	d.Lease.End(context.Background(), core.EndDropped) // what an adapter does when the request ends
+	got := lim.Take()
+	fmt.Println(len(got), got[0] == core.EndDropped)
+	// Output: 1 true
+}

@@ -1,7 +1,7 @@
 // Package obsreg holds what the metrics observers (promobs, otelobs) keep
 // alike: the stores whose health they report, the overload guards whose
-// state they report, and their series, one per limit and transport, found
-// without a lock.
+// state they report, the names of priorities (which debugpage shows too),
+// and their series, one per limit and transport, found without a lock.
 package obsreg
 
 import (
