@@ -57,20 +57,11 @@ var protections = []protection{
 	}},
 	{"kratos-bbr", func() rigGuard {
 		lim := bbr.NewLimiter()
-		return rigGuard{
-			http: func() (func(bool), bool) {
-				done, err := lim.Allow()
-				if err != nil {
-					return nil, false
-				}
-				return func(bool) { done(ratelimit.DoneInfo{}) }, true
-			},
-			unary:  kratosUnary(lim),
-			stream: kratosStream(lim),
-			// The bound it applies past its CPU threshold (and for a
-			// second after), as its Stat gives it.
-			limit: func() int { return int(lim.Stat().MaxInFlight) },
-		}
+		g := kratosGuard(lim)
+		// The bound it applies past its CPU threshold (and for a second
+		// after), as its Stat gives it.
+		g.limit = func() int { return int(lim.Stat().MaxInFlight) }
+		return g
 	}},
 	{"floodgate-adaptive", func() rigGuard {
 		lim, err := overload.NewAdaptive(adaptiveRigConfig)
@@ -107,19 +98,9 @@ var protections = []protection{
 	}},
 	{"failsafe-adaptive", func() rigGuard {
 		lim := adaptivelimiter.NewBuilder[any]().Build()
-		return rigGuard{
-			http: func() (func(bool), bool) {
-				p, ok := lim.TryAcquirePermit()
-				if !ok {
-					return nil, false
-				}
-				return func(served bool) { failsafeEnd(p, served) }, true
-			},
-			// failsafegrpc has a unary server interceptor and no stream one.
-			unary:  failsafegrpc.NewUnaryServerInterceptor[any](lim),
-			stream: failsafeStream(lim),
-			limit:  lim.Limit,
-		}
+		g := failsafeGuard(lim)
+		g.limit = lim.Limit
+		return g
 	}},
 }
 
@@ -152,6 +133,21 @@ func floodgateGRPC(lim core.Limiter) rigGuard {
 // aegis's limiter.
 var errKratosLimit = status.Error(codes.ResourceExhausted, "service unavailable due to rate limit exceeded")
 
+// kratosGuard puts aegis's limiter in front of each transport.
+func kratosGuard(lim ratelimit.Limiter) rigGuard {
+	return rigGuard{
+		http: func() (func(bool), bool) {
+			done, err := lim.Allow()
+			if err != nil {
+				return nil, false
+			}
+			return func(bool) { done(ratelimit.DoneInfo{}) }, true
+		},
+		unary:  kratosUnary(lim),
+		stream: kratosStream(lim),
+	}
+}
+
 func kratosUnary(lim ratelimit.Limiter) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		done, err := lim.Allow()
@@ -173,6 +169,23 @@ func kratosStream(lim ratelimit.Limiter) grpc.StreamServerInterceptor {
 		err = h(srv, ss)
 		done(ratelimit.DoneInfo{Err: err})
 		return err
+	}
+}
+
+// failsafeGuard puts failsafe-go's adaptive limiter in front of each
+// transport: failsafegrpc's interceptor for unary calls, and for streams,
+// which failsafegrpc has none for, failsafeStream.
+func failsafeGuard(lim adaptivelimiter.AdaptiveLimiter[any]) rigGuard {
+	return rigGuard{
+		http: func() (func(bool), bool) {
+			p, ok := lim.TryAcquirePermit()
+			if !ok {
+				return nil, false
+			}
+			return func(served bool) { failsafeEnd(p, served) }, true
+		},
+		unary:  failsafegrpc.NewUnaryServerInterceptor[any](lim),
+		stream: failsafeStream(lim),
 	}
 }
 

@@ -133,6 +133,24 @@ func rigServiceDesc(w *rigWork) *grpc.ServiceDesc {
 	}
 }
 
+// rigServe serves transport on ln: the work behind g's guard for it. It
+// returns what stops the server.
+func rigServe(ln net.Listener, transport string, g rigGuard, work *rigWork) (stop func()) {
+	if transport == rigHTTP {
+		srv := &http.Server{Handler: &rigHandler{work: work, g: g.http}, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		return func() { _ = srv.Close() }
+	}
+	var opts []grpc.ServerOption
+	if g.unary != nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(g.unary), grpc.ChainStreamInterceptor(g.stream))
+	}
+	srv := grpc.NewServer(opts...)
+	srv.RegisterService(rigServiceDesc(work), nil)
+	go func() { _ = srv.Serve(ln) }()
+	return srv.Stop
+}
+
 // TestOverloadRigServer is the server process of TestOverloadRig.
 func TestOverloadRigServer(t *testing.T) {
 	spec := os.Getenv(rigServerEnv)
@@ -156,21 +174,7 @@ func TestOverloadRigServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stop func()
-	if transport == rigHTTP {
-		srv := &http.Server{Handler: &rigHandler{work: work, g: g.http}, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		stop = func() { _ = srv.Close() }
-	} else {
-		var opts []grpc.ServerOption
-		if g.unary != nil {
-			opts = append(opts, grpc.ChainUnaryInterceptor(g.unary), grpc.ChainStreamInterceptor(g.stream))
-		}
-		srv := grpc.NewServer(opts...)
-		srv.RegisterService(rigServiceDesc(work), nil)
-		go func() { _ = srv.Serve(ln) }()
-		stop = srv.Stop
-	}
+	stop := rigServe(ln, transport, g, work)
 	var out sync.Mutex
 	fmt.Printf("addr %s\n", ln.Addr())
 	if g.limit != nil {

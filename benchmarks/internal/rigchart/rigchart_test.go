@@ -208,3 +208,11 @@ func TestWriteAll(t *testing.T) {
 		t.Error("a change file read as a sweep: no error")
 	}
 }
+
+func TestSmooth(t *testing.T) {
+	got := smooth([]float64{10, 20, math.NaN(), 40, 50, 60}, 1)
+	want := []float64{15, 15, 30, 45, 50, 55}
+	if !slices.Equal(got, want) {
+		t.Errorf("smooth = %v, want %v", got, want)
+	}
+}
