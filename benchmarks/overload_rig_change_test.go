@@ -38,7 +38,7 @@ func rigCapacityChange(t *testing.T, sb *strings.Builder, tr string, iters int) 
 	changeAt := run / 2
 	fmt.Fprintf(sb, "\n== capacity change, %s: %.1f× the capacity before (%.0f/s) offered for %v; at %v the work per request × %g (capacity %.0f/s after, closed loop); SLO %v (5 × the unloaded p50 before); limits read in the server every 100 ms\n\n",
 		tr, *overloadRigChangeLoad, b.capacity, run, changeAt, factor, after, b.slo.Round(10*time.Microsecond))
-	fmt.Fprintf(sb, "%-18s %12s %12s %14s %14s %12s\n", "protection", "limit before", "limit after", "goodput before", "goodput after", "shed after")
+	fmt.Fprintf(sb, "%-18s %12s %12s %14s %14s %12s %8s\n", "protection", "limit before", "limit after", "goodput before", "goodput after", "shed after", "back in")
 	var rows []rigchart.ChangeRow
 	for i, pr := range selected() {
 		p := startRigServer(t, tr, pr.name, iters)
@@ -77,15 +77,38 @@ func rigCapacityChange(t *testing.T, sb *strings.Builder, tr string, iters int) 
 		tail := rows[len(rows)-min(n, len(r.buckets)):]
 		before := changeWindow(tail, run/4, changeAt)
 		late := changeWindow(tail, changeAt+run/4, run)
-		fmt.Fprintf(sb, "%-18s %12s %12s %13.1f%% %13.1f%% %11.1f%%\n", pr.name,
+		fmt.Fprintf(sb, "%-18s %12s %12s %13.1f%% %13.1f%% %11.1f%% %8s\n", pr.name,
 			medianLimit(before), medianLimit(late),
 			100*meanOf(before, func(r rigchart.ChangeRow) float64 { return r.Goodput })/b.capacity,
 			100*meanOf(late, func(r rigchart.ChangeRow) float64 { return r.Goodput })/after,
 			100*meanOf(late, func(r rigchart.ChangeRow) float64 { return r.Shed })/
-				max(meanOf(late, func(r rigchart.ChangeRow) float64 { return r.Offered }), 1))
+				max(meanOf(late, func(r rigchart.ChangeRow) float64 { return r.Offered }), 1),
+			backIn(tail, changeAt, after))
 	}
-	fmt.Fprintf(sb, "\n(limit: the median of the readings; before: from the end of the first quarter to the change; after: the second half of the time after the change; goodput against the capacity of the time)\n")
+	fmt.Fprintf(sb, "\n(limit: the median of the readings; before: from the end of the first quarter to the change; after: the second half of the time after the change; goodput against the capacity of the time; back in: from the change until the goodput's 500 ms mean is at least 80 %% of the capacity after for a whole second, - if never)\n")
 	return rows
+}
+
+// backIn returns how long after the change the goodput (the 500 ms mean
+// the chart draws) took to reach 80 % of the capacity after the change
+// and stay there for a second, "-" if it never did.
+func backIn(rows []rigchart.ChangeRow, changeAt time.Duration, after float64) string {
+	good := make([]float64, len(rows))
+	for i, r := range rows {
+		good[i] = r.Goodput
+	}
+	good = rigchart.Smooth(good, 2)
+	const hold = int(time.Second / rigBucketLen)
+	for i, r := range rows {
+		at := time.Duration(math.Round(r.T*10)) * rigBucketLen
+		if at < changeAt || i+hold > len(rows) {
+			continue
+		}
+		if !slices.ContainsFunc(good[i:i+hold], func(g float64) bool { return !(g >= 0.8*after) }) {
+			return (at - changeAt).String()
+		}
+	}
+	return "-"
 }
 
 // changeWindow returns the rows whose 100 ms lie within [from, to).

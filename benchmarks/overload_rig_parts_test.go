@@ -9,6 +9,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/go-kratos/aegis/ratelimit"
 
+	"github.com/floodgate/floodgate/benchmarks/internal/rigchart"
 	"github.com/floodgate/floodgate/overload"
 )
 
@@ -92,4 +93,27 @@ func serveRig(t *testing.T, transport string, g rigGuard, work *rigWork) string 
 	}
 	t.Cleanup(rigServe(ln, transport, g, work))
 	return ln.Addr().String()
+}
+
+func TestRigBackIn(t *testing.T) {
+	rows := make([]rigchart.ChangeRow, 60)
+	for i := range rows {
+		rows[i].T = float64(i) / 10
+		if i >= 35 {
+			rows[i].Goodput = 100
+		}
+	}
+	// From 3.5 s the 500 ms mean is 60, then 80 from 3.6 s on.
+	if got := backIn(rows, 3*time.Second, 100); got != "600ms" {
+		t.Errorf("backIn = %s, want 600ms", got)
+	}
+	// Two 100 ms with nothing at 4.5 s: the mean is below 80 from 4.4 to
+	// 4.7 s, and holds from 4.8 s.
+	rows[45].Goodput, rows[46].Goodput = 0, 0
+	if got := backIn(rows, 3*time.Second, 100); got != "1.8s" {
+		t.Errorf("backIn with a dip = %s, want 1.8s", got)
+	}
+	if got := backIn(rows, 3*time.Second, 130); got != "-" {
+		t.Errorf("backIn below 80 %% throughout = %s, want -", got)
+	}
 }

@@ -175,17 +175,13 @@ func TestOverloadRigServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := rigServe(ln, transport, g, work)
-	var out sync.Mutex
 	fmt.Printf("addr %s\n", ln.Addr())
 	if g.limit != nil {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		go func() {
 			for now := range tick.C {
-				l := g.limit()
-				out.Lock()
-				fmt.Printf("sample %d %d\n", now.UnixNano(), l)
-				out.Unlock()
+				fmt.Printf("sample %d %d\n", now.UnixNano(), g.limit())
 			}
 		}()
 	}

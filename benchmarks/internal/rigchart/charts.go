@@ -67,9 +67,9 @@ func SweepCharts(rows []SweepRow) map[string][]byte {
 	return out
 }
 
-// smooth returns the centred mean of ys over 2k+1 points (fewer at the
+// Smooth returns the centred mean of ys over 2k+1 points (fewer at the
 // ends), NaN skipped.
-func smooth(ys []float64, k int) []float64 {
+func Smooth(ys []float64, k int) []float64 {
 	out := make([]float64, len(ys))
 	for i := range ys {
 		sum, n := 0.0, 0
@@ -121,7 +121,7 @@ func ChangeCharts(rows []ChangeRow) map[string][]byte {
 			if capX == nil {
 				capX, capY = l.X, c
 			}
-			g.Y = smooth(g.Y, 2)
+			g.Y = Smooth(g.Y, 2)
 			if hasLimit {
 				limit.Series = append(limit.Series, l)
 			}

@@ -210,9 +210,9 @@ func TestWriteAll(t *testing.T) {
 }
 
 func TestSmooth(t *testing.T) {
-	got := smooth([]float64{10, 20, math.NaN(), 40, 50, 60}, 1)
+	got := Smooth([]float64{10, 20, math.NaN(), 40, 50, 60}, 1)
 	want := []float64{15, 15, 30, 45, 50, 55}
 	if !slices.Equal(got, want) {
-		t.Errorf("smooth = %v, want %v", got, want)
+		t.Errorf("Smooth = %v, want %v", got, want)
 	}
 }
