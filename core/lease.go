@@ -55,8 +55,11 @@ const (
 	// or what it called shed it. A sign of overload, whatever its latency.
 	EndDropped
 	// EndIgnored: the request ended for a reason that says nothing of the
-	// service's capacity (the client went away, the request was refused
-	// before any work); its latency is not counted.
+	// service's capacity (it was refused before any work, or its charge
+	// given back); its latency is not counted. The adapters do not end a
+	// request whose client went away so: its latency is a lower bound of
+	// the service's, and the only sign of a slow service when the server
+	// sets no deadlines.
 	EndIgnored
 )
 

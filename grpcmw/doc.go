@@ -59,8 +59,8 @@
 // whose reason is ReasonOverloaded, and retry-after alone in the
 // metadata. An admitted call's concurrency lease is told how the call
 // ended (core.Ending): dropped when its handler returned
-// DeadlineExceeded, Unavailable or ResourceExhausted, ignored when it
-// was cancelled, done otherwise.
+// DeadlineExceeded, Unavailable or ResourceExhausted, done otherwise, a
+// cancelled call included (its latency still measures the service).
 //
 // A refused call ends with codes.ResourceExhausted, the fixed message
 // "rate limit exceeded", and three details:

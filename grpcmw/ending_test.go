@@ -17,8 +17,8 @@ import (
 // TestLeaseEndings: a call's lease is told how the call ended, from the
 // handler's status and the call's context: dropped for DeadlineExceeded,
 // Unavailable and ResourceExhausted (it ran out of time, or what it
-// called was out of capacity), ignored for Canceled or a client gone,
-// done otherwise, on unary calls and streams alike.
+// called was out of capacity), done otherwise, Canceled and a client gone
+// included (measured), on unary calls and streams alike.
 func TestLeaseEndings(t *testing.T) {
 	t.Parallel()
 	canceled, cancel := context.WithCancel(context.Background())
@@ -35,8 +35,8 @@ func TestLeaseEndings(t *testing.T) {
 		{"deadline exceeded", context.Background(), status.Error(codes.DeadlineExceeded, "slow"), core.EndDropped},
 		{"unavailable", context.Background(), status.Error(codes.Unavailable, "downstream shed"), core.EndDropped},
 		{"resource exhausted", context.Background(), status.Error(codes.ResourceExhausted, "quota"), core.EndDropped},
-		{"canceled status", context.Background(), status.Error(codes.Canceled, "gone"), core.EndIgnored},
-		{"client gone", canceled, nil, core.EndIgnored},
+		{"canceled status", context.Background(), status.Error(codes.Canceled, "gone"), core.EndDone},
+		{"client gone", canceled, nil, core.EndDone},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

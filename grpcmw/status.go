@@ -237,8 +237,9 @@ func pushbackMillis(d time.Duration) string {
 // ending is how a call whose handler returned err ended, for the limits
 // that learn from it (core.Ending): dropped when it ran out of time or
 // what it called was out of capacity (DeadlineExceeded, Unavailable,
-// ResourceExhausted), ignored when the client went away (Canceled), done
-// otherwise (a panic, which leaves err nil, included).
+// ResourceExhausted), done otherwise: a panic, which leaves err nil, and a
+// client gone (Canceled), whose latency is a lower bound of the service's
+// and, on a server without deadlines, the only sign that it is slow.
 func ending(ctx context.Context, err error) core.Ending {
 	if e := pipeline.Ending(ctx.Err()); e != core.EndDone {
 		return e
@@ -246,8 +247,6 @@ func ending(ctx context.Context, err error) core.Ending {
 	switch status.Code(err) {
 	case codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted:
 		return core.EndDropped
-	case codes.Canceled:
-		return core.EndIgnored
 	}
 	return core.EndDone
 }

@@ -16,7 +16,7 @@ import (
 // TestLeaseEndings: a request's lease is told how the request ended, from
 // its context when the handler returns: done while it is live, dropped
 // past its deadline (the work took longer than the caller could wait),
-// ignored when the client went away.
+// done, measured, when the client went away.
 func TestLeaseEndings(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -34,7 +34,7 @@ func TestLeaseEndings(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctx)
 			cancel()
 			return ctx
-		}, core.EndIgnored},
+		}, core.EndDone},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

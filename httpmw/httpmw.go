@@ -154,8 +154,9 @@ func (a *Admission) Request() *http.Request { return a.request }
 
 // End finishes an admitted request: it gives back the concurrency slot of
 // Decision.Lease, if any (see [core.Lease]), telling it how the request
-// ended from its context: served while the context is live, dropped past
-// its deadline, ignored when the client went away (core.Ending). It is
+// ended from its context: dropped past its deadline, served otherwise,
+// the client gone included (its latency still tells a guard how slow the
+// service was; core.Ending). It is
 // idempotent, and does nothing for a request without a lease, so adapters
 // defer it unconditionally.
 func (a *Admission) End() {

@@ -28,9 +28,12 @@ func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *co
 // the handler, so that it runs however the handler ends (a return, a
 // panic, which then goes on, or a client that went away). A nil lease
 // costs a comparison. How the request ended, for the limits that learn
-// from it, is read from ctx: EndDone while it is live, EndDropped past its
-// deadline (the work took longer than the caller could wait), EndIgnored
-// when the client went away (which says nothing of the service).
+// from it, is read from ctx: EndDropped past its deadline (the work took
+// longer than the caller could wait), EndDone otherwise, a client that
+// went away included. Its latency then is a lower bound of the service's,
+// and on a server without deadlines the clients giving up is the only
+// sign that the service is slow: a guard that ignored those requests
+// would learn from the ones fast enough to be waited for alone.
 func End(ctx context.Context, lease *core.Lease) {
 	if lease != nil {
 		EndAs(ctx, lease, Ending(ctx.Err()))
@@ -48,13 +51,10 @@ func EndAs(ctx context.Context, lease *core.Lease, e core.Ending) {
 // Ending is how a request whose context ended with err (nil: it has not)
 // ended, as End says.
 func Ending(err error) core.Ending {
-	switch {
-	case err == nil:
-		return core.EndDone
-	case errors.Is(err, context.DeadlineExceeded):
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
 		return core.EndDropped
 	}
-	return core.EndIgnored
+	return core.EndDone
 }
 
 // charge records what one floodgate charged a request, in the request's

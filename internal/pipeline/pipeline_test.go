@@ -304,7 +304,8 @@ func TestLatencySampled(t *testing.T) {
 
 // TestUndoEndsIgnored: undoing an admission that holds a lease ends it as
 // ignored (the work was not done), so a limit that learns from latencies
-// never counts it; End reads the ending from the request's context.
+// never counts it; End reads the ending from the request's context, and
+// a client gone is measured (done).
 func TestUndoEndsIgnored(t *testing.T) {
 	var got []core.Ending
 	lease := func() *core.Lease {
@@ -320,7 +321,7 @@ func TestUndoEndsIgnored(t *testing.T) {
 	pipeline.End(context.Background(), lease())
 	pipeline.End(late, lease())
 	pipeline.End(gone, lease())
-	want := []core.Ending{core.EndIgnored, core.EndDone, core.EndDropped, core.EndIgnored}
+	want := []core.Ending{core.EndIgnored, core.EndDone, core.EndDropped, core.EndDone}
 	if !slices.Equal(got, want) {
 		t.Fatalf("endings %v, want %v", got, want)
 	}
