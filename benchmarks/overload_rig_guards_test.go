@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"net/http"
 	"runtime"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/grpcmw"
+	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/overload"
 )
 
@@ -28,6 +30,7 @@ type guard func() (done func(ok bool), admitted bool)
 // server process serves one transport.
 type rigGuard struct {
 	http   guard
+	mw     func(http.Handler) http.Handler // floodgate's: httpmw around the handler, in place of http
 	unary  grpc.UnaryServerInterceptor
 	stream grpc.StreamServerInterceptor
 	limit  func() int // nil: the protection has no limit to read
@@ -44,14 +47,7 @@ var protections = []protection{
 	{"static", func() rigGuard {
 		n := runtime.GOMAXPROCS(0)
 		lim := core.MustNew(core.InFlight(n).WithAlgorithm(core.Concurrency))
-		g := floodgateGRPC(lim)
-		g.http = func() (func(bool), bool) {
-			d, err := lim.Allow(context.Background(), "all", 1)
-			if err != nil || !d.Allowed {
-				return nil, false
-			}
-			return func(bool) { _ = d.Lease.Release(context.Background()) }, true
-		}
+		g := floodgateGuard(lim)
 		g.limit = func() int { return n }
 		return g
 	}},
@@ -68,14 +64,7 @@ var protections = []protection{
 		if err != nil {
 			panic(err)
 		}
-		g := floodgateGRPC(lim)
-		g.http = func() (func(bool), bool) {
-			tok, ok := lim.Acquire(overload.Normal, 1)
-			if !ok {
-				return nil, false
-			}
-			return func(served bool) { tok.End(ending(served)) }, true
-		}
+		g := floodgateGuard(lim)
 		g.limit = func() int { return lim.Reading().Limit }
 		return g
 	}},
@@ -84,14 +73,7 @@ var protections = []protection{
 		if err != nil {
 			panic(err)
 		}
-		g := floodgateGRPC(lim)
-		g.http = func() (func(bool), bool) {
-			d, err := lim.Allow(context.Background(), "all", 1)
-			if err != nil || !d.Allowed {
-				return nil, false
-			}
-			return func(served bool) { _ = d.Lease.End(context.Background(), ending(served)) }, true
-		}
+		g := floodgateGuard(lim)
 		// 0 while no bound applies (below its CPU threshold).
 		g.limit = func() int { return lim.Reading().Limit }
 		return g
@@ -108,22 +90,20 @@ var protections = []protection{
 // defaults.
 var adaptiveRigConfig = overload.AdaptiveConfig{}
 
-func ending(served bool) core.Ending {
-	if served {
-		return core.EndDone
+// floodgateGuard puts lim in front of each transport as a service would, with
+// httpmw and grpcmw: every request keyed alike (the guards' limits are
+// global anyway), sheds answered 503 and UNAVAILABLE, and each lease told
+// how its request ended by the adapter.
+func floodgateGuard(lim core.Limiter) rigGuard {
+	h, err := httpmw.New(lim, func(*http.Request) (string, error) { return "all", nil })
+	if err != nil {
+		panic(err)
 	}
-	return core.EndDropped
-}
-
-// floodgateGRPC puts lim in front of the gRPC methods with grpcmw, as a
-// service would: every call keyed by its method (the guards' limits are
-// global anyway).
-func floodgateGRPC(lim core.Limiter) rigGuard {
 	l, err := grpcmw.New(lim, grpcmw.KeyByMethod())
 	if err != nil {
 		panic(err)
 	}
-	return rigGuard{unary: l.UnaryServerInterceptor(), stream: l.StreamServerInterceptor()}
+	return rigGuard{mw: h.Handler, unary: l.UnaryServerInterceptor(), stream: l.StreamServerInterceptor()}
 }
 
 // errKratosLimit is the answer of kratos's ratelimit middleware to a shed

@@ -137,7 +137,11 @@ func rigServiceDesc(w *rigWork) *grpc.ServiceDesc {
 // returns what stops the server.
 func rigServe(ln net.Listener, transport string, g rigGuard, work *rigWork) (stop func()) {
 	if transport == rigHTTP {
-		srv := &http.Server{Handler: &rigHandler{work: work, g: g.http}, ReadHeaderTimeout: 10 * time.Second}
+		var h http.Handler = &rigHandler{work: work, g: g.http}
+		if g.mw != nil {
+			h = g.mw(h)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		return func() { _ = srv.Close() }
 	}
