@@ -108,6 +108,14 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("static at %gx: %+v, want goodput >= 90%% and p99 <= 1.1x", l, s)
 		}
 	}
+	for i, l := range ColdLoads {
+		if s := none.Cold[i]; s.Goodput != 0 || s.P99 < 10 {
+			t.Errorf("none started at %gx: %+v, want no goodput and a p99 over 10x", l, s)
+		}
+		if s := static.Cold[i]; s.Goodput < 0.9 || s.P99 > 1.1 {
+			t.Errorf("static started at %gx: %+v, want goodput >= 90%% and p99 <= 1.1x", l, s)
+		}
+	}
 	if none.Step.OK || none.Halve.OK || !none.Recover.OK || none.Recover.After != 0 {
 		t.Errorf("none: step %+v, halve %+v, recover %+v; want never, never, 0s", none.Step, none.Halve, none.Recover)
 	}
