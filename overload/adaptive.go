@@ -15,17 +15,23 @@ import (
 // The defaults of AdaptiveConfig's fields, each used when the field is
 // zero.
 const (
-	// defaultInitialLimit is where the limit starts: low enough that the
-	// first latencies are measured with little or no queue (they are the
-	// first baseline), high enough for a small service's normal load.
-	// From there it grows by a tenth (the tolerance) per window while it
-	// binds and the latency stays at the baseline.
-	defaultInitialLimit = 20
-	// defaultMinLimit is the floor: some parallelism is always admitted,
-	// so latencies keep coming to measure even when the service is very
-	// slow, and a noisy window cannot shut the service out. It is about
-	// the concurrency a small CPU-bound service on a few cores handles.
-	defaultMinLimit = 4
+	// defaultInitialLimit is where the limit starts: one request in
+	// flight, so that the first latencies, the first baseline, are
+	// measured with no queue and no sharing of a core, however small
+	// the service. (Started at 20, a service on one core measured 20
+	// requests sharing it and kept that as its baseline.) From there
+	// the slow start doubles the limit per window while it binds and the
+	// latency stays at the baseline (see estimator.close).
+	defaultInitialLimit = 1
+	// defaultMinLimit is the floor: one request is always admitted, so
+	// that latencies keep coming to measure however slow the service.
+	// A higher floor forces a queue on a service that handles fewer at
+	// once: on one core, a floor of 4 held 4 requests sharing it, each 4
+	// times as slow, under any overload (p99 3.5 to 4.2 × the unloaded
+	// one in the simulation). The cost: a limit cut by a few noisy
+	// windows may fall lower, and windows at a small limit take longer
+	// to fill (16 requests each).
+	defaultMinLimit = 1
 	// defaultMaxLimit is the ceiling, as in Envoy's filter and Netflix's
 	// Vegas limit: a bound on the queue a service can be handed before
 	// the first latencies arrive.
@@ -48,10 +54,12 @@ type AdaptiveConfig struct {
 	// nanoseconds, so sub-millisecond services are measured as finely as
 	// the clock reads.
 	Clock core.Clock
-	// InitialLimit is the limit before any latency is measured (0: 20,
-	// or MinLimit if higher). It must be within [MinLimit, MaxLimit].
+	// InitialLimit is the limit before any latency is measured (0: 1,
+	// or MinLimit if higher). It must be within [MinLimit, MaxLimit]. A
+	// higher start skips some of the slow start's doublings, but its
+	// first baseline is measured with that many in flight.
 	InitialLimit int
-	// MinLimit is the floor of the limit (0: 4), at least 1.
+	// MinLimit is the floor of the limit (0: 1), at least 1.
 	MinLimit int
 	// MaxLimit is the ceiling of the limit (0: 1000, or MinLimit if
 	// higher).
@@ -134,7 +142,7 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 	a.fair.seed = maphash.MakeSeed()
 	a.est = estimator{
 		min: float64(c.MinLimit), max: float64(c.MaxLimit), tol: c.Tolerance,
-		limit: float64(c.InitialLimit), winStart: c.Clock.Now(),
+		limit: float64(c.InitialLimit), winStart: c.Clock.Now(), slow: true,
 	}
 	a.limit.Store(int64(c.InitialLimit))
 	a.pool.New = func() any { e := &leaseEnd{}; e.fn = e.end; return e }

@@ -19,7 +19,7 @@ import (
 // the lowest is shed first and critical requests keep room of their own.
 // Refusals are counted by class.
 func TestAdaptivePriorities(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	steps := []struct {
 		p        Priority
 		admitted int // admitted in a row, then refused
@@ -50,7 +50,7 @@ func TestAdaptivePriorities(t *testing.T) {
 // / in flight (1 s for the latency before any is measured), at least
 // 1 ms.
 func TestAdaptiveRefusal(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	ctx := context.Background()
 	var leases []*core.Lease
 	for range 20 {
@@ -98,7 +98,7 @@ func TestAdaptiveRefusal(t *testing.T) {
 // called; EndDone and EndDropped are counted in the window,
 // EndIgnored gives the slot back unmeasured.
 func TestAdaptiveLease(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	ctx := context.Background()
 	allow := func() *core.Lease {
 		d, err := f.a.Allow(ctx, "", 1)
@@ -168,7 +168,7 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 // TestAdaptiveRefund: Refund gives slots back, never below none in
 // flight; costs that can never be admitted are errors, as in Allow.
 func TestAdaptiveRefund(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{MaxLimit: 50})
+	f := newFixture(t, AdaptiveConfig{MaxLimit: 50, InitialLimit: 20})
 	ctx := context.Background()
 	if _, err := f.a.Allow(ctx, "k", 3); err != nil {
 		t.Fatal(err)
@@ -208,14 +208,14 @@ func TestAdaptiveConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := a.est; a.limit.Load() != 20 || e.min != 4 || e.max != 1000 || e.tol != 1.1 {
+	if e := a.est; a.limit.Load() != 1 || e.min != 1 || e.max != 1000 || e.tol != 1.1 {
 		t.Fatalf("defaults: limit %d, %+v", a.limit.Load(), e)
 	}
 	if a, err := NewAdaptive(AdaptiveConfig{MinLimit: 30}); err != nil || a.limit.Load() != 30 {
 		t.Fatalf("MinLimit 30: %v, initial limit %d; want 30", err, a.limit.Load())
 	}
-	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 10}); err != nil || a.limit.Load() != 10 {
-		t.Fatalf("MaxLimit 10: %v, initial limit %d; want 10", err, a.limit.Load())
+	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 10}); err != nil || a.limit.Load() != 1 {
+		t.Fatalf("MaxLimit 10: %v, initial limit %d; want 1", err, a.limit.Load())
 	}
 	for _, c := range []struct {
 		cfg  AdaptiveConfig
@@ -241,7 +241,7 @@ func TestAdaptiveConfig(t *testing.T) {
 // requests: it lacks 12 + 1 − 10 = 3 of its 12, a quarter of the 1 s
 // latency assumed before any is measured.
 func TestAdaptiveFairShare(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	ka, kb := "a", "b"
 	for i := 0; f.a.fair.slotOf(kb) == f.a.fair.slotOf(ka); i++ {
 		kb = fmt.Sprint("b", i)

@@ -27,6 +27,15 @@ const (
 	// probe moved the baseline by more than 5 %, or after a warm-up
 	// that refused.
 	probeAfter, probeAgain = 64, 2
+	// calmWindows is how many windows in a row that refuse nothing
+	// turn the slow start on again: the limit no longer binds, and when
+	// it binds again the knee may be far above it (a load that was cut
+	// by an overload comes back).
+	calmWindows = 8
+	// foldFirst is how many requests the slow start folds into the
+	// first baseline (see fold): a mean of 256 has a standard error of
+	// about 3 % for a log-normal spread of σ = 0.5.
+	foldFirst = 256
 	// warmWindows is the first window whose mean counts toward the
 	// baseline (see close).
 	warmWindows = 3
@@ -65,6 +74,9 @@ type estimator struct {
 	probeSum  float64 // the probe's measures so far
 	warm      int     // windows of the warm-up so far (see close)
 	probeFrom float64 // the limit before the probe
+	slow      bool    // in the slow start (see close)
+	baseN     int     // requests the first baseline measured (see fold)
+	calm      int     // windows in a row that refused nothing
 }
 
 // add counts one request that ended at now, admitted at start, and
@@ -119,12 +131,31 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // error there, the queueing model refused up to 0.23 % of the requests
 // between bursts at 0.8× the capacity, against 0.18 % with half.)
 //
+// The slow start: from the start, a window that refused requests with
+// the latency below the band doubles the limit (gradMax), as TCP's
+// slow start doubles its window until a loss; one in the band holds it.
+// It ends at the first window whose latency is clearly past the band
+// (above target + 2 se: a window at a small limit measures few requests,
+// and one noisy window must not end it) or that drops requests, never at
+// a limit of 1 (one request in flight has no queue). Started from 1, the
+// baseline is measured with no queue, and the doublings find the knee,
+// where requests begin to wait (workers) or to share the cores
+// (processor sharing), in about log2(N) windows, each as short as two
+// latencies once the limit is 8 or more; the window past the knee halves
+// the limit at most, and the gradient takes over. (Growth by the
+// gradient alone, a tenth per window, took seconds from a low start: 11 %
+// refused at half load in the queueing model.) The slow start runs again
+// after a rebase, and after calmWindows windows in a row that refused
+// nothing: a load that an overload cut comes back to a limit far below
+// the knee.
+//
 // The baseline is the mean latency without a queue. A window that
-// refused nothing measures the service as it is: the baseline moves
-// baseStep toward its mean, either way. A window that refused leaves it
-// alone: raising it from a queue's latencies would let it creep up under
-// a sustained overload, and lowering it from the windows that happen to
-// be fast would ratchet it down on noise. Under overload only a rebase
+// refused nothing, or ran at a limit of 1, measures the service as it
+// is: the baseline moves baseStep toward its mean, either way (in the
+// slow start, fold takes its first requests instead). A window that
+// refused leaves it alone: raising it from a queue's latencies would
+// let it creep up under a sustained overload, and lowering it from the
+// windows that happen to be fast would ratchet it down on noise. Under overload only a rebase
 // (the service itself got slower) or a probe moves it. (A queue that
 // builds up under a high limit before the first refusal, as when a step
 // of load finds the limit well above the capacity, still lifts it for a
@@ -157,31 +188,65 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		}
 	default:
 		if e.warm < warmWindows+2 {
-			// The next three are the first baseline, their average
-			// whether they refused or not (one window is too noisy to
-			// stand alone). If one refused, the windows after may all
-			// refuse, and leave the baseline to the probes: the first
-			// comes probeAgain windows later. The limit moves from the
-			// window after.
+			// The next three are the first baseline, the mean of all
+			// they measured, whether they refused or not (one window is
+			// too noisy to stand alone). If one refused, the windows
+			// after may all refuse, and leave the baseline to the
+			// probes: the first comes probeAgain windows later (not
+			// after a warm-up at a limit of 1, which had no queue to
+			// measure). The limit moves from the window after.
 			e.warm++
-			e.base += (mean - e.base) / float64(e.warm-warmWindows+1)
-			if refused {
+			e.fold(mean, 0)
+			if refused && during > 1 {
 				e.saturated = probeAfter - probeAgain
 			}
 			break
 		}
-		if refused {
+		// In the slow start, the first foldFirst requests make the
+		// baseline (see fold).
+		folding := e.slow && e.baseN < foldFirst
+		if e.calm++; refused {
+			e.calm = 0
+		} else if e.calm >= calmWindows {
+			e.slow = true
+		}
+		switch {
+		case refused && during > 1:
 			e.saturated++
-		} else {
+		case !folding:
+			// A window that refused nothing, or ran one request at a
+			// time (no queue, no core shared), measures the service as
+			// it is.
 			e.base += (mean - e.base) * baseStep
+			fallthrough
+		default:
 			e.saturated = 0
 		}
 		if !busy {
+			if folding {
+				e.fold(mean, 0)
+			}
 			e.epLimit = 0
 			break
 		}
 		g := e.gradient(mean, se)
-		e.rebase(during, mean, se, g)
+		switch {
+		case !e.slow:
+		case during > 1 && (mean > e.tol*e.base+2*se || e.drops > 0):
+			e.slow = false // past the knee: the gradient from here on
+		default:
+			// Not clearly past the knee (at a limit of 1, never).
+			if folding {
+				e.fold(mean, 0)
+			}
+			switch {
+			case g > 1 && refused:
+				g = gradMax
+			case g < 1:
+				g = 1 // in the band: hold, and see
+			}
+		}
+		g = e.rebase(during, mean, se, g)
 		if e.drops > 0 {
 			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)
 		}
@@ -208,80 +273,6 @@ func (e *estimator) gradient(mean, se float64) float64 {
 		return max((target+se)/mean, gradMin)
 	}
 	return 1
-}
-
-// rebase raises the baseline when the latency is not the queue's. A run
-// starts at a window that lowers the limit for latency (g < 1) and lasts
-// until the limit is back above where it is judged from. If within it the
-// limit is halved (or at the floor) and was within a quarter of that
-// during the window before too (which let the requests admitted under
-// the higher limit, and their queue's latency, end), and the mean
-// latency is within a tenth of the highest since the run was judged
-// from (the highest, since a queue's latency lags the limit), give or
-// take two standard errors (a small limit measures few requests), the
-// service itself is slower (a slower dependency, a deploy), and cutting
-// further would only shed what it could serve: the baseline becomes the
-// mean latency, and the limit grows back. If the latency fell, the run
-// is judged again from there. In a queue, halving the limit roughly
-// halves the latency, so under overload this never fires; and it fires
-// at no set time, only in answer to the limit's own cuts.
-func (e *estimator) rebase(during, mean, se, g float64) {
-	e.epLatency = max(e.epLatency, mean)
-	halved := during <= e.epLimit/2 || during <= e.min
-	switch {
-	case e.epLimit != 0 && during > e.epLimit:
-		e.epLimit = 0 // the limit is back: the run is over
-	case e.epLimit != 0 && halved && e.before <= 1.25*during:
-		if mean+2*se >= rebaseFall*e.epLatency {
-			e.base, e.epLimit = mean, 0
-			return
-		}
-		e.epLimit, e.epLatency = during, mean // the latency followed: judge from here
-	}
-	if e.epLimit == 0 && g < 1 {
-		e.epLimit, e.epLatency = during, mean
-	}
-}
-
-// endProbe ends a probe. A baseline that windows which refuse cannot
-// move may go stale under a sustained overload: too high if the service
-// got faster (a shift in the mix of requests; the limit then settles
-// too high, with a queue), too low after a noisy measure. So after
-// probeAfter windows that refused requests with no window that did not,
-// three windows run at the limit divided by tol² (a sixth lower by
-// default): the first lets the requests admitted before end, the next
-// two measure. (Measuring only the requests admitted since would favour
-// the fast ones, which end first.)
-//
-// If the baseline is right or low, the limit was at most tol × the
-// capacity, so the probe runs below the capacity, with no queue: its
-// mean is the latency without a queue, and the baseline moves half-way
-// to it, up or down (half-way, since two windows' mean is noisy). If the
-// baseline is too high by a factor k > tol, the probe still has a queue,
-// and its mean, about the baseline / tol, is lower than any noise would
-// make it: the baseline takes it whole. Either way the probe
-// cannot raise the baseline above the service's latency without a
-// queue, so probes cannot make it creep. A probe that moved it by more
-// than 5 % is followed by another probeAgain windows later.
-//
-// The probe costs little: it runs only when the limit is refusing
-// requests anyway, never pins the limit to a floor, runs near the
-// capacity (nearly all the throughput), and a service within its
-// capacity sees none. The limit goes back to where it was after it, and
-// the next windows correct it.
-func (e *estimator) endProbe(mean float64) {
-	e.probing, e.limit = 0, e.probeFrom
-	if mean <= 0 {
-		return
-	}
-	if math.Abs(mean-e.base) > 0.05*e.base {
-		e.saturated = probeAfter - probeAgain
-	}
-	if mean < e.base/e.tol {
-		e.base = mean
-		return
-	}
-	e.base += (mean - e.base) / 2
 }
 
 // published is the limit as the admission path uses it: rounded, within

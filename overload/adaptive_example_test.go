@@ -8,9 +8,10 @@ import (
 	"github.com/floodgate/floodgate/overload"
 )
 
-// An adaptive limit admits up to its limit in flight (20 to start
-// with); what comes beyond is shed, with a RetryAfter, while a critical
-// request still finds room. Each admission's Lease ends when the
+// An adaptive limit admits up to its limit in flight (1 to start with:
+// its slow start doubles it while the latency holds); what comes beyond
+// is shed, with a RetryAfter, while a critical request still finds
+// room. Each admission's Lease ends when the
 // request does, telling the limit how long it took.
 func ExampleNewAdaptive() {
 	lim, err := overload.NewAdaptive(overload.AdaptiveConfig{})
@@ -38,7 +39,7 @@ func ExampleNewAdaptive() {
 	_ = crit.Lease.End(ctx, core.EndDropped) // timed out: a sign of overload
 	fmt.Println("in flight:", lim.Stats().InFlight)
 	// Output:
-	// admitted: 20 then shed: true by adaptive 20
+	// admitted: 1 then shed: true by adaptive 1
 	// retry later: true
 	// critical admitted: true
 	// in flight: 0

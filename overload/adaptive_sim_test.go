@@ -200,7 +200,7 @@ var simSeedFlag = flag.Uint64("simseed", 1, "seed of the adaptive limit's queuei
 func TestAdaptiveSimConverges(t *testing.T) {
 	t.Parallel()
 	s := newSim(t, 40, 5*time.Millisecond, *simSeedFlag)
-	s.run(2 * time.Second) // the limit grows from 20
+	s.run(2 * time.Second) // the slow start, from 1
 	s.reset()
 	s.run(5 * time.Second)
 	if s.offered == 0 || s.admitted != s.offered {

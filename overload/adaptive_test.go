@@ -75,10 +75,15 @@ func (f *fixture) warm(lat time.Duration) {
 
 func (f *fixture) limit() int { return f.a.Stats().Limit }
 
+// pastSlowStart ends the slow start, as the first window above the
+// tolerance does, for the tests of the gradient that follows it
+// (TestAdaptiveSlowStart tests the slow start).
+func (f *fixture) pastSlowStart() { f.a.est.slow = false }
+
 // TestAdaptiveRises: while the latency stays at the baseline and the
 // limit binds, each window raises it by the tolerance, up to MaxLimit.
 func TestAdaptiveRises(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{MaxLimit: 40})
+	f := newFixture(t, AdaptiveConfig{MaxLimit: 40, InitialLimit: 20})
 	f.warm(time.Millisecond)
 	want := 20.0
 	for i := range 12 {
@@ -110,7 +115,8 @@ func TestAdaptiveAppLimited(t *testing.T) {
 // latency above the target lowers the limit in proportion, at most
 // halving it, never below MinLimit; and once it has been halved for two
 // windows with the latency not falling, the latency is the service's
-// own: the baseline is rebased to it and the limit grows again.
+// own: the baseline is rebased to it, and the slow start finds the
+// knee again.
 func TestAdaptiveFalls(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{MinLimit: minSamples, InitialLimit: 30})
 	f.warm(time.Millisecond)
@@ -123,7 +129,7 @@ func TestAdaptiveFalls(t *testing.T) {
 		{3 * time.Millisecond, 16, time.Millisecond},     // × 0.5 (at most halved) = 11: the floor
 		{3 * time.Millisecond, 16, time.Millisecond},     // one window at the floor: it measures what came before
 		{3 * time.Millisecond, 16, 3 * time.Millisecond}, // two: the latency did not fall, rebased
-		{3 * time.Millisecond, 18, 3 * time.Millisecond}, // the latency is the baseline: 16 × 1.1
+		{3 * time.Millisecond, 32, 3 * time.Millisecond}, // the latency is the baseline: the slow start again, 16 × 2
 	}
 	for i, s := range steps {
 		f.batch(minSamples, s.lat, core.EndDone, 0, true)
@@ -138,7 +144,7 @@ func TestAdaptiveFalls(t *testing.T) {
 // latency: a window whose share s of requests was dropped lowers the
 // limit by s/2, even with the latency at the baseline.
 func TestAdaptiveDrop(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	f.warm(time.Millisecond)
 	f.batch(minSamples, time.Millisecond, core.EndDone, 4, false)
 	if got := f.limit(); got != 18 { // 20 × (1 − 4/16/2) = 17.5
@@ -153,8 +159,9 @@ func TestAdaptiveDrop(t *testing.T) {
 // run at the limit / tol² and, finding the service at the baseline,
 // change nothing.
 func TestAdaptiveNoCreep(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	f.warm(time.Millisecond)
+	f.pastSlowStart()
 	probes := 0
 	for i := range 4 * probeAfter {
 		lat := 1100 * time.Microsecond // a queue of a tenth
@@ -181,8 +188,9 @@ func TestAdaptiveNoCreep(t *testing.T) {
 // it, and the next probe comes probeAgain windows later. (probeAgain is
 // 2: the test spells the windows out.)
 func TestAdaptiveProbe(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	f.warm(2 * time.Millisecond)
+	f.pastSlowStart()
 	for i := range probeAfter {
 		f.batch(minSamples, 2200*time.Microsecond, core.EndDone, 0, true)
 		want := 20
@@ -220,6 +228,7 @@ func TestAdaptiveProbe(t *testing.T) {
 func TestAdaptiveBaselineDecays(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 40})
 	f.warm(time.Millisecond)
+	f.pastSlowStart()
 	for _, want := range []time.Duration{1125000, 1234375, 1330078} { // b += (2ms − b)/8
 		f.batch(minSamples, 2*time.Millisecond, core.EndDone, 0, false)
 		if got := f.a.Stats().Baseline; got != want {
@@ -241,7 +250,7 @@ func TestAdaptiveBaselineDecays(t *testing.T) {
 // (15 × 1 + 8)/16 = 1.44 ms, is within a standard error (0.42 ms) of
 // the target, 1.1 ms. (Uncapped, the mean would be 63 ms.)
 func TestAdaptiveStraySlow(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	f.warm(time.Millisecond)
 	f.clk.Advance(2 * time.Millisecond)
 	var toks []Token
@@ -287,6 +296,7 @@ func TestAdaptiveSampling(t *testing.T) {
 func TestAdaptiveLowClassGrows(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 60})
 	f.warm(time.Millisecond)
+	f.pastSlowStart()
 	for _, want := range []int{66, 73} {
 		f.clk.Advance(2 * time.Millisecond)
 		var toks []Token
@@ -311,7 +321,7 @@ func TestAdaptiveLowClassGrows(t *testing.T) {
 // that does not move, or reads coarsely) measure nothing and change
 // nothing; the limit works on once the clock moves.
 func TestAdaptiveFrozenClock(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	for range 20 {
 		toks := make([]Token, minSamples)
 		for i := range toks {
@@ -328,5 +338,89 @@ func TestAdaptiveFrozenClock(t *testing.T) {
 	f.batch(20, time.Millisecond, core.EndDone, 0, false)
 	if got := f.limit(); got != 22 {
 		t.Fatalf("limit %d, want 22", got)
+	}
+}
+
+// TestAdaptiveSlowStart: the defaults start at a limit of 1, so that the
+// first baseline is measured with no queue. The warm-up's windows (two
+// ignored, three averaged) leave the limit alone; then each window that
+// refuses requests with the latency at the baseline doubles it, until
+// one whose latency is past the band ends the slow start and cuts by
+// the gradient. Eight windows in a row that refuse nothing turn it on
+// again, and the next flat window that refuses doubles the limit.
+func TestAdaptiveSlowStart(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	if f.limit() != 1 || !f.a.est.slow {
+		t.Fatalf("limit %d, slow start %v; want 1, on", f.limit(), f.a.est.slow)
+	}
+	window := func(lat time.Duration, refuse bool) { // one window of minSamples requests, the limit's worth at a time
+		per := f.limit()
+		for range minSamples / per {
+			f.batch(per, lat, core.EndDone, 0, refuse)
+		}
+	}
+	for range warmWindows + 2 {
+		window(time.Millisecond, true)
+	}
+	if st := f.a.Stats(); st.Limit != 1 || st.Baseline != time.Millisecond {
+		t.Fatalf("after the warm-up: %+v, want limit 1, baseline 1ms", st)
+	}
+	for _, want := range []int{2, 4, 8, 16} {
+		window(time.Millisecond, true)
+		if got := f.limit(); got != want {
+			t.Fatalf("limit %d, want %d", got, want)
+		}
+	}
+	f.batch(16, time.Millisecond, core.EndDone, 0, true)
+	if got := f.limit(); got != 32 {
+		t.Fatalf("limit %d, want 32", got)
+	}
+	f.batch(minSamples, 2*time.Millisecond, core.EndDone, 0, true) // past the knee: 32 × 1.1/2 = 17.6
+	if st := f.a.Stats(); st.Limit != 18 || st.Baseline != time.Millisecond || f.a.est.slow {
+		t.Fatalf("past the knee: %+v, slow start %v; want limit 18, baseline 1ms, off", st, f.a.est.slow)
+	}
+	for i := range calmWindows {
+		if f.a.est.slow {
+			t.Fatalf("slow start on after %d calm windows, want %d", i, calmWindows)
+		}
+		f.batch(minSamples, time.Millisecond, core.EndDone, 0, false)
+	}
+	if !f.a.est.slow {
+		t.Fatalf("slow start off after %d calm windows", calmWindows)
+	}
+	before := f.a.est.limit
+	f.batch(minSamples, time.Millisecond, core.EndDone, 0, true)
+	if got := f.a.est.limit; got != 2*before {
+		t.Fatalf("limit %v after a flat window that refused, want 2 × %v", got, before)
+	}
+}
+
+// TestAdaptiveRebaseHold: a limit that a run of cuts has halved is held
+// for a window, so that the next window measures what was admitted under
+// it; if the latency did not fall, the service itself is slower: the
+// baseline is rebased and the slow start finds the knee again. (Cut on
+// each window, the limit would reach the floor first.)
+func TestAdaptiveRebaseHold(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 40})
+	f.warm(time.Millisecond)
+	f.pastSlowStart()
+	window := func() { // minSamples requests at 2 ms, at most the limit at a time
+		for left := minSamples; left > 0; left -= min(left, f.limit()) {
+			f.batch(min(left, f.limit()), 2*time.Millisecond, core.EndDone, 0, true)
+		}
+	}
+	for i, want := range []float64{22, 12.1, 12.1} { // 40 × 1.1/2 = 22; 22 × 0.55; held
+		window()
+		if got := f.a.est.limit; math.Abs(got-want) > 1e-9 || f.a.Stats().Baseline != time.Millisecond {
+			t.Fatalf("window %d: limit %v, baseline %v; want %v, 1ms", i, got, f.a.Stats().Baseline, want)
+		}
+	}
+	window()
+	if st := f.a.Stats(); st.Baseline != 2*time.Millisecond || st.Limit != 12 || !f.a.est.slow {
+		t.Fatalf("after the held window: %+v, slow start %v; want baseline 2ms, limit 12, slow start on", st, f.a.est.slow)
+	}
+	window()
+	if got := f.limit(); got != 24 {
+		t.Fatalf("limit %d, want 24 (doubled)", got)
 	}
 }

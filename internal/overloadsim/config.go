@@ -19,7 +19,8 @@ type Step struct {
 
 // Resize sets the number of workers from At on. Requests in service keep
 // their worker until they finish; no new one starts while as many are busy
-// as there are workers.
+// as there are workers. With Config.Shared, it sets the cores, which the
+// requests in flight share from At on.
 type Resize struct {
 	At      time.Duration
 	Workers int
@@ -39,6 +40,13 @@ type Config struct {
 	Seed uint64
 	// Workers is how many requests the server serves at once (default 50).
 	Workers int
+	// Shared makes the Workers cores that every request in flight shares
+	// equally (processor sharing, as goroutines share GOMAXPROCS): with n
+	// in flight, each is served at min(1, Workers/n) of full speed, and
+	// none waits in a queue; so beyond Workers in flight every request is
+	// slowed alike. False: Workers workers serve a FIFO queue, one
+	// request each at full speed.
+	Shared bool
 	// MeanService is the mean service time (default 5 ms).
 	MeanService time.Duration
 	// Sigma is the shape of the lognormal service time, the standard
@@ -68,7 +76,8 @@ type Config struct {
 	Bin time.Duration
 	// MaxQueue bounds the server's queue, to bound the memory of a run
 	// with no protection (0: unbounded). A request admitted to a full
-	// queue fails at once, as dropped.
+	// queue fails at once, as dropped. With Shared, it bounds the
+	// requests in flight beyond Workers.
 	MaxQueue int
 }
 

@@ -12,7 +12,10 @@
 // told. Requests arrive open-loop, as a Poisson stream whose rate follows
 // a schedule in multiples of C (Config.Load), carry a priority and a
 // tenant drawn from their weights, and workers can be removed live
-// (Config.Resizes). Not modelled: cancellation (the server serves every
+// (Config.Resizes). With Config.Shared the N workers are instead N
+// cores shared equally by every request in flight (processor sharing, as
+// goroutines share GOMAXPROCS): no queue, but beyond N in flight every
+// request is slowed alike, as on a small CPU-bound server. Not modelled: cancellation (the server serves every
 // admitted request to the end, however late), retries, clients' timeouts.
 //
 // A Controller decides each admission (Admit) and hears of each end

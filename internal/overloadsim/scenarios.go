@@ -54,6 +54,26 @@ func Overload(base Config, f Factory, load float64) (Steady, error) {
 	}, nil
 }
 
+// ColdLoads are the loads Cold measures, in multiples of capacity.
+var ColdLoads = [2]float64{2, 5}
+
+// Cold runs load × capacity from the start, with no warm-up, for 12 s,
+// and measures from 2 s on: a server started into its traffic, whose
+// limiter must learn the idle server's latency under overload (on a
+// server of shared cores, a limit above the cores measures a latency
+// already stretched by the sharing).
+func Cold(base Config, f Factory, load float64) (Steady, error) {
+	r, err := Run(scenario(base, 12*time.Second, Step{0, load}), f)
+	if err != nil {
+		return Steady{}, err
+	}
+	from, to := 2*time.Second, 12*time.Second
+	return Steady{
+		Goodput: r.Goodput(from, to),
+		P99:     float64(r.P99(from, to)) / float64(r.Config.UnloadedP99()),
+	}, nil
+}
+
 // Convergence is how long after an event a run met the goals for good;
 // OK is false when it never did before the run ended.
 type Convergence struct {

@@ -17,8 +17,9 @@ const (
 	streamController
 )
 
-// sim is one run: a server of workers in front of a FIFO queue, driven
-// by events on a virtual clock in nanoseconds.
+// sim is one run: a server of workers in front of a FIFO queue, or of
+// cores shared by the requests in flight (Config.Shared), driven by
+// events on a virtual clock in nanoseconds.
 type sim struct {
 	cfg  Config
 	ctrl Controller
@@ -41,6 +42,10 @@ type sim struct {
 	tick                   Ticker
 	tickEvery, nextTick    int64
 	nextBin, end           int64
+	// served is, when shared, the service each request in flight has
+	// had since the start of the run, ns: they all get the same, so a
+	// job's finish is the served it ends at, and the heap's order holds.
+	served float64
 }
 
 // Run simulates cfg with the controller f makes. The same cfg and f give
@@ -93,8 +98,8 @@ const (
 func (s *sim) loop() {
 	for {
 		t, kind := s.end, evEnd
-		if len(s.run) > 0 && s.run[0].finish < t {
-			t, kind = s.run[0].finish, evDone
+		if f := s.nextDone(); f < t {
+			t, kind = f, evDone
 		}
 		if s.resized < len(s.cfg.Resizes) && int64(s.cfg.Resizes[s.resized].At) < t {
 			t, kind = int64(s.cfg.Resizes[s.resized].At), evResize
@@ -133,24 +138,19 @@ func (s *sim) loop() {
 }
 
 // account integrates the work done up to t: busy worker-nanoseconds, and
-// available ones (workers removed while busy count until they finish).
+// available ones (workers removed while busy count until they finish;
+// shared cores are busy while anything is in flight, however much).
 func (s *sim) account(t int64) {
 	dt := t - s.lastT
-	s.busyNs += int64(s.busy) * dt
-	s.availNs += int64(max(s.workers, s.busy)) * dt
-	s.lastT = t
-}
-
-// closeBin ends the bin that ends at t: its capacity and the limit then.
-func (s *sim) closeBin(t int64) {
-	i := (t - 1) / s.binNs
-	if i < 0 || int(i) >= len(s.res.Bins) {
-		return
+	if s.cfg.Shared {
+		s.served += float64(dt) * s.speed()
+		s.busyNs += int64(min(s.busy, s.workers)) * dt
+		s.availNs += int64(s.workers) * dt
+	} else {
+		s.busyNs += int64(s.busy) * dt
+		s.availNs += int64(max(s.workers, s.busy)) * dt
 	}
-	b := &s.res.Bins[i]
-	b.Capacity = float64(s.availNs-s.binAvail) / float64(s.cfg.MeanService)
-	b.Limit = s.ctrl.Limit(t)
-	s.binAvail = s.availNs
+	s.lastT = t
 }
 
 func (s *sim) arrive(t int64) {
@@ -176,9 +176,9 @@ func (s *sim) arrive(t int64) {
 	b.Admitted++
 	c.Admitted++
 	switch {
-	case s.busy < s.workers:
+	case s.busy < s.workers || s.cfg.Shared && (s.cfg.MaxQueue == 0 || s.busy-s.workers < s.cfg.MaxQueue):
 		s.start(j, t)
-	case s.cfg.MaxQueue > 0 && s.q.size >= s.cfg.MaxQueue:
+	case s.cfg.Shared || s.cfg.MaxQueue > 0 && s.q.size >= s.cfg.MaxQueue:
 		b.Overflow++
 		s.ctrl.Done(t, &s.cur, 0, true)
 	default:
@@ -188,6 +188,9 @@ func (s *sim) arrive(t int64) {
 
 func (s *sim) start(j job, t int64) {
 	j.finish = t + j.service
+	if s.cfg.Shared {
+		j.finish = int64(math.Ceil(s.served)) + j.service
+	}
 	s.run.push(j)
 	s.busy++
 }

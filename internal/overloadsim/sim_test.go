@@ -282,3 +282,64 @@ func TestCPU(t *testing.T) {
 		t.Errorf("CPU reads %v, want %v", c.read, want)
 	}
 }
+
+// TestSharedCase: one core shared by the requests in flight, a fixed 10
+// ms service, requests at 0, 5, 16 and 17 ms, a limit of 3, at most one
+// in flight beyond the core (MaxQueue 1) and an SLO of 16 ms. By hand:
+// r0 runs alone until r1 comes at 5 (5 ms done), then each runs at half
+// speed: r0 ends at 15 (latency 15), r1 has 5 ms done then and runs
+// alone to 16 (6 done); r2 arrives at 16 and shares the core with r1;
+// r3 at 17 finds one beyond the core already and fails at once; r1 ends
+// at 24 (4 more at half speed; latency 19 > 16: dropped), r2, with 4 done
+// then, runs alone and ends at 30 (latency 14).
+func TestSharedCase(t *testing.T) {
+	l := &logger{limit: 3}
+	r, err := Run(Config{
+		Workers: 1, Shared: true, MeanService: 10 * time.Millisecond, Sigma: -1, SLOFactor: 1.6,
+		Duration: 40 * time.Millisecond, Bin: 10 * time.Millisecond, MaxQueue: 1,
+		Arrivals: []time.Duration{0, 5 * time.Millisecond, 16 * time.Millisecond, 17 * time.Millisecond},
+	}, func(*Env) (Controller, error) { return l, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []done{
+		{0, 15 * ms, 15 * time.Millisecond, false},
+		{3, 17 * ms, 0, true},
+		{1, 24 * ms, 19 * time.Millisecond, true},
+		{2, 30 * ms, 14 * time.Millisecond, false},
+	}
+	if !reflect.DeepEqual(l.done, want) {
+		t.Errorf("done %+v,\nwant %+v", l.done, want)
+	}
+	for _, b := range r.Bins {
+		if b.Capacity != 1 { // 1 core × 10 ms / 10 ms, however many share it
+			t.Errorf("bin at %v: capacity %v, want 1", b.Start, b.Capacity)
+		}
+	}
+}
+
+// TestSharedQueueingLaw: one shared core with no protection is an
+// M/G/1 processor-sharing queue, whose mean latency is S / (1 − ρ)
+// whatever the service time's distribution: 10 ms at half load for a
+// mean service of 5 ms; a quarter of that above S at ρ = 0.2.
+func TestSharedQueueingLaw(t *testing.T) {
+	for _, load := range []float64{0.2, 0.5} {
+		c := small(3, 200*time.Second, Step{0, load})
+		c.Workers, c.Shared = 1, true
+		r, err := Run(c, NewUnprotected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum, n int64
+		for _, b := range r.Bins {
+			for _, l := range b.lat {
+				sum, n = sum+l, n+1
+			}
+		}
+		mean, want := float64(sum)/float64(n)/1e6, 5/(1-load)
+		t.Logf("load %v: %d requests, mean latency %.3f ms (want %.3f)", load, n, mean, want)
+		if math.Abs(mean/want-1) > 0.03 {
+			t.Errorf("load %v: mean latency %.3f ms, want %.3f within 3 %%", load, mean, want)
+		}
+	}
+}

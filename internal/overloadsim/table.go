@@ -16,6 +16,7 @@ var Loads = [3]float64{2, 5, 10}
 type Row struct {
 	Anchor               Anchor
 	Steady               [len(Loads)]Steady
+	Cold                 [len(ColdLoads)]Steady
 	Step, Halve, Recover Convergence
 	Bursts               BurstFigures
 	Priorities           PriorityFigures
@@ -29,6 +30,11 @@ func Measure(base Config, a Anchor, drift time.Duration) (Row, error) {
 	var err error
 	for i, l := range Loads {
 		if row.Steady[i], err = Overload(base, a.New, l); err != nil {
+			return row, err
+		}
+	}
+	for i, l := range ColdLoads {
+		if row.Cold[i], err = Cold(base, a.New, l); err != nil {
 			return row, err
 		}
 	}
@@ -61,10 +67,14 @@ func Measure(base Config, a Anchor, drift time.Duration) (Row, error) {
 // the server, the goals, each anchor's rule, then the figures.
 func WriteTable(w io.Writer, base Config, rows []Row) error {
 	c := base.withDefaults()
-	fmt.Fprintf(w, "server: %d workers, lognormal service mean %v sigma %.2f, capacity %.0f req/s; unloaded p99 %v; SLO %v; seed %d\n",
-		c.Workers, c.MeanService, c.Sigma, c.Capacity(), c.UnloadedP99().Round(time.Microsecond), c.SLO(), c.Seed)
+	server := fmt.Sprintf("%d workers, FIFO", c.Workers)
+	if c.Shared {
+		server = fmt.Sprintf("%d cores shared by the requests in flight", c.Workers)
+	}
+	fmt.Fprintf(w, "server: %s, lognormal service mean %v sigma %.2f, capacity %.0f req/s; unloaded p99 %v; SLO %v; seed %d\n",
+		server, c.MeanService, c.Sigma, c.Capacity(), c.UnloadedP99().Round(time.Microsecond), c.SLO(), c.Seed)
 	fmt.Fprintf(w, "goals: goodput >= %.0f%% of capacity, p99 <= %.1fx unloaded (at 5x); step to 3x <= 500ms; halved <= 2s; limit back <= 5s;\n", GoodputGoal*100, P99Goal)
-	fmt.Fprintf(w, "       limit within ±15%% of workers for 10 min at 2x; <= 0.1%% refused at 0.8x; critical >= 99.9%%, inversions <= 0.1%%, Jain >= 0.95\n\n")
+	fmt.Fprintf(w, "       limit within ±15%% of workers (cores) for 10 min at 2x; <= 0.1%% refused at 0.8x; critical >= 99.9%%, inversions <= 0.1%%, Jain >= 0.95;\n       cold: the steady goals for a start into the load with no warm-up, measured from 2 s to 12 s\n\n")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-16s %s\n", r.Anchor.Name, r.Anchor.Rule)
 	}
@@ -74,10 +84,13 @@ func WriteTable(w io.Writer, base Config, rows []Row) error {
 	for _, l := range Loads {
 		fmt.Fprintf(tw, "%gx goodput\t%gx p99/unl.\t", l, l)
 	}
+	for _, l := range ColdLoads {
+		fmt.Fprintf(tw, "cold %gx goodput\tcold %gx p99\t", l, l)
+	}
 	fmt.Fprintln(tw)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t", r.Anchor.Name)
-		for _, s := range r.Steady {
+		for _, s := range append(r.Steady[:], r.Cold[:]...) {
 			fmt.Fprintf(tw, "%s\t%s\t", pct(s.Goodput), times(s.P99))
 		}
 		fmt.Fprintln(tw)

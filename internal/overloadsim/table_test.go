@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ var (
 	tableLong  = flag.Duration("overloadsim.drift", 10*time.Minute, "the drift scenario's length at 2x (0: skip it)")
 	tableSeed  = flag.Uint64("overloadsim.seed", 1, "the seed of the table's runs")
 	tableSigma = flag.Float64("overloadsim.sigma", 0.5, "the spread of the service time (Config.Sigma; negative: none)")
+	tableCores = flag.String("overloadsim.cores", "1,2,4", "after the FIFO table, one for a server of each of these numbers of cores shared by the requests in flight (empty: none)")
+	tableFIFO  = flag.Bool("overloadsim.fifo", true, "the FIFO table (50 workers)")
 )
 
 // contenders are the anchors and floodgate's own limiters through the
@@ -44,21 +47,37 @@ func TestTable(t *testing.T) {
 	if !*tableFlag {
 		t.Skip("the whole table is opt-in: go test ./internal/overloadsim -run TestTable -overloadsim")
 	}
-	base := Config{Seed: *tableSeed, Sigma: *tableSigma}.withDefaults()
-	var rows []Row
-	for _, a := range contenders(base.Workers) {
-		start := time.Now()
-		row, err := Measure(base, a, *tableLong)
-		if err != nil {
-			t.Fatalf("%s: %v", a.Name, err)
+	var bases []Config
+	if *tableFIFO {
+		bases = append(bases, Config{Seed: *tableSeed, Sigma: *tableSigma}.withDefaults())
+	}
+	for _, f := range strings.FieldsFunc(*tableCores, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			t.Fatalf("-overloadsim.cores: %q is not a number of cores", f)
 		}
-		t.Logf("%s: %v", a.Name, time.Since(start).Round(time.Millisecond))
-		rows = append(rows, row)
+		bases = append(bases, Config{Seed: *tableSeed, Sigma: *tableSigma, Workers: n, Shared: true}.withDefaults())
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.seed %d -overloadsim.sigma %g -overloadsim.out <file>\n", *tableLong, *tableSeed, *tableSigma)
-	if err := WriteTable(&buf, base, rows); err != nil {
-		t.Fatal(err)
+	fmt.Fprintf(&buf, "# go test ./internal/overloadsim -count=1 -timeout 30m -run TestTable -overloadsim -overloadsim.drift %v -overloadsim.seed %d -overloadsim.sigma %g -overloadsim.fifo=%v -overloadsim.cores '%s' -overloadsim.out <file>\n",
+		*tableLong, *tableSeed, *tableSigma, *tableFIFO, *tableCores)
+	for i, base := range bases {
+		var rows []Row
+		for _, a := range contenders(base.Workers) {
+			start := time.Now()
+			row, err := Measure(base, a, *tableLong)
+			if err != nil {
+				t.Fatalf("%s: %v", a.Name, err)
+			}
+			t.Logf("%s: %v", a.Name, time.Since(start).Round(time.Millisecond))
+			rows = append(rows, row)
+		}
+		if i > 0 {
+			buf.WriteString("\n")
+		}
+		if err := WriteTable(&buf, base, rows); err != nil {
+			t.Fatal(err)
+		}
 	}
 	fmt.Print(buf.String())
 	if *tableOut != "" {
@@ -87,6 +106,14 @@ func TestScenarios(t *testing.T) {
 		}
 		if s := static.Steady[i]; s.Goodput < 0.9 || s.P99 > 1.1 {
 			t.Errorf("static at %gx: %+v, want goodput >= 90%% and p99 <= 1.1x", l, s)
+		}
+	}
+	for i, l := range ColdLoads {
+		if s := none.Cold[i]; s.Goodput != 0 || s.P99 < 10 {
+			t.Errorf("none started at %gx: %+v, want no goodput and a p99 over 10x", l, s)
+		}
+		if s := static.Cold[i]; s.Goodput < 0.9 || s.P99 > 1.1 {
+			t.Errorf("static started at %gx: %+v, want goodput >= 90%% and p99 <= 1.1x", l, s)
 		}
 	}
 	if none.Step.OK || none.Halve.OK || !none.Recover.OK || none.Recover.After != 0 {

@@ -1,0 +1,109 @@
+package overload
+
+import "math"
+
+// fold adds the window's mean to the baseline as a mean over all the
+// requests folded so far, each window weighing at least least. The
+// warm-up folds its three windows, and the slow start its windows that
+// are not clearly past the knee until foldFirst requests are folded: a
+// window at a small limit measures few requests (16 at a limit of 1: a
+// standard error of 13 %), and a baseline a tenth too low cuts the
+// limit below the knee. A window in the band above the target may be
+// folded too (leaving it out would bias the mean low), but only among
+// the first foldFirst requests: it can raise the baseline by less than
+// the tolerance once.
+func (e *estimator) fold(mean, least float64) {
+	e.baseN += e.n
+	if e.baseN > 0 {
+		e.base += (mean - e.base) * max(float64(e.n)/float64(e.baseN), least)
+	}
+}
+
+// rebase raises the baseline when the latency is not the queue's. A run
+// starts at a window that lowers the limit for latency (g < 1) and lasts
+// until the limit is back above where it is judged from. If within it the
+// limit is halved (or at the floor) and was within a quarter of that
+// during the window before too (which let the requests admitted under
+// the higher limit, and their queue's latency, end; a limit just halved
+// is held for a window for this, since cut on each window it would
+// reach the floor first, through windows that grow long), and the mean
+// latency is within a tenth of the highest since the run was judged
+// from (the highest, since a queue's latency lags the limit), give or
+// take two standard errors (a small limit measures few requests), the
+// service itself is slower (a slower dependency, a deploy), and cutting
+// further would only shed what it could serve: the baseline becomes the
+// mean latency, it holds for the window, and the slow start grows the
+// limit back (folding its first requests into the new baseline); it
+// returns the gradient, held where it must be. If the latency fell, the run
+// is judged again from there. In a queue, halving the limit roughly
+// halves the latency, so under overload this never fires; and it fires
+// at no set time, only in answer to the limit's own cuts.
+func (e *estimator) rebase(during, mean, se, g float64) float64 {
+	e.epLatency = max(e.epLatency, mean)
+	halved := during <= e.epLimit/2 || during <= e.min
+	switch {
+	case e.epLimit != 0 && during > e.epLimit:
+		e.epLimit = 0 // the limit is back: the run is over
+	case e.epLimit != 0 && halved && e.before > 1.25*during:
+		// Halved, but only just: hold it for a window, so that the
+		// next measures what came in under it. (Cut on, it would be
+		// halved again each window down to the floor before a window
+		// could judge it, and windows at a small limit are long.)
+		return max(g, 1)
+	case e.epLimit != 0 && halved:
+		if mean+2*se >= rebaseFall*e.epLatency {
+			// The knee moved with the service: the slow start finds it
+			// again (growth by the gradient alone, from limits that the
+			// cuts left small, takes many long windows), and folds its
+			// first requests into the new baseline.
+			e.base, e.epLimit, e.slow, e.baseN = mean, 0, true, e.n
+			return 1
+		}
+		e.epLimit, e.epLatency = during, mean // the latency followed: judge from here
+	}
+	if e.epLimit == 0 && g < 1 {
+		e.epLimit, e.epLatency = during, mean
+	}
+	return g
+}
+
+// endProbe ends a probe. A baseline that windows which refuse cannot
+// move may go stale under a sustained overload: too high if the service
+// got faster (a shift in the mix of requests; the limit then settles
+// too high, with a queue), too low after a noisy measure. So after
+// probeAfter windows that refused requests with no window that did not,
+// three windows run at the limit divided by tol² (a sixth lower by
+// default): the first lets the requests admitted before end, the next
+// two measure. (Measuring only the requests admitted since would favour
+// the fast ones, which end first.)
+//
+// If the baseline is right or low, the limit was at most tol × the
+// capacity, so the probe runs below the capacity, with no queue: its
+// mean is the latency without a queue, and the baseline moves half-way
+// to it, up or down (half-way, since two windows' mean is noisy). If the
+// baseline is too high by a factor k > tol, the probe still has a queue,
+// and its mean, about the baseline / tol, is lower than any noise would
+// make it: the baseline takes it whole. Either way the probe
+// cannot raise the baseline above the service's latency without a
+// queue, so probes cannot make it creep. A probe that moved it by more
+// than 5 % is followed by another probeAgain windows later.
+//
+// The probe costs little: it runs only when the limit is refusing
+// requests anyway, never pins the limit to a floor, runs near the
+// capacity (nearly all the throughput), and a service within its
+// capacity sees none. The limit goes back to where it was after it, and
+// the next windows correct it.
+func (e *estimator) endProbe(mean float64) {
+	e.probing, e.limit = 0, e.probeFrom
+	if mean <= 0 {
+		return
+	}
+	if math.Abs(mean-e.base) > 0.05*e.base {
+		e.saturated = probeAfter - probeAgain
+	}
+	if mean < e.base/e.tol {
+		e.base = mean
+		return
+	}
+	e.base += (mean - e.base) / 2
+}
