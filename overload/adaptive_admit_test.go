@@ -208,14 +208,17 @@ func TestAdaptiveConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := a.est; a.limit.Load() != 1 || e.min != 1 || e.max != 1000 || e.tol != 1.1 {
+	if e := a.est; a.limit.Load() != 2 || e.min != 2 || e.max != 1000 || e.tol != 1.1 {
 		t.Fatalf("defaults: limit %d, %+v", a.limit.Load(), e)
 	}
 	if a, err := NewAdaptive(AdaptiveConfig{MinLimit: 30}); err != nil || a.limit.Load() != 30 {
 		t.Fatalf("MinLimit 30: %v, initial limit %d; want 30", err, a.limit.Load())
 	}
-	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 10}); err != nil || a.limit.Load() != 1 {
-		t.Fatalf("MaxLimit 10: %v, initial limit %d; want 1", err, a.limit.Load())
+	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 10}); err != nil || a.limit.Load() != 2 {
+		t.Fatalf("MaxLimit 10: %v, initial limit %d; want 2", err, a.limit.Load())
+	}
+	if a, err := NewAdaptive(AdaptiveConfig{MaxLimit: 1}); err != nil || a.limit.Load() != 1 || a.est.min != 1 {
+		t.Fatalf("MaxLimit 1: %v, initial limit %d; want 1, and a floor of 1", err, a.limit.Load())
 	}
 	for _, c := range []struct {
 		cfg  AdaptiveConfig

@@ -8,7 +8,7 @@ import (
 	"github.com/floodgate/floodgate/overload"
 )
 
-// An adaptive limit admits up to its limit in flight (1 to start with:
+// An adaptive limit admits up to its limit in flight (2 to start with:
 // its slow start doubles it while the latency holds); what comes beyond
 // is shed, with a RetryAfter, while a critical request still finds
 // room. Each admission's Lease ends when the
@@ -39,7 +39,7 @@ func ExampleNewAdaptive() {
 	_ = crit.Lease.End(ctx, core.EndDropped) // timed out: a sign of overload
 	fmt.Println("in flight:", lim.Stats().InFlight)
 	// Output:
-	// admitted: 1 then shed: true by adaptive 1
+	// admitted: 2 then shed: true by adaptive 2
 	// retry later: true
 	// critical admitted: true
 	// in flight: 0

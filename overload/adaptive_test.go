@@ -341,15 +341,16 @@ func TestAdaptiveFrozenClock(t *testing.T) {
 	}
 }
 
-// TestAdaptiveSlowStart: the defaults start at a limit of 1, so that the
-// first baseline is measured with no queue. The warm-up's windows (two
+// TestAdaptiveSlowStart: a floor of 1 starts at a limit of 1, so that
+// the first baseline is measured with no queue (the default floor, 2,
+// starts at 2). The warm-up's windows (two
 // ignored, three averaged) leave the limit alone; then each window that
 // refuses requests with the latency at the baseline doubles it, until
 // one whose latency is past the band ends the slow start and cuts by
 // the gradient. Eight windows in a row that refuse nothing turn it on
 // again, and the next flat window that refuses doubles the limit.
 func TestAdaptiveSlowStart(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
+	f := newFixture(t, AdaptiveConfig{MinLimit: 1})
 	if f.limit() != 1 || !f.a.est.slow {
 		t.Fatalf("limit %d, slow start %v; want 1, on", f.limit(), f.a.est.slow)
 	}

@@ -37,13 +37,14 @@
 // a baseline, the latency without a queue: L' = L × g, with
 // g = 1.1 × baseline / mean (held at 1 while the mean is within about a
 // standard error of that target), at most halving and doubling, within a
-// floor and a ceiling (1 and 1000 by default). In a queue the latency
+// floor and a ceiling (2 and 1000 by default). In a queue the latency
 // grows as the limit does, so the limit settles at about 1.1 × the
 // capacity: every worker busy, a short queue. A dropped request (a
 // timeout, core.EndDropped) lowers it whatever its latency. It starts
-// at 1, so that its first baseline is measured with no queue and no
-// core shared, and a slow start doubles it each window that refuses
-// with the latency flat, until the latency shows the knee.
+// at its floor, so that its first baseline is measured with hardly any
+// queue and hardly a core shared, and a slow start doubles it each
+// window that refuses with the latency flat, until the latency shows
+// the knee.
 //
 // The baseline is what such limits get wrong: Netflix's Gradient2 lets it
 // creep up under a sustained overload, Envoy's filter pins the limit low
