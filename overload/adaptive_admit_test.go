@@ -12,35 +12,51 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// TestAdaptivePriorities: under limit 20, a Sheddable request is admitted
-// while fewer than 13 (2/3) are in flight, a Normal one 20, a Critical
-// one 26 (4/3), anything below Sheddable 6 (1/3), anything above
-// Critical as Critical: filling the service with each class in turn,
-// the lowest is shed first and critical requests keep room of their own.
-// Refusals are counted by class.
+// TestAdaptivePriorities: under limit 20, a request of a rank (below
+// Sheddable, Sheddable, Normal, Critical and above) is admitted while
+// its rank and those above hold fewer than its threshold: 6 (1/3) below
+// Sheddable, 13 (2/3) Sheddable, 20 Normal, 26 (4/3) Critical. Filling
+// the service from the lowest class up, each higher class still gets
+// its whole threshold, whatever the lower ones hold (they are not
+// replaced as they end); filling it from the highest down, the lower
+// classes get nothing. Refusals are counted by class.
 func TestAdaptivePriorities(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{})
-	steps := []struct {
-		p        Priority
-		admitted int // admitted in a row, then refused
-	}{
-		{-128, 6}, {-2, 0}, {Sheddable, 7}, {Normal, 7}, {Critical, 6}, {127, 0},
-	}
-	for _, s := range steps {
+	fill := func(a *Adaptive, p Priority) int {
 		n := 0
 		for {
-			if _, ok := f.a.Acquire(s.p, 1); !ok {
-				break
+			if _, ok := a.Acquire(p, 1); !ok {
+				return n
 			}
 			n++
 		}
-		if n != s.admitted {
-			t.Fatalf("priority %d: %d admitted, want %d", s.p, n, s.admitted)
+	}
+	up := newFixture(t, AdaptiveConfig{})
+	for _, s := range []struct {
+		p        Priority
+		admitted int // admitted in a row, then refused
+	}{
+		{-128, 6}, {-2, 0}, {Sheddable, 13}, {Normal, 20}, {Critical, 26}, {127, 0},
+	} {
+		if n := fill(up.a, s.p); n != s.admitted {
+			t.Fatalf("up, priority %d: %d admitted, want %d", s.p, n, s.admitted)
 		}
 	}
-	st := f.a.Stats()
-	if st.InFlight != 26 || st.Shed != [3]int64{3, 1, 2} {
-		t.Fatalf("stats %+v, want 26 in flight, shed [3 1 2]", st)
+	if st := up.a.Stats(); st.InFlight != 65 || st.Shed != [3]int64{3, 1, 2} {
+		t.Fatalf("up: stats %+v, want 65 in flight, shed [3 1 2]", st)
+	}
+	down := newFixture(t, AdaptiveConfig{})
+	for _, s := range []struct {
+		p        Priority
+		admitted int
+	}{
+		{127, 26}, {Critical, 0}, {Normal, 0}, {Sheddable, 0}, {-128, 0},
+	} {
+		if n := fill(down.a, s.p); n != s.admitted {
+			t.Fatalf("down, priority %d: %d admitted, want %d", s.p, n, s.admitted)
+		}
+	}
+	if st := down.a.Stats(); st.InFlight != 26 || st.Shed != [3]int64{2, 1, 2} {
+		t.Fatalf("down: stats %+v, want 26 in flight, shed [2 1 2]", st)
 	}
 }
 
@@ -69,14 +85,15 @@ func TestAdaptiveRefusal(t *testing.T) {
 		d.RetryAfter != time.Second/20 || d.ResetAfter != time.Second {
 		t.Fatalf("refusal = %+v, want shed, limit %v, RetryAfter 50ms, ResetAfter 1s", d, want)
 	}
-	// A Critical request is admitted; one of cost 8 lacks 8+21−26 = 3
-	// slots of 21 in flight: 3/21 s.
+	// A Critical request is admitted, the Normal ones not counting
+	// against it: 25 more would be. One of cost 27 lacks 1+27−26 = 2
+	// slots, which the one critical request in flight frees in 2 s.
 	crit := NewContext(ctx, Critical)
-	if d, _ := f.a.Allow(crit, "k", 1); !d.Allowed || d.Remaining != 5 {
-		t.Fatalf("critical Allow = %+v, want admitted with 5 remaining", d)
+	if d, _ := f.a.Allow(crit, "k", 1); !d.Allowed || d.Remaining != 25 {
+		t.Fatalf("critical Allow = %+v, want admitted with 25 remaining", d)
 	}
-	if d, _ := f.a.Allow(crit, "k", 8); d.Allowed || d.RetryAfter != 142857142 {
-		t.Fatalf("critical Allow of 8 = %+v, want RetryAfter 3/21 s", d)
+	if d, _ := f.a.Allow(crit, "k", 27); d.Allowed || d.RetryAfter != 2*time.Second {
+		t.Fatalf("critical Allow of 27 = %+v, want RetryAfter 2s", d)
 	}
 	// Once a window has measured 1 ms: 2 lacking of 21 is 95 µs,
 	// raised to the 1 ms floor.
@@ -159,7 +176,7 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 			wg.Go(func() { _ = l.End(ctx, core.EndIgnored) })
 		}
 		wg.Wait()
-		if got, tenants := f.a.Stats().InFlight, f.a.fair.active.Load(); got != 0 || tenants != 0 {
+		if got, tenants := f.a.Stats().InFlight, f.a.fair.active[rankNormal].Load(); got != 0 || tenants != 0 {
 			t.Fatalf("round %d: %d in flight, %d tenants after every lease ended, want 0, 0", round, got, tenants)
 		}
 	}
@@ -242,14 +259,37 @@ func TestAdaptiveConfig(t *testing.T) {
 // latency assumed before any is measured.
 func TestAdaptiveFairShare(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{})
-	ka, kb := "a", "b"
-	for i := 0; f.a.fair.slotOf(kb) == f.a.fair.slotOf(ka); i++ {
-		kb = fmt.Sprint("b", i)
-	}
 	ctx := context.Background()
-	allow := func(key string, n int) (admitted int, last core.Decision) {
+	allow := allowing(t, f.a)
+	if n, _ := allow("a", 12); n != 12 {
+		t.Fatalf("a: %d admitted, want 12", n)
+	}
+	if n, _ := allow("b", 4); n != 4 {
+		t.Fatalf("b: %d admitted, want 4", n)
+	}
+	n, d := allow("a", 1)
+	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
+		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	}
+	if n, _ := allow("b", 10); n != 4 {
+		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	}
+	if d, _ := f.a.Allow(NewContext(ctx, Critical), "a", 1); !d.Allowed {
+		t.Fatalf("a's critical request: %+v, want admitted", d)
+	}
+	if got := f.a.fair.active[rankNormal].Load(); got != 2 {
+		t.Fatalf("%d tenants in flight, want 2", got)
+	}
+}
+
+// allowing returns a function that asks a for up to n cost-1 Normal
+// requests of key, and reports how many were admitted before the first
+// refusal, and that refusal.
+func allowing(t *testing.T, a *Adaptive) func(key string, n int) (int, core.Decision) {
+	return func(key string, n int) (admitted int, last core.Decision) {
+		t.Helper()
 		for range n {
-			d, err := f.a.Allow(ctx, key, 1)
+			d, err := a.Allow(context.Background(), key, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,23 +300,83 @@ func TestAdaptiveFairShare(t *testing.T) {
 		}
 		return admitted, core.Decision{}
 	}
-	if n, _ := allow(ka, 12); n != 12 {
-		t.Fatalf("a: %d admitted, want 12", n)
+}
+
+// TestAdaptiveFairRoom: the tenants of a class share the room the
+// classes above leave it. Under limit 20 with 8 Critical requests in
+// flight, Normal's room is 12: tenant a holds 9 and b 1, so past 3/4 of
+// the threshold a's share is ceil(12/2) = 6 (not ceil(20/2) = 10, which
+// would let the tenant that floods take the critical requests' room
+// from the others): a is refused, lacking 9 + 1 − 6 = 4 of its 9, and
+// b gets the last two slots. The critical requests, keyed a too, do
+// not count against a's Normal share.
+func TestAdaptiveFairRoom(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	ctx := context.Background()
+	crit := NewContext(ctx, Critical)
+	for range 8 {
+		if d, _ := f.a.Allow(crit, "a", 1); !d.Allowed {
+			t.Fatalf("critical: %+v, want admitted", d)
+		}
 	}
-	if n, _ := allow(kb, 4); n != 4 {
-		t.Fatalf("b: %d admitted, want 4", n)
+	allow := allowing(t, f.a)
+	if n, _ := allow("a", 9); n != 9 {
+		t.Fatalf("a: %d admitted, want 9", n)
 	}
-	n, d := allow(ka, 1)
-	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
-		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	if n, _ := allow("b", 1); n != 1 {
+		t.Fatalf("b: %d admitted, want 1", n)
 	}
-	if n, _ := allow(kb, 10); n != 4 {
-		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	if n, d := allow("a", 1); n != 0 || !d.Shed || d.RetryAfter != 4*time.Second/9 {
+		t.Fatalf("a's 10th: admitted %d, %+v; want shed, RetryAfter 4/9 s", n, d)
 	}
-	if d, _ := f.a.Allow(NewContext(ctx, Critical), ka, 1); !d.Allowed {
-		t.Fatalf("a's critical request: %+v, want admitted", d)
+	if n, _ := allow("b", 5); n != 2 {
+		t.Fatalf("b: %d more admitted, want 2 (to the threshold, 20)", n)
 	}
-	if got := f.a.fair.active.Load(); got != 2 {
-		t.Fatalf("%d tenants in flight, want 2", got)
+}
+
+// TestAdaptiveTenantTable: keys are told apart even when their entries'
+// home is the same (slots hashed by key alone would have merged them
+// into one share); a ninth key whose home entries are all taken is
+// admitted by its threshold alone; an entry whose tenant holds nothing
+// is free again.
+func TestAdaptiveTenantTable(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 100})
+	home := func(key string) uint64 { return tagOf(f.a.fair.slotOf(key), rankNormal) % tenantSlots }
+	var keys []string
+	for i := 0; len(keys) < tenantProbes+1; i++ {
+		if k := fmt.Sprint("k", i); home(k) == home("k0") {
+			keys = append(keys, k)
+		}
+	}
+	ctx := context.Background()
+	var leases []*core.Lease
+	for i, k := range keys {
+		d, err := f.a.Allow(ctx, k, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%s: %+v, %v", k, d, err)
+		}
+		leases = append(leases, d.Lease)
+		want := int64(min(i+1, tenantProbes))
+		if got := f.a.fair.active[rankNormal].Load(); got != want {
+			t.Fatalf("after %d keys of one home: %d tenants tracked, want %d", i+1, got, want)
+		}
+	}
+	for _, k := range keys[:tenantProbes] {
+		if j, held := f.a.fair.find(tagOf(f.a.fair.slotOf(k), rankNormal)); j < 0 || held != 1 {
+			t.Fatalf("%s: entry %d holds %d, want its own entry holding 1", k, j, held)
+		}
+	}
+	for _, l := range leases {
+		_ = l.End(ctx, core.EndIgnored)
+	}
+	if got := f.a.fair.active[rankNormal].Load(); got != 0 {
+		t.Fatalf("%d tenants tracked after every lease ended, want 0", got)
+	}
+	last := keys[tenantProbes]
+	if d, _ := f.a.Allow(ctx, last, 1); !d.Allowed {
+		t.Fatalf("%s: %+v, want admitted", last, d)
+	}
+	if j, held := f.a.fair.find(tagOf(f.a.fair.slotOf(last), rankNormal)); j < 0 || held != 1 {
+		t.Fatalf("%s: entry %d holds %d after the others ended, want an entry holding 1", last, j, held)
 	}
 }

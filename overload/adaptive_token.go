@@ -21,7 +21,8 @@ type Token struct {
 	start   int64
 	cost    int64
 	sampled bool  // timed: its end feeds the limit
-	slot    uint8 // the tenant slot it holds, plus one (0: none; see fairness)
+	rank    uint8 // its priority's rank (see rank)
+	slot    uint8 // the tenant entry it holds, plus one (0: none; see fairness)
 }
 
 // Acquire is Allow's admission without the Decision and its Lease: it
@@ -51,38 +52,81 @@ const (
 	overShare         // its tenant's fair share (see fairness)
 )
 
-// acquire admits a request of priority p, cost c (valid) and tenant
-// slot (0: none) if its priority's threshold, and its tenant's share,
-// allow.
-func (a *Adaptive) acquire(p Priority, c int64, slot uint8) (Token, verdict) {
+// The ranks of the priorities, each with its own count of slots held:
+// below Sheddable, Sheddable, Normal, Critical and above.
+const (
+	rankLow = iota
+	rankSheddable
+	rankNormal
+	rankCritical
+	ranks
+)
+
+func rank(p Priority) int {
+	switch {
+	case p >= Critical:
+		return rankCritical
+	case p < Sheddable:
+		return rankLow
+	}
+	return int(p) - int(Sheddable) + rankSheddable
+}
+
+// heldFrom is the slots held by ranks r and above.
+func (a *Adaptive) heldFrom(r int) int64 {
+	n := int64(0)
+	for i := r; i < ranks; i++ {
+		n += a.held[i].Load()
+	}
+	return n
+}
+
+// acquire admits a request of priority p, cost c (valid) and tenant t
+// (0: none) if its priority's threshold, and its tenant's share, allow.
+//
+// A priority's threshold counts the slots held by its rank and those
+// above, not those below: a lower class in flight never makes a higher
+// one shed (it is not replaced as it ends), so a higher request is shed
+// only once no lower one is admitted, however the limit moved. While a
+// higher class takes the room of lower ones in flight, the service
+// holds more than the limit for a turnover; the latency that adds
+// lowers the limit if it lasts.
+func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 	lim := a.limit.Load()
-	t := threshold(lim, p)
-	n := a.inflight.Load()
+	th := threshold(lim, p)
+	r := rank(p)
+	own := &a.held[r]
+	fair := t != 0 && r < rankCritical && th < fairMax
+	var tag uint64
+	if fair {
+		tag = tagOf(t, r)
+	}
 	for {
-		if n+c > t {
+		above := a.heldFrom(r + 1)
+		n := own.Load()
+		if above+n+c > th {
 			a.refuse(p)
 			return Token{}, overLimit
 		}
-		if slot != 0 && p < Critical {
-			if held, share := a.fair.share(slot, n+c, t); held+c > share {
+		if fair {
+			if held, share := a.fair.share(tag, r, above+n+c, th, above); held+c > share {
 				a.refuse(p)
 				return Token{}, overShare
 			}
 		}
-		if a.inflight.CompareAndSwap(n, n+c) {
+		if own.CompareAndSwap(n, n+c) {
 			break
 		}
-		n = a.inflight.Load()
 	}
-	if slot != 0 {
-		a.fair.take(slot, c)
+	tok := Token{a: a, cost: c, rank: uint8(r)}
+	if fair {
+		tok.slot = a.fair.take(tag, r, c)
 	}
 	// The limit binds only when the service is at least half full: below
 	// that, latencies say nothing about whether more would fit.
-	if 2*(n+c) >= lim && !a.busy.Load() {
+	if !a.busy.Load() && 2*a.heldFrom(rankLow) >= lim {
 		a.busy.Store(true)
 	}
-	tok := Token{a: a, cost: c, slot: slot}
 	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
 		tok.start, tok.sampled = a.clock.Now(), true
 	}
@@ -112,9 +156,9 @@ func (t Token) End(how core.Ending) {
 		return
 	}
 	if t.slot != 0 {
-		a.fair.give(t.slot, t.cost)
+		a.fair.give(t.slot, int(t.rank), t.cost)
 	}
-	a.inflight.Add(-t.cost)
+	a.held[t.rank].Add(-t.cost)
 	if how == core.EndIgnored || !t.sampled {
 		return
 	}
@@ -132,8 +176,8 @@ func (t Token) End(how core.Ending) {
 	a.mu.Unlock()
 }
 
-// threshold is how many slots may be in flight when a request of
-// priority p is admitted under limit lim: the limit for Normal, a third
+// threshold is how many slots its rank and those above may hold when a
+// request of priority p is admitted under limit lim (see acquire): the limit for Normal, a third
 // more for Critical (and above; at least one more), two thirds for
 // Sheddable and one third below; at least one. Under overload the
 // service fills to the highest threshold of the traffic it gets, so the
@@ -171,32 +215,34 @@ func (a *Adaptive) refuse(p Priority) {
 }
 
 // refusal is the Decision for a request of priority p, cost and tenant
-// slot refused now (why). Its RetryAfter is when enough slots should
-// have freed for it: requests end at about in-flight / latency per unit
-// of time (Little's law), so the slots it lacks free in lacking ×
-// latency / in-flight; for a tenant over its share, its own requests
-// must free them (fairWait).
-func (a *Adaptive) refusal(p Priority, cost int64, slot uint8, why verdict) core.Decision {
+// t refused now (why). Its RetryAfter is when enough slots should have
+// freed for it: the requests of its rank and above end at about their
+// number per latency (Little's law), so the slots it lacks free in
+// lacking × latency / those in flight; for a tenant over its share, its
+// own requests must free them (fairWait).
+func (a *Adaptive) refusal(p Priority, cost int64, t tenant, why verdict) core.Decision {
 	lim := a.limit.Load()
-	n := a.inflight.Load()
-	t := threshold(lim, p)
-	r := a.turnover()
+	r := rank(p)
+	above := a.heldFrom(r + 1)
+	n := above + a.held[r].Load()
+	th := threshold(lim, p)
+	turn := a.turnover()
 	var wait time.Duration
 	switch {
 	case why == overShare:
-		held, share := a.fair.share(slot, n+cost, t)
-		wait = fairWait(r, held, cost, share)
+		held, share := a.fair.share(tagOf(t, r), r, n+cost, th, above)
+		wait = fairWait(turn, held, cost, share)
 	case n > 0:
-		wait = time.Duration(float64(r) * float64(max(1, n+cost-t)) / float64(n))
+		wait = time.Duration(float64(turn) * float64(max(1, n+cost-th)) / float64(n))
 	default:
-		wait = r
+		wait = turn
 	}
 	wait = max(wait, time.Millisecond)
 	return core.Decision{
 		Shed:       true,
 		Limit:      adaptiveLimit(lim),
 		RetryAfter: wait,
-		ResetAfter: max(wait, r),
+		ResetAfter: max(wait, turn),
 	}
 }
 
@@ -232,7 +278,7 @@ type AdaptiveStats struct {
 func (a *Adaptive) Stats() AdaptiveStats {
 	return AdaptiveStats{
 		Limit:    int(a.limit.Load()),
-		InFlight: int(a.inflight.Load()),
+		InFlight: int(a.heldFrom(rankLow)),
 		Baseline: time.Duration(a.baseNs.Load()),
 		Latency:  time.Duration(a.latency.Load()),
 		Shed:     [3]int64{a.shed[0].Load(), a.shed[1].Load(), a.shed[2].Load()},
