@@ -84,13 +84,12 @@ type AdaptiveConfig struct {
 // takes a short one to add its latency to the current window.
 type Adaptive struct {
 	// The admission path's state, apart from the estimator's lock.
-	held    [ranks]atomic.Int64 // slots in flight by rank (see acquire)
-	seq     atomic.Int64        // admissions, to time one in sampleEvery
-	limit   atomic.Int64        // the limit in force, published by the estimator
-	busy    atomic.Bool         // this window: in flight reached half the limit
-	refused atomic.Bool         // this window: a request was refused
-	latency atomic.Int64        // the last window's mean latency, ns (0: none yet)
-	baseNs  atomic.Int64        // the baseline, ns, for Stats
+	held    [ranks]atomic.Uint64 // slots in flight and admissions by rank (see acquire)
+	limit   atomic.Int64         // the limit in force, published by the estimator
+	busy    atomic.Bool          // this window: in flight reached half the limit
+	refused atomic.Bool          // this window: a request was refused
+	latency atomic.Int64         // the last window's mean latency, ns (0: none yet)
+	baseNs  atomic.Int64         // the baseline, ns, for Stats
 	shed    [3]atomic.Int64
 	_       [64]byte
 
@@ -219,8 +218,8 @@ func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
 	}
 	h := &a.held[r]
 	for {
-		n := h.Load()
-		if h.CompareAndSwap(n, max(0, n-int64(cost))) {
+		w := h.Load()
+		if h.CompareAndSwap(w, w-min(w&countMask, uint64(cost))) {
 			return nil
 		}
 	}

@@ -380,3 +380,46 @@ func TestAdaptiveTenantTable(t *testing.T) {
 		t.Fatalf("%s: entry %d holds %d after the others ended, want an entry holding 1", last, j, held)
 	}
 }
+
+// TestAdaptiveAcquireKey: AcquireKey shares the service between keys as
+// Allow does (under limit 20, a holds 12 and b 4: a's 13th is refused,
+// b gets the last 4), and admits, ends and refuses with no allocation,
+// over more keys than the tenant table holds.
+func TestAdaptiveAcquireKey(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	take := func(key string, n int) (admitted int) {
+		for range n {
+			if _, ok := f.a.AcquireKey(Normal, key, 1); !ok {
+				break
+			}
+			admitted++
+		}
+		return admitted
+	}
+	if got := [4]int{take("a", 12), take("b", 4), take("a", 1), take("b", 10)}; got != [4]int{12, 4, 0, 4} {
+		t.Fatalf("admitted %v, want [12 4 0 4]", got)
+	}
+	keys := make([]string, 2*tenantSlots)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	g := newFixture(t, AdaptiveConfig{InitialLimit: 1000, MinLimit: 1000})
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		tok, ok := g.a.AcquireKey(Normal, keys[i%len(keys)], 1)
+		if !ok {
+			t.Fatal("refused")
+		}
+		tok.End(core.EndDone)
+		i++
+	}); n != 0 {
+		t.Fatalf("AcquireKey and End: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, ok := f.a.AcquireKey(Normal, "a", 1); ok {
+			t.Fatal("admitted")
+		}
+	}); n != 0 {
+		t.Fatalf("a refusal: %v allocations, want 0", n)
+	}
+}

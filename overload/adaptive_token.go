@@ -13,7 +13,8 @@ import (
 //
 // End a Token exactly once, as a semaphore is released once: a copy
 // ended twice gives its slots back twice, and the limit then admits
-// more than it says until the process restarts. Where that contract
+// more than it says (or, once a priority gave back more than it held,
+// none of that priority) until the process restarts. Where that contract
 // cannot be kept (adapters, code that may end a request from several
 // places), use Allow, whose Lease ends at most once.
 type Token struct {
@@ -43,6 +44,17 @@ func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
 	return tok, v == admitted
 }
 
+// AcquireKey is Acquire for a request of tenant key: as Allow, it shares
+// the service fairly between keys, with no allocation.
+func (a *Adaptive) AcquireKey(p Priority, key string, cost int) (Token, bool) {
+	c := int64(cost)
+	if c < 1 || c > a.max {
+		return Token{}, false
+	}
+	tok, v := a.acquire(p, c, a.fair.slotOf(key))
+	return tok, v == admitted
+}
+
 // verdict is why acquire admitted or refused a request.
 type verdict uint8
 
@@ -51,35 +63,6 @@ const (
 	overLimit         // the threshold of its priority
 	overShare         // its tenant's fair share (see fairness)
 )
-
-// The ranks of the priorities, each with its own count of slots held:
-// below Sheddable, Sheddable, Normal, Critical and above.
-const (
-	rankLow = iota
-	rankSheddable
-	rankNormal
-	rankCritical
-	ranks
-)
-
-func rank(p Priority) int {
-	switch {
-	case p >= Critical:
-		return rankCritical
-	case p < Sheddable:
-		return rankLow
-	}
-	return int(p) - int(Sheddable) + rankSheddable
-}
-
-// heldFrom is the slots held by ranks r and above.
-func (a *Adaptive) heldFrom(r int) int64 {
-	n := int64(0)
-	for i := r; i < ranks; i++ {
-		n += a.held[i].Load()
-	}
-	return n
-}
 
 // acquire admits a request of priority p, cost c (valid) and tenant t
 // (0: none) if its priority's threshold, and its tenant's share, allow.
@@ -101,9 +84,11 @@ func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 	if fair {
 		tag = tagOf(t, r)
 	}
+	var turn uint64
 	for {
 		above := a.heldFrom(r + 1)
-		n := own.Load()
+		w := own.Load()
+		n := int64(w & countMask)
 		if above+n+c > th {
 			a.refuse(p)
 			return Token{}, overLimit
@@ -114,7 +99,8 @@ func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 				return Token{}, overShare
 			}
 		}
-		if own.CompareAndSwap(n, n+c) {
+		if own.CompareAndSwap(w, w+oneAdmission+uint64(c)) {
+			turn = w>>countBits + 1
 			break
 		}
 	}
@@ -127,7 +113,7 @@ func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 	if !a.busy.Load() && 2*a.heldFrom(rankLow) >= lim {
 		a.busy.Store(true)
 	}
-	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
+	if k := sampleEvery(lim); k == 1 || turn&uint64(k-1) == 0 {
 		tok.start, tok.sampled = a.clock.Now(), true
 	}
 	return tok, admitted
@@ -158,7 +144,7 @@ func (t Token) End(how core.Ending) {
 	if t.slot != 0 {
 		a.fair.give(t.slot, int(t.rank), t.cost)
 	}
-	a.held[t.rank].Add(-t.cost)
+	a.held[t.rank].Add(-uint64(t.cost)) // its admission stays counted
 	if how == core.EndIgnored || !t.sampled {
 		return
 	}
@@ -174,37 +160,6 @@ func (t Token) End(how core.Ending) {
 		a.baseNs.Store(int64(a.est.base))
 	}
 	a.mu.Unlock()
-}
-
-// threshold is how many slots its rank and those above may hold when a
-// request of priority p is admitted under limit lim (see acquire): the limit for Normal, a third
-// more for Critical (and above; at least one more), two thirds for
-// Sheddable and one third below; at least one. Under overload the
-// service fills to the highest threshold of the traffic it gets, so the
-// lower classes stop being admitted first, and critical requests have
-// room beyond what any other class may fill. Since the limit follows the
-// latency of what is admitted, critical traffic that uses its room
-// raises the latency, and the limit falls: the lower classes make way.
-func threshold(lim int64, p Priority) int64 {
-	switch {
-	case p >= Critical:
-		return max(lim+1, lim*4/3)
-	case p == Normal:
-		return lim
-	}
-	thirds := max(3-(int(Normal)-int(p)), 1)
-	return max(1, lim*int64(thirds)/3)
-}
-
-// class is the index of p's shed counter: below Normal, Normal, above.
-func class(p Priority) int {
-	switch {
-	case p < Normal:
-		return 0
-	case p == Normal:
-		return 1
-	}
-	return 2
 }
 
 func (a *Adaptive) refuse(p Priority) {
@@ -224,7 +179,7 @@ func (a *Adaptive) refusal(p Priority, cost int64, t tenant, why verdict) core.D
 	lim := a.limit.Load()
 	r := rank(p)
 	above := a.heldFrom(r + 1)
-	n := above + a.held[r].Load()
+	n := above + int64(a.held[r].Load()&countMask)
 	th := threshold(lim, p)
 	turn := a.turnover()
 	var wait time.Duration

@@ -67,10 +67,10 @@ func sampledCPU(clock core.Clock, read func() float64) func() float64 {
 
 // TestFloodgatePriorities: overload.Adaptive meets the goals for
 // priorities and tenants in the table's scenario (3×, a fifth Critical,
-// 8 tenants, one sending half), on three seeds: critical requests
+// 8 tenants, one sending half), on two seeds: critical requests
 // served ≥ 99.9 %, inversions ≤ 0.1 %, Jain ≥ 0.95.
 func TestFloodgatePriorities(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= 2; seed++ {
 		f, err := Priorities(Config{Seed: seed}, floodgateAdaptive())
 		if err != nil {
 			t.Fatal(err)
