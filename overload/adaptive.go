@@ -71,8 +71,9 @@ type AdaptiveConfig struct {
 // (PriorityOf its context) sets how full it may find the service,
 // counting the requests in flight of its priority and higher ones: a
 // Normal request is admitted while they are fewer than the limit, a
-// Critical one (or higher) while fewer than 4/3 of it, a Sheddable one
-// 2/3, and any lower priority 1/3. Under overload the lowest priority is
+// Critical one (or higher) while fewer than 4/3 of it (or of the mean of
+// the last 8 windows' limits, if higher: a dip of the limit does not shed
+// critical requests), a Sheddable one 2/3, and any lower priority 1/3. Under overload the lowest priority is
 // thus shed first, a lower class in flight never makes a higher one shed,
 // and critical traffic has room no other class may fill. Within a
 // priority, Allow shares the room the higher ones leave fairly between
@@ -83,13 +84,19 @@ type AdaptiveConfig struct {
 // timed request (all of them under a limit below 128, a sample above)
 // takes a short one to add its latency to the current window.
 type Adaptive struct {
-	// The admission path's state, apart from the estimator's lock.
+	// The admission path's state, apart from the estimator's lock, in
+	// three groups 64 bytes apart (so on distinct cache lines): what every
+	// admission reads and a window writes; the slots held, which every
+	// admission and end writes; the shed counts, which refusals write.
+	limit   atomic.Int64 // the limit in force, published by the estimator
+	busy    atomic.Bool  // this window: in flight reached half the limit
+	refused atomic.Bool  // this window: a request was refused
+	latency atomic.Int64 // the last window's mean latency, ns (0: none yet)
+	baseNs  atomic.Int64 // the baseline, ns, for Stats
+	critLim atomic.Int64 // the mean limit of the last windows (see critWindows)
+	_       [64]byte
 	held    [ranks]atomic.Uint64 // slots in flight and admissions by rank (see acquire)
-	limit   atomic.Int64         // the limit in force, published by the estimator
-	busy    atomic.Bool          // this window: in flight reached half the limit
-	refused atomic.Bool          // this window: a request was refused
-	latency atomic.Int64         // the last window's mean latency, ns (0: none yet)
-	baseNs  atomic.Int64         // the baseline, ns, for Stats
+	_       [64]byte
 	shed    [3]atomic.Int64
 	_       [64]byte
 
@@ -98,8 +105,9 @@ type Adaptive struct {
 	max   int64
 	fair  fairness
 
-	mu  sync.Mutex
-	est estimator
+	mu   sync.Mutex
+	est  estimator
+	lims limitRing // under mu
 }
 
 var _ core.Limiter = (*Adaptive)(nil)
@@ -177,7 +185,7 @@ func (a *Adaptive) Allow(ctx context.Context, key string, cost int) (core.Decisi
 	return core.Decision{
 		Allowed:    true,
 		Limit:      adaptiveLimit(lim),
-		Remaining:  int(max(0, threshold(lim, p)-a.heldFrom(rank(p)))),
+		Remaining:  int(max(0, threshold(a.limitFor(p, lim), p)-a.heldFrom(rank(p)))),
 		ResetAfter: a.turnover(),
 		Lease:      core.NewEndingLease(e.fn),
 	}, nil
@@ -213,7 +221,7 @@ func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
 	r := rank(PriorityOf(ctx))
 	if r < rankCritical {
 		if j, _ := a.fair.find(tagOf(a.fair.slotOf(key), r)); j >= 0 {
-			a.fair.give(uint8(j+1), r, int64(cost))
+			a.fair.refund(uint8(j+1), r, int64(cost))
 		}
 	}
 	h := &a.held[r]

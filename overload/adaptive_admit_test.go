@@ -250,35 +250,50 @@ func TestAdaptiveConfig(t *testing.T) {
 	}
 }
 
-// TestAdaptiveFairShare: under limit 20, tenant a holds 12 and tenant b
-// 4; past 3/4 of the limit (15) each may hold at most its fair share,
-// ceil(20/2) = 10: a is refused with 16 in flight, b is admitted up to
-// the limit; a Critical request of a is admitted all the same (critical
-// requests are not told apart by tenant). a's refusal waits for its own
-// requests: it lacks 12 + 1 − 10 = 3 of its 12, a quarter of the 1 s
-// latency assumed before any is measured.
-func TestAdaptiveFairShare(t *testing.T) {
+// TestAdaptiveFairTracking: under limit 20, a tenant's requests are
+// tracked from half the Normal threshold (10 held by Normal and above):
+// a's first 9 are not (no entry, no tenant counted), its 10th and 11th
+// are; ending an untracked request leaves the entry as it is, ending
+// the tracked ones frees it. Critical requests are never tracked.
+func TestAdaptiveFairTracking(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{})
-	ctx := context.Background()
-	allow := allowing(t, f.a)
-	if n, _ := allow("a", 12); n != 12 {
-		t.Fatalf("a: %d admitted, want 12", n)
+	tag := tagOf(f.a.fair.slotOf("a"), rankNormal)
+	var toks []Token
+	take := func(n int) {
+		for range n {
+			tok, ok := f.a.AcquireKey(Normal, "a", 1)
+			if !ok {
+				t.Fatal("refused")
+			}
+			toks = append(toks, tok)
+		}
 	}
-	if n, _ := allow("b", 4); n != 4 {
-		t.Fatalf("b: %d admitted, want 4", n)
+	state := func() [2]int64 {
+		_, held := f.a.fair.find(tag)
+		return [2]int64{held, f.a.fair.active[rankNormal].Load()}
 	}
-	n, d := allow("a", 1)
-	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
-		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	take(9)
+	if got := state(); got != [2]int64{0, 0} {
+		t.Fatalf("after 9: a's entry holds %d, %d tenants; want 0, 0", got[0], got[1])
 	}
-	if n, _ := allow("b", 10); n != 4 {
-		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	take(2)
+	if got := state(); got != [2]int64{2, 1} {
+		t.Fatalf("after 11: a's entry holds %d, %d tenants; want 2, 1", got[0], got[1])
 	}
-	if d, _ := f.a.Allow(NewContext(ctx, Critical), "a", 1); !d.Allowed {
-		t.Fatalf("a's critical request: %+v, want admitted", d)
+	toks[0].End(core.EndIgnored)
+	if got := state(); got != [2]int64{2, 1} {
+		t.Fatalf("after an untracked end: %v, want [2 1]", got)
 	}
-	if got := f.a.fair.active[rankNormal].Load(); got != 2 {
-		t.Fatalf("%d tenants in flight, want 2", got)
+	toks[9].End(core.EndIgnored)
+	toks[10].End(core.EndIgnored)
+	if got := state(); got != [2]int64{0, 0} {
+		t.Fatalf("after the tracked ends: %v, want [0 0]", got)
+	}
+	for range 15 {
+		f.a.AcquireKey(Critical, "a", 1)
+	}
+	if got := &f.a.fair.active; got[0].Load()+got[1].Load()+got[2].Load() != 0 {
+		t.Fatal("critical requests tracked")
 	}
 }
 
@@ -303,34 +318,41 @@ func allowing(t *testing.T, a *Adaptive) func(key string, n int) (int, core.Deci
 }
 
 // TestAdaptiveFairRoom: the tenants of a class share the room the
-// classes above leave it. Under limit 20 with 8 Critical requests in
-// flight, Normal's room is 12: tenant a holds 9 and b 1, so past 3/4 of
-// the threshold a's share is ceil(12/2) = 6 (not ceil(20/2) = 10, which
+// classes above leave it. Under limit 20 with 10 Critical requests in
+// flight, Normal's room is 10: tenant a holds 7 and b 1, so past 3/4 of
+// the threshold a's share is ceil(10/2) = 5 (not ceil(20/2) = 10, which
 // would let the tenant that floods take the critical requests' room
-// from the others): a is refused, lacking 9 + 1 − 6 = 4 of its 9, and
-// b gets the last two slots. The critical requests, keyed a too, do
-// not count against a's Normal share.
+// from the others): a is refused, lacking 7 + 1 − 5 = 3 of its 7 (3/7
+// of the 1 s latency assumed before any is measured), and b gets the
+// last two slots. The critical requests, keyed a too, do not count
+// against a's Normal share, and a's next critical one is admitted.
 func TestAdaptiveFairRoom(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{})
 	ctx := context.Background()
 	crit := NewContext(ctx, Critical)
-	for range 8 {
+	for range 10 {
 		if d, _ := f.a.Allow(crit, "a", 1); !d.Allowed {
 			t.Fatalf("critical: %+v, want admitted", d)
 		}
 	}
 	allow := allowing(t, f.a)
-	if n, _ := allow("a", 9); n != 9 {
-		t.Fatalf("a: %d admitted, want 9", n)
+	if n, _ := allow("a", 7); n != 7 {
+		t.Fatalf("a: %d admitted, want 7", n)
 	}
 	if n, _ := allow("b", 1); n != 1 {
 		t.Fatalf("b: %d admitted, want 1", n)
 	}
-	if n, d := allow("a", 1); n != 0 || !d.Shed || d.RetryAfter != 4*time.Second/9 {
-		t.Fatalf("a's 10th: admitted %d, %+v; want shed, RetryAfter 4/9 s", n, d)
+	if n, d := allow("a", 1); n != 0 || !d.Shed || d.RetryAfter != 3*time.Second/7 {
+		t.Fatalf("a's 8th: admitted %d, %+v; want shed, RetryAfter 3/7 s", n, d)
 	}
 	if n, _ := allow("b", 5); n != 2 {
 		t.Fatalf("b: %d more admitted, want 2 (to the threshold, 20)", n)
+	}
+	if d, _ := f.a.Allow(crit, "a", 1); !d.Allowed {
+		t.Fatalf("a's critical request: %+v, want admitted", d)
+	}
+	if got := f.a.fair.active[rankNormal].Load(); got != 2 {
+		t.Fatalf("%d tenants in flight, want 2", got)
 	}
 }
 
@@ -347,6 +369,9 @@ func TestAdaptiveTenantTable(t *testing.T) {
 		if k := fmt.Sprint("k", i); home(k) == home("k0") {
 			keys = append(keys, k)
 		}
+	}
+	for range 50 { // past half the Normal threshold: tenants are tracked
+		f.a.Acquire(Critical, 1)
 	}
 	ctx := context.Background()
 	var leases []*core.Lease
@@ -382,11 +407,15 @@ func TestAdaptiveTenantTable(t *testing.T) {
 }
 
 // TestAdaptiveAcquireKey: AcquireKey shares the service between keys as
-// Allow does (under limit 20, a holds 12 and b 4: a's 13th is refused,
-// b gets the last 4), and admits, ends and refuses with no allocation,
-// over more keys than the tenant table holds.
+// Allow does (under limit 20 with 10 Critical requests in flight, a
+// holds 7 and b 1: a's 8th is refused, b gets the last 2), and admits,
+// ends and refuses with no allocation, over more keys than the tenant
+// table holds.
 func TestAdaptiveAcquireKey(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{})
+	for range 10 {
+		f.a.Acquire(Critical, 1)
+	}
 	take := func(key string, n int) (admitted int) {
 		for range n {
 			if _, ok := f.a.AcquireKey(Normal, key, 1); !ok {
@@ -396,8 +425,8 @@ func TestAdaptiveAcquireKey(t *testing.T) {
 		}
 		return admitted
 	}
-	if got := [4]int{take("a", 12), take("b", 4), take("a", 1), take("b", 10)}; got != [4]int{12, 4, 0, 4} {
-		t.Fatalf("admitted %v, want [12 4 0 4]", got)
+	if got := [4]int{take("a", 7), take("b", 1), take("a", 1), take("b", 5)}; got != [4]int{7, 1, 0, 2} {
+		t.Fatalf("admitted %v, want [7 1 0 2]", got)
 	}
 	keys := make([]string, 2*tenantSlots)
 	for i := range keys {
@@ -421,5 +450,44 @@ func TestAdaptiveAcquireKey(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("a refusal: %v allocations, want 0", n)
+	}
+}
+
+// TestAdaptiveCriticalDip: when the limit dips below the mean of the
+// last 8 windows' limits, Critical requests are admitted under 4/3 of
+// that mean rather than of the dipped limit, while Normal ones follow
+// the limit in force.
+func TestAdaptiveCriticalDip(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{})
+	var lims []int
+	for range 10 {
+		f.batch(minSamples, time.Millisecond, core.EndDone, 0, false)
+		lims = append(lims, f.limit())
+	}
+	f.batch(minSamples, time.Millisecond, core.EndDone, minSamples, false) // every one dropped
+	lims = append(lims, f.limit())
+	mean := 0
+	for _, l := range lims[len(lims)-critWindows:] {
+		mean += l
+	}
+	mean /= critWindows
+	lim := lims[len(lims)-1]
+	if lim >= mean {
+		t.Fatalf("limits %v: no dip below the mean %d", lims, mean)
+	}
+	fill := func(p Priority) int {
+		n := 0
+		for {
+			if _, ok := f.a.Acquire(p, 1); !ok {
+				return n
+			}
+			n++
+		}
+	}
+	normal := fill(Normal)
+	crit := fill(Critical)
+	t.Logf("limits %v: mean of the last %d %d; %d Normal then %d Critical admitted", lims, critWindows, mean, normal, crit)
+	if normal != lim || crit != max(mean+1, mean*4/3) {
+		t.Fatalf("%d Normal, %d Critical admitted; want %d (the limit), %d (4/3 of the mean %d)", normal, crit, lim, max(mean+1, mean*4/3), mean)
 	}
 }

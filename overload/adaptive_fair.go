@@ -81,10 +81,10 @@ func (f *fairness) find(tag uint64) (int, int64) {
 // admission that brings its rank and those above to n of threshold t,
 // the ranks above holding above.
 func (f *fairness) share(tag uint64, r int, n, t, above int64) (held, share int64) {
-	_, held = f.find(tag)
 	if 4*n < 3*t {
-		return held, t
+		return 0, t // held is not needed, and not looked up
 	}
+	_, held = f.find(tag)
 	tenants := f.active[r].Load()
 	if held == 0 {
 		tenants++ // the newcomer counts itself
@@ -117,9 +117,16 @@ func (f *fairness) take(tag uint64, r int, c int64) uint8 {
 	return 0
 }
 
-// give takes c slots from entry slot (an index plus one) of rank r, not
-// below none.
+// give takes back the c slots a Token of rank r took in entry slot (an
+// index plus one).
 func (f *fairness) give(slot uint8, r int, c int64) {
+	if f.tab[slot-1].Add(-uint64(c))&heldMask == 0 {
+		f.active[r].Add(-1)
+	}
+}
+
+// refund takes c slots from entry slot of rank r, not below none.
+func (f *fairness) refund(slot uint8, r int, c int64) {
 	e := &f.tab[slot-1]
 	for {
 		w := e.Load()

@@ -18,13 +18,23 @@ import (
 // cannot be kept (adapters, code that may end a request from several
 // places), use Allow, whose Lease ends at most once.
 type Token struct {
+	// Four fields at most, so that the compiler keeps a Token in
+	// registers rather than copying it through memory.
 	a       *Adaptive
 	start   int64
-	cost    int64
-	sampled bool  // timed: its end feeds the limit
-	rank    uint8 // its priority's rank (see rank)
-	slot    uint8 // the tenant entry it holds, plus one (0: none; see fairness)
+	sampled bool   // timed: its end feeds the limit
+	spec    uint64 // cost | rank<<32 | tenant entry plus one<<40 (see fairness)
 }
+
+// The fields of a Token's spec.
+const (
+	specRank = 32
+	specSlot = 40
+)
+
+func (t Token) cost() int64 { return int64(t.spec & (1<<specRank - 1)) }
+func (t Token) rank() int   { return int(t.spec >> specRank & 0xff) }
+func (t Token) slot() uint8 { return uint8(t.spec >> specSlot) }
 
 // Acquire is Allow's admission without the Decision and its Lease: it
 // reports whether a request of priority p may hold cost more slots now,
@@ -36,22 +46,14 @@ type Token struct {
 // taken in turn, so that a window still measures 128 or more while most
 // admissions read no clock.
 func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
-	c := int64(cost)
-	if c < 1 || c > a.max {
-		return Token{}, false
-	}
-	tok, v := a.acquire(p, c, 0)
+	tok, v := a.acquire(p, int64(cost), 0) // small enough to inline
 	return tok, v == admitted
 }
 
 // AcquireKey is Acquire for a request of tenant key: as Allow, it shares
 // the service fairly between keys, with no allocation.
 func (a *Adaptive) AcquireKey(p Priority, key string, cost int) (Token, bool) {
-	c := int64(cost)
-	if c < 1 || c > a.max {
-		return Token{}, false
-	}
-	tok, v := a.acquire(p, c, a.fair.slotOf(key))
+	tok, v := a.acquire(p, int64(cost), a.fair.slotOf(key))
 	return tok, v == admitted
 }
 
@@ -62,10 +64,11 @@ const (
 	admitted  verdict = iota
 	overLimit         // the threshold of its priority
 	overShare         // its tenant's fair share (see fairness)
+	badCost           // below 1 or above MaxLimit: never admitted, not counted
 )
 
-// acquire admits a request of priority p, cost c (valid) and tenant t
-// (0: none) if its priority's threshold, and its tenant's share, allow.
+// acquire admits a request of priority p, cost c and tenant t (0: none)
+// if its priority's threshold, and its tenant's share, allow.
 //
 // A priority's threshold counts the slots held by its rank and those
 // above, not those below: a lower class in flight never makes a higher
@@ -75,8 +78,11 @@ const (
 // holds more than the limit for a turnover; the latency that adds
 // lowers the limit if it lasts.
 func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
+	if c < 1 || c > a.max {
+		return Token{}, badCost
+	}
 	lim := a.limit.Load()
-	th := threshold(lim, p)
+	th := threshold(a.limitFor(p, lim), p)
 	r := rank(p)
 	own := &a.held[r]
 	fair := t != 0 && r < rankCritical && th < fairMax
@@ -85,6 +91,7 @@ func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 		tag = tagOf(t, r)
 	}
 	var turn uint64
+	var tot int64 // held by its rank and above, once admitted
 	for {
 		above := a.heldFrom(r + 1)
 		w := own.Load()
@@ -100,17 +107,21 @@ func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
 			}
 		}
 		if own.CompareAndSwap(w, w+oneAdmission+uint64(c)) {
-			turn = w>>countBits + 1
+			turn, tot = w>>countBits+1, above+n+c
 			break
 		}
 	}
-	tok := Token{a: a, cost: c, rank: uint8(r)}
-	if fair {
-		tok.slot = a.fair.take(tag, r, c)
+	tok := Token{a: a, spec: uint64(c) | uint64(r)<<specRank}
+	// Tenants are tracked from half the threshold, so that a service with
+	// room pays nothing for them; the requests admitted before end within
+	// a latency of the service filling up, and meanwhile the shares are
+	// lenient.
+	if fair && 2*tot >= th {
+		tok.spec |= uint64(a.fair.take(tag, r, c)) << specSlot
 	}
 	// The limit binds only when the service is at least half full: below
 	// that, latencies say nothing about whether more would fit.
-	if !a.busy.Load() && 2*a.heldFrom(rankLow) >= lim {
+	if !a.busy.Load() && (2*tot >= lim || 2*(tot+a.heldBelow(r)) >= lim) {
 		a.busy.Store(true)
 	}
 	if k := sampleEvery(lim); k == 1 || turn&uint64(k-1) == 0 {
@@ -141,10 +152,11 @@ func (t Token) End(how core.Ending) {
 	if a == nil {
 		return
 	}
-	if t.slot != 0 {
-		a.fair.give(t.slot, int(t.rank), t.cost)
+	c, r := t.cost(), t.rank()
+	if slot := t.slot(); slot != 0 {
+		a.fair.give(slot, r, c)
 	}
-	a.held[t.rank].Add(-uint64(t.cost)) // its admission stays counted
+	a.held[r].Add(-uint64(c)) // its admission stays counted
 	if how == core.EndIgnored || !t.sampled {
 		return
 	}
@@ -155,7 +167,9 @@ func (t Token) End(how core.Ending) {
 		// however few are in flight.
 		refused := a.refused.Swap(false)
 		a.est.close(now, a.busy.Swap(false) || refused, refused)
-		a.limit.Store(a.est.published())
+		lim := a.est.published()
+		a.limit.Store(lim)
+		a.critLim.Store(a.lims.add(lim))
 		a.latency.Store(int64(a.est.last))
 		a.baseNs.Store(int64(a.est.base))
 	}
@@ -180,7 +194,7 @@ func (a *Adaptive) refusal(p Priority, cost int64, t tenant, why verdict) core.D
 	r := rank(p)
 	above := a.heldFrom(r + 1)
 	n := above + int64(a.held[r].Load()&countMask)
-	th := threshold(lim, p)
+	th := threshold(a.limitFor(p, lim), p)
 	turn := a.turnover()
 	var wait time.Duration
 	switch {

@@ -57,8 +57,10 @@
 // A request's [Priority] sets how full it may find the service, counting
 // the requests in flight of its priority and higher ones only:
 // Sheddable requests are admitted below 2/3 of the limit, Normal ones
-// below the limit, Critical ones below 4/3 of it, so that the lowest are
-// shed first and a lower class in flight never makes a higher one shed.
+// below the limit, Critical ones below 4/3 of it (or of the mean limit of
+// the last 8 windows, if higher), so that the lowest are shed first, a
+// lower class in flight never makes a higher one shed, and a dip of the
+// limit does not shed critical requests.
 // Within a priority below Critical, once it is more than 3/4 full, a
 // tenant (Allow's key) may hold at most its fair share of the room the
 // higher priorities leave, ceil(room / tenants in flight): one that
