@@ -491,3 +491,46 @@ func TestAdaptiveCriticalDip(t *testing.T) {
 		t.Fatalf("%d Normal, %d Critical admitted; want %d (the limit), %d (4/3 of the mean %d)", normal, crit, lim, max(mean+1, mean*4/3), mean)
 	}
 }
+
+// TestAdaptiveTenantTableConcurrent: goroutines admitting and ending
+// requests of more keys than the table holds, past half the threshold
+// (every one tracked or refused an entry), leave every entry free and
+// no tenant counted once all have ended.
+func TestAdaptiveTenantTableConcurrent(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 1000, MinLimit: 1000})
+	for range 600 {
+		f.a.Acquire(Critical, 1)
+	}
+	keys := make([]string, 3*tenantSlots)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			var held [4]Token
+			for i := range 2000 {
+				j := i % len(held)
+				held[j].End(core.EndIgnored)
+				tok, ok := f.a.AcquireKey(Normal, keys[(g*131+i*7)%len(keys)], 1+i%2)
+				if !ok {
+					t.Error("refused")
+					return
+				}
+				held[j] = tok
+			}
+			for _, tok := range held {
+				tok.End(core.EndIgnored)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range f.a.fair.tab {
+		if w := f.a.fair.tab[i].Load(); w&heldMask != 0 {
+			t.Fatalf("entry %d holds %d after every request ended", i, w&heldMask)
+		}
+	}
+	if n, in := f.a.fair.active[rankNormal].Load(), f.a.Stats().InFlight; n != 0 || in != 600 {
+		t.Fatalf("%d tenants counted, %d in flight; want 0, 600 (the critical ones)", n, in)
+	}
+}

@@ -7,8 +7,9 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// Token is one admission by Acquire: the slots a request holds until
-// End. It is a value, so admitting with Acquire allocates nothing. The
+// Token is one admission by Acquire or AcquireKey: the slots a request
+// holds until End. It is a value, so admitting with them allocates
+// nothing. The
 // zero Token holds nothing and its End does nothing.
 //
 // End a Token exactly once, as a semaphore is released once: a copy

@@ -64,7 +64,8 @@
 // Within a priority below Critical, once it is more than 3/4 full, a
 // tenant (Allow's key) may hold at most its fair share of the room the
 // higher priorities leave, ceil(room / tenants in flight): one that
-// floods the service is shed before the others. [Adaptive.Acquire]
-// admits with no allocation, for code that ends each admission once;
-// Allow's Lease allocates once.
+// floods the service is shed before the others. [Adaptive.Acquire] (and
+// [Adaptive.AcquireKey], with the tenant shares) admits with no
+// allocation, for code that ends each admission once; Allow's Lease
+// allocates once.
 package overload
