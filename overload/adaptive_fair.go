@@ -94,25 +94,36 @@ func (f *fairness) share(tag uint64, r int, n, t, above int64) (held, share int6
 	return held, (room + tenants - 1) / tenants
 }
 
-// take adds c slots to tag's entry of rank r, claiming a free one if it
-// has none, and returns its index plus one (0: the table was full).
+// take adds c slots to tag's entry of rank r, claiming the first free
+// one near its home if it has none, and returns its index plus one (0:
+// none was free). An entry another admission changed first is looked
+// at again.
 func (f *fairness) take(tag uint64, r int, c int64) uint8 {
+retry:
 	for range tenantProbes {
-		if j, _ := f.find(tag); j >= 0 {
-			w := f.tab[j].Load()
-			if w>>heldBits == tag && w&heldMask != 0 && f.tab[j].CompareAndSwap(w, w+uint64(c)) {
-				return uint8(j + 1)
-			}
-			continue
-		}
+		free, was := -1, uint64(0)
 		for i := range tenantProbes {
-			j := (tag + uint64(i)) % tenantSlots
-			if w := f.tab[j].Load(); w&heldMask == 0 && f.tab[j].CompareAndSwap(w, tag<<heldBits|uint64(c)) {
-				f.active[r].Add(1)
-				return uint8(j + 1)
+			j := int((tag + uint64(i)) % tenantSlots)
+			w := f.tab[j].Load()
+			switch {
+			case w&heldMask == 0:
+				if free < 0 {
+					free, was = j, w
+				}
+			case w>>heldBits == tag:
+				if f.tab[j].CompareAndSwap(w, w+uint64(c)) {
+					return uint8(j + 1)
+				}
+				continue retry
 			}
 		}
-		return 0
+		if free < 0 {
+			return 0
+		}
+		if f.tab[free].CompareAndSwap(was, tag<<heldBits|uint64(c)) {
+			f.active[r].Add(1)
+			return uint8(free + 1)
+		}
 	}
 	return 0
 }
