@@ -135,9 +135,12 @@ func TestAPI(t *testing.T) {
 	// Adaptive limit with its Token and Stats; the guards' Reading and
 	// WithGuard in promobs, otelobs and debugpage (WithHealth's
 	// counterpart for overload guards, meaning the same in all three):
-	// 535 names, 78 With*.
-	if total > 535 || options > 78 {
-		t.Errorf("%d exported names (budget 535) and %d With* functions or methods (budget 78): cut before adding", total, options)
+	// 535 names, 78 With*. Adaptive.AcquireKey is Acquire with the
+	// tenant shares, which Allow has and an allocation-free caller had no
+	// way to get (one Acquire taking a key would cost every key-less
+	// admission the tenant lookup): 536.
+	if total > 536 || options > 78 {
+		t.Errorf("%d exported names (budget 536) and %d With* functions or methods (budget 78): cut before adding", total, options)
 	}
 	t.Logf("%d exported names in %d public packages, %d of them With* functions or methods", total, len(pkgs), options)
 }

@@ -77,12 +77,15 @@ type AdaptiveConfig struct {
 // changes. See the package documentation for the algorithm.
 //
 // The limit is global: every key shares it. A request's Priority
-// (PriorityOf its context) sets how full it may find the service: a
-// Normal request is admitted while fewer than the limit are in flight, a
-// Critical one (or higher) while fewer than 4/3 of it, a Sheddable one
-// 2/3, and any lower priority 1/3. Under overload the lowest priority is
-// thus shed first, and critical traffic has room no other class may
-// fill. Within a priority, Allow shares the service fairly between
+// (PriorityOf its context) sets how full it may find the service,
+// counting the requests in flight of its priority and higher ones: a
+// Normal request is admitted while they are fewer than the limit, a
+// Critical one (or higher) while fewer than 4/3 of it (or of the mean of
+// the last 8 windows' limits, if higher: a dip of the limit does not shed
+// critical requests), a Sheddable one 2/3, and any lower priority 1/3. Under overload the lowest priority is
+// thus shed first, a lower class in flight never makes a higher one shed,
+// and critical traffic has room no other class may fill. Within a
+// priority, Allow shares the room the higher ones leave fairly between
 // tenants (keys) once it is more than 3/4 full; Acquire takes no key and
 // does not.
 //
@@ -90,24 +93,30 @@ type AdaptiveConfig struct {
 // timed request (all of them under a limit below 128, a sample above)
 // takes a short one to add its latency to the current window.
 type Adaptive struct {
-	// The admission path's state, apart from the estimator's lock.
-	inflight atomic.Int64
-	seq      atomic.Int64 // admissions, to time one in sampleEvery
-	limit    atomic.Int64 // the limit in force, published by the estimator
-	busy     atomic.Bool  // this window: in flight reached half the limit
-	refused  atomic.Bool  // this window: a request was refused
-	latency  atomic.Int64 // the last window's mean latency, ns (0: none yet)
-	baseNs   atomic.Int64 // the baseline, ns, for Stats
-	shed     [3]atomic.Int64
-	_        [64]byte
+	// The admission path's state, apart from the estimator's lock, in
+	// three groups 64 bytes apart (so on distinct cache lines): what every
+	// admission reads and a window writes; the slots held, which every
+	// admission and end writes; the shed counts, which refusals write.
+	limit   atomic.Int64 // the limit in force, published by the estimator
+	busy    atomic.Bool  // this window: in flight reached half the limit
+	refused atomic.Bool  // this window: a request was refused
+	latency atomic.Int64 // the last window's mean latency, ns (0: none yet)
+	baseNs  atomic.Int64 // the baseline, ns, for Stats
+	critLim atomic.Int64 // the mean limit of the last windows (see critWindows)
+	_       [64]byte
+	held    [ranks]atomic.Uint64 // slots in flight and admissions by rank (see acquire)
+	_       [64]byte
+	shed    [3]atomic.Int64
+	_       [64]byte
 
 	clock core.Clock
 	pool  sync.Pool // of *leaseEnd (see Allow)
 	max   int64
 	fair  fairness
 
-	mu  sync.Mutex
-	est estimator
+	mu   sync.Mutex
+	est  estimator
+	lims limitRing // under mu
 }
 
 var _ core.Limiter = (*Adaptive)(nil)
@@ -155,11 +164,13 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 
 // Allow admits the request if the limit allows its priority (PriorityOf
 // ctx) cost more slots, and its tenant, key, its fair share of them: the
-// limit protects the whole service, and once it is more than 3/4 full a
-// key (below Critical) may hold at most ceil(its priority's threshold /
-// keys in flight), so that one key flooding the service is shed before
-// the others (keys are hashed into 64 slots, which keys that fall
-// together share). An admission's Lease holds the slots until it ends; its
+// limit protects the whole service, and once a priority below Critical
+// holds more than 3/4 of its threshold a key may hold at most ceil(the
+// room the higher priorities leave / keys of the priority in flight), so
+// that one key flooding the service is shed before the others (the keys
+// in flight are told apart in a table of 128 entries; a key that finds
+// none free near its hash is admitted by the threshold alone). An
+// admission's Lease holds the slots until it ends; its
 // End measures the request's latency for the limit (core.EndDone), counts
 // it as a drop (core.EndDropped: a sign of overload), or gives the slots
 // back unmeasured (core.EndIgnored). A refusal has Shed set and a
@@ -186,7 +197,7 @@ func (a *Adaptive) Allow(ctx context.Context, key string, cost int) (core.Decisi
 	return core.Decision{
 		Allowed:    true,
 		Limit:      adaptiveLimit(lim),
-		Remaining:  int(max(0, threshold(lim, p)-a.inflight.Load())),
+		Remaining:  int(max(0, threshold(a.limitFor(p, lim), p)-a.heldFrom(rank(p)))),
 		ResetAfter: a.turnover(),
 		Lease:      core.NewEndingLease(e.fn),
 	}, nil
@@ -210,18 +221,25 @@ func (e *leaseEnd) end(_ context.Context, how core.Ending) error {
 }
 
 // Refund gives cost slots back without a Lease, never below none in
-// flight (nor below none held by key's tenant), and measures nothing. Use a Decision's Lease or Refund for a
-// request, not both: a Lease ended after a Refund gives its slots back
-// again. Ending the Lease with core.EndIgnored is the usual way to undo
-// an admission. It errors only for a cost Allow would refuse as invalid.
+// flight for the priority of ctx (nor below none held by key's tenant),
+// and measures nothing. Use a Decision's Lease or Refund for a request,
+// not both: a Lease ended after a Refund gives its slots back again.
+// Ending the Lease with core.EndIgnored is the usual way to undo an
+// admission. It errors only for a cost Allow would refuse as invalid.
 func (a *Adaptive) Refund(ctx context.Context, key string, cost int) error {
 	if cost < 1 || int64(cost) > a.max {
 		return a.costError(cost)
 	}
-	a.fair.give(a.fair.slotOf(key), int64(cost))
+	r := rank(PriorityOf(ctx))
+	if r < rankCritical {
+		if j, _ := a.fair.find(tagOf(a.fair.slotOf(key), r)); j >= 0 {
+			a.fair.refund(uint8(j+1), r, int64(cost))
+		}
+	}
+	h := &a.held[r]
 	for {
-		n := a.inflight.Load()
-		if a.inflight.CompareAndSwap(n, max(0, n-int64(cost))) {
+		w := h.Load()
+		if h.CompareAndSwap(w, w-min(w&countMask, uint64(cost))) {
 			return nil
 		}
 	}

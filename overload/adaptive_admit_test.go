@@ -12,35 +12,51 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// TestAdaptivePriorities: under limit 20, a Sheddable request is admitted
-// while fewer than 13 (2/3) are in flight, a Normal one 20, a Critical
-// one 26 (4/3), anything below Sheddable 6 (1/3), anything above
-// Critical as Critical: filling the service with each class in turn,
-// the lowest is shed first and critical requests keep room of their own.
-// Refusals are counted by class.
+// TestAdaptivePriorities: under limit 20, a request of a rank (below
+// Sheddable, Sheddable, Normal, Critical and above) is admitted while
+// its rank and those above hold fewer than its threshold: 6 (1/3) below
+// Sheddable, 13 (2/3) Sheddable, 20 Normal, 26 (4/3) Critical. Filling
+// the service from the lowest class up, each higher class still gets
+// its whole threshold, whatever the lower ones hold (they are not
+// replaced as they end); filling it from the highest down, the lower
+// classes get nothing. Refusals are counted by class.
 func TestAdaptivePriorities(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
-	steps := []struct {
-		p        Priority
-		admitted int // admitted in a row, then refused
-	}{
-		{-128, 6}, {-2, 0}, {Sheddable, 7}, {Normal, 7}, {Critical, 6}, {127, 0},
-	}
-	for _, s := range steps {
+	fill := func(a *Adaptive, p Priority) int {
 		n := 0
 		for {
-			if _, ok := f.a.Acquire(s.p, 1); !ok {
-				break
+			if _, ok := a.Acquire(p, 1); !ok {
+				return n
 			}
 			n++
 		}
-		if n != s.admitted {
-			t.Fatalf("priority %d: %d admitted, want %d", s.p, n, s.admitted)
+	}
+	up := newFixture(t, AdaptiveConfig{InitialLimit: 20})
+	for _, s := range []struct {
+		p        Priority
+		admitted int // admitted in a row, then refused
+	}{
+		{-128, 6}, {-2, 0}, {Sheddable, 13}, {Normal, 20}, {Critical, 26}, {127, 0},
+	} {
+		if n := fill(up.a, s.p); n != s.admitted {
+			t.Fatalf("up, priority %d: %d admitted, want %d", s.p, n, s.admitted)
 		}
 	}
-	st := f.a.Stats()
-	if st.InFlight != 26 || st.Shed != [3]int64{3, 1, 2} {
-		t.Fatalf("stats %+v, want 26 in flight, shed [3 1 2]", st)
+	if st := up.a.Stats(); st.InFlight != 65 || st.Shed != [3]int64{3, 1, 2} {
+		t.Fatalf("up: stats %+v, want 65 in flight, shed [3 1 2]", st)
+	}
+	down := newFixture(t, AdaptiveConfig{InitialLimit: 20})
+	for _, s := range []struct {
+		p        Priority
+		admitted int
+	}{
+		{127, 26}, {Critical, 0}, {Normal, 0}, {Sheddable, 0}, {-128, 0},
+	} {
+		if n := fill(down.a, s.p); n != s.admitted {
+			t.Fatalf("down, priority %d: %d admitted, want %d", s.p, n, s.admitted)
+		}
+	}
+	if st := down.a.Stats(); st.InFlight != 26 || st.Shed != [3]int64{2, 1, 2} {
+		t.Fatalf("down: stats %+v, want 26 in flight, shed [2 1 2]", st)
 	}
 }
 
@@ -69,14 +85,15 @@ func TestAdaptiveRefusal(t *testing.T) {
 		d.RetryAfter != time.Second/20 || d.ResetAfter != time.Second {
 		t.Fatalf("refusal = %+v, want shed, limit %v, RetryAfter 50ms, ResetAfter 1s", d, want)
 	}
-	// A Critical request is admitted; one of cost 8 lacks 8+21−26 = 3
-	// slots of 21 in flight: 3/21 s.
+	// A Critical request is admitted, the Normal ones not counting
+	// against it: 25 more would be. One of cost 27 lacks 1+27−26 = 2
+	// slots, which the one critical request in flight frees in 2 s.
 	crit := NewContext(ctx, Critical)
-	if d, _ := f.a.Allow(crit, "k", 1); !d.Allowed || d.Remaining != 5 {
-		t.Fatalf("critical Allow = %+v, want admitted with 5 remaining", d)
+	if d, _ := f.a.Allow(crit, "k", 1); !d.Allowed || d.Remaining != 25 {
+		t.Fatalf("critical Allow = %+v, want admitted with 25 remaining", d)
 	}
-	if d, _ := f.a.Allow(crit, "k", 8); d.Allowed || d.RetryAfter != 142857142 {
-		t.Fatalf("critical Allow of 8 = %+v, want RetryAfter 3/21 s", d)
+	if d, _ := f.a.Allow(crit, "k", 27); d.Allowed || d.RetryAfter != 2*time.Second {
+		t.Fatalf("critical Allow of 27 = %+v, want RetryAfter 2s", d)
 	}
 	// Once a window has measured 1 ms: 2 lacking of 21 is 95 µs,
 	// raised to the 1 ms floor.
@@ -159,7 +176,7 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 			wg.Go(func() { _ = l.End(ctx, core.EndIgnored) })
 		}
 		wg.Wait()
-		if got, tenants := f.a.Stats().InFlight, f.a.fair.active.Load(); got != 0 || tenants != 0 {
+		if got, tenants := f.a.Stats().InFlight, f.a.fair.active[rankNormal].Load(); got != 0 || tenants != 0 {
 			t.Fatalf("round %d: %d in flight, %d tenants after every lease ended, want 0, 0", round, got, tenants)
 		}
 	}
@@ -168,7 +185,7 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 // TestAdaptiveRefund: Refund gives slots back, never below none in
 // flight; costs that can never be admitted are errors, as in Allow.
 func TestAdaptiveRefund(t *testing.T) {
-	f := newFixture(t, AdaptiveConfig{MaxLimit: 50, InitialLimit: 20})
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20, MaxLimit: 50})
 	ctx := context.Background()
 	if _, err := f.a.Allow(ctx, "k", 3); err != nil {
 		t.Fatal(err)
@@ -236,23 +253,61 @@ func TestAdaptiveConfig(t *testing.T) {
 	}
 }
 
-// TestAdaptiveFairShare: under limit 20, tenant a holds 12 and tenant b
-// 4; past 3/4 of the limit (15) each may hold at most its fair share,
-// ceil(20/2) = 10: a is refused with 16 in flight, b is admitted up to
-// the limit; a Critical request of a is admitted all the same (critical
-// requests are not told apart by tenant). a's refusal waits for its own
-// requests: it lacks 12 + 1 − 10 = 3 of its 12, a quarter of the 1 s
-// latency assumed before any is measured.
-func TestAdaptiveFairShare(t *testing.T) {
+// TestAdaptiveFairTracking: under limit 20, a tenant's requests are
+// tracked from half the Normal threshold (10 held by Normal and above):
+// a's first 9 are not (no entry, no tenant counted), its 10th and 11th
+// are; ending an untracked request leaves the entry as it is, ending
+// the tracked ones frees it. Critical requests are never tracked.
+func TestAdaptiveFairTracking(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
-	ka, kb := "a", "b"
-	for i := 0; f.a.fair.slotOf(kb) == f.a.fair.slotOf(ka); i++ {
-		kb = fmt.Sprint("b", i)
-	}
-	ctx := context.Background()
-	allow := func(key string, n int) (admitted int, last core.Decision) {
+	tag := tagOf(f.a.fair.slotOf("a"), rankNormal)
+	var toks []Token
+	take := func(n int) {
 		for range n {
-			d, err := f.a.Allow(ctx, key, 1)
+			tok, ok := f.a.AcquireKey(Normal, "a", 1)
+			if !ok {
+				t.Fatal("refused")
+			}
+			toks = append(toks, tok)
+		}
+	}
+	state := func() [2]int64 {
+		_, held := f.a.fair.find(tag)
+		return [2]int64{held, f.a.fair.active[rankNormal].Load()}
+	}
+	take(9)
+	if got := state(); got != [2]int64{0, 0} {
+		t.Fatalf("after 9: a's entry holds %d, %d tenants; want 0, 0", got[0], got[1])
+	}
+	take(2)
+	if got := state(); got != [2]int64{2, 1} {
+		t.Fatalf("after 11: a's entry holds %d, %d tenants; want 2, 1", got[0], got[1])
+	}
+	toks[0].End(core.EndIgnored)
+	if got := state(); got != [2]int64{2, 1} {
+		t.Fatalf("after an untracked end: %v, want [2 1]", got)
+	}
+	toks[9].End(core.EndIgnored)
+	toks[10].End(core.EndIgnored)
+	if got := state(); got != [2]int64{0, 0} {
+		t.Fatalf("after the tracked ends: %v, want [0 0]", got)
+	}
+	for range 15 {
+		f.a.AcquireKey(Critical, "a", 1)
+	}
+	if got := &f.a.fair.active; got[0].Load()+got[1].Load()+got[2].Load() != 0 {
+		t.Fatal("critical requests tracked")
+	}
+}
+
+// allowing returns a function that asks a for up to n cost-1 Normal
+// requests of key, and reports how many were admitted before the first
+// refusal, and that refusal.
+func allowing(t *testing.T, a *Adaptive) func(key string, n int) (int, core.Decision) {
+	return func(key string, n int) (admitted int, last core.Decision) {
+		t.Helper()
+		for range n {
+			d, err := a.Allow(context.Background(), key, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,23 +318,222 @@ func TestAdaptiveFairShare(t *testing.T) {
 		}
 		return admitted, core.Decision{}
 	}
-	if n, _ := allow(ka, 12); n != 12 {
-		t.Fatalf("a: %d admitted, want 12", n)
+}
+
+// TestAdaptiveFairRoom: the tenants of a class share the room the
+// classes above leave it. Under limit 20 with 10 Critical requests in
+// flight, Normal's room is 10: tenant a holds 7 and b 1, so past 3/4 of
+// the threshold a's share is ceil(10/2) = 5 (not ceil(20/2) = 10, which
+// would let the tenant that floods take the critical requests' room
+// from the others): a is refused, lacking 7 + 1 − 5 = 3 of its 7 (3/7
+// of the 1 s latency assumed before any is measured), and b gets the
+// last two slots. The critical requests, keyed a too, do not count
+// against a's Normal share, and a's next critical one is admitted.
+func TestAdaptiveFairRoom(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
+	ctx := context.Background()
+	crit := NewContext(ctx, Critical)
+	for range 10 {
+		if d, _ := f.a.Allow(crit, "a", 1); !d.Allowed {
+			t.Fatalf("critical: %+v, want admitted", d)
+		}
 	}
-	if n, _ := allow(kb, 4); n != 4 {
-		t.Fatalf("b: %d admitted, want 4", n)
+	allow := allowing(t, f.a)
+	if n, _ := allow("a", 7); n != 7 {
+		t.Fatalf("a: %d admitted, want 7", n)
 	}
-	n, d := allow(ka, 1)
-	if n != 0 || !d.Shed || d.RetryAfter != time.Second/4 {
-		t.Fatalf("a's 13th: admitted %d, %+v; want shed, RetryAfter 250ms", n, d)
+	if n, _ := allow("b", 1); n != 1 {
+		t.Fatalf("b: %d admitted, want 1", n)
 	}
-	if n, _ := allow(kb, 10); n != 4 {
-		t.Fatalf("b: %d more admitted, want 4 (to the limit, 20)", n)
+	if n, d := allow("a", 1); n != 0 || !d.Shed || d.RetryAfter != 3*time.Second/7 {
+		t.Fatalf("a's 8th: admitted %d, %+v; want shed, RetryAfter 3/7 s", n, d)
 	}
-	if d, _ := f.a.Allow(NewContext(ctx, Critical), ka, 1); !d.Allowed {
+	if n, _ := allow("b", 5); n != 2 {
+		t.Fatalf("b: %d more admitted, want 2 (to the threshold, 20)", n)
+	}
+	if d, _ := f.a.Allow(crit, "a", 1); !d.Allowed {
 		t.Fatalf("a's critical request: %+v, want admitted", d)
 	}
-	if got := f.a.fair.active.Load(); got != 2 {
+	if got := f.a.fair.active[rankNormal].Load(); got != 2 {
 		t.Fatalf("%d tenants in flight, want 2", got)
+	}
+}
+
+// TestAdaptiveTenantTable: keys are told apart even when their entries'
+// home is the same (slots hashed by key alone would have merged them
+// into one share); a ninth key whose home entries are all taken is
+// admitted by its threshold alone; an entry whose tenant holds nothing
+// is free again.
+func TestAdaptiveTenantTable(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 100})
+	home := func(key string) uint64 { return tagOf(f.a.fair.slotOf(key), rankNormal) % tenantSlots }
+	var keys []string
+	for i := 0; len(keys) < tenantProbes+1; i++ {
+		if k := fmt.Sprint("k", i); home(k) == home("k0") {
+			keys = append(keys, k)
+		}
+	}
+	for range 50 { // past half the Normal threshold: tenants are tracked
+		f.a.Acquire(Critical, 1)
+	}
+	ctx := context.Background()
+	var leases []*core.Lease
+	for i, k := range keys {
+		d, err := f.a.Allow(ctx, k, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%s: %+v, %v", k, d, err)
+		}
+		leases = append(leases, d.Lease)
+		want := int64(min(i+1, tenantProbes))
+		if got := f.a.fair.active[rankNormal].Load(); got != want {
+			t.Fatalf("after %d keys of one home: %d tenants tracked, want %d", i+1, got, want)
+		}
+	}
+	for _, k := range keys[:tenantProbes] {
+		if j, held := f.a.fair.find(tagOf(f.a.fair.slotOf(k), rankNormal)); j < 0 || held != 1 {
+			t.Fatalf("%s: entry %d holds %d, want its own entry holding 1", k, j, held)
+		}
+	}
+	for _, l := range leases {
+		_ = l.End(ctx, core.EndIgnored)
+	}
+	if got := f.a.fair.active[rankNormal].Load(); got != 0 {
+		t.Fatalf("%d tenants tracked after every lease ended, want 0", got)
+	}
+	last := keys[tenantProbes]
+	if d, _ := f.a.Allow(ctx, last, 1); !d.Allowed {
+		t.Fatalf("%s: %+v, want admitted", last, d)
+	}
+	if j, held := f.a.fair.find(tagOf(f.a.fair.slotOf(last), rankNormal)); j < 0 || held != 1 {
+		t.Fatalf("%s: entry %d holds %d after the others ended, want an entry holding 1", last, j, held)
+	}
+}
+
+// TestAdaptiveAcquireKey: AcquireKey shares the service between keys as
+// Allow does (under limit 20 with 10 Critical requests in flight, a
+// holds 7 and b 1: a's 8th is refused, b gets the last 2), and admits,
+// ends and refuses with no allocation, over more keys than the tenant
+// table holds.
+func TestAdaptiveAcquireKey(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
+	for range 10 {
+		f.a.Acquire(Critical, 1)
+	}
+	take := func(key string, n int) (admitted int) {
+		for range n {
+			if _, ok := f.a.AcquireKey(Normal, key, 1); !ok {
+				break
+			}
+			admitted++
+		}
+		return admitted
+	}
+	if got := [4]int{take("a", 7), take("b", 1), take("a", 1), take("b", 5)}; got != [4]int{7, 1, 0, 2} {
+		t.Fatalf("admitted %v, want [7 1 0 2]", got)
+	}
+	keys := make([]string, 2*tenantSlots)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	g := newFixture(t, AdaptiveConfig{InitialLimit: 1000, MinLimit: 1000})
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		tok, ok := g.a.AcquireKey(Normal, keys[i%len(keys)], 1)
+		if !ok {
+			t.Fatal("refused")
+		}
+		tok.End(core.EndDone)
+		i++
+	}); n != 0 {
+		t.Fatalf("AcquireKey and End: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, ok := f.a.AcquireKey(Normal, "a", 1); ok {
+			t.Fatal("admitted")
+		}
+	}); n != 0 {
+		t.Fatalf("a refusal: %v allocations, want 0", n)
+	}
+}
+
+// TestAdaptiveCriticalDip: when the limit dips below the mean of the
+// last 8 windows' limits, Critical requests are admitted under 4/3 of
+// that mean rather than of the dipped limit, while Normal ones follow
+// the limit in force.
+func TestAdaptiveCriticalDip(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
+	var lims []int
+	for range 10 {
+		f.batch(minSamples, time.Millisecond, core.EndDone, 0, false)
+		lims = append(lims, f.limit())
+	}
+	f.batch(minSamples, time.Millisecond, core.EndDone, minSamples, false) // every one dropped
+	lims = append(lims, f.limit())
+	mean := 0
+	for _, l := range lims[len(lims)-critWindows:] {
+		mean += l
+	}
+	mean /= critWindows
+	lim := lims[len(lims)-1]
+	if lim >= mean {
+		t.Fatalf("limits %v: no dip below the mean %d", lims, mean)
+	}
+	fill := func(p Priority) int {
+		n := 0
+		for {
+			if _, ok := f.a.Acquire(p, 1); !ok {
+				return n
+			}
+			n++
+		}
+	}
+	normal := fill(Normal)
+	crit := fill(Critical)
+	t.Logf("limits %v: mean of the last %d %d; %d Normal then %d Critical admitted", lims, critWindows, mean, normal, crit)
+	if normal != lim || crit != max(mean+1, mean*4/3) {
+		t.Fatalf("%d Normal, %d Critical admitted; want %d (the limit), %d (4/3 of the mean %d)", normal, crit, lim, max(mean+1, mean*4/3), mean)
+	}
+}
+
+// TestAdaptiveTenantTableConcurrent: goroutines admitting and ending
+// requests of more keys than the table holds, past half the threshold
+// (every one tracked or refused an entry), leave every entry free and
+// no tenant counted once all have ended.
+func TestAdaptiveTenantTableConcurrent(t *testing.T) {
+	f := newFixture(t, AdaptiveConfig{InitialLimit: 1000, MinLimit: 1000})
+	for range 600 {
+		f.a.Acquire(Critical, 1)
+	}
+	keys := make([]string, 3*tenantSlots)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			var held [4]Token
+			for i := range 2000 {
+				j := i % len(held)
+				held[j].End(core.EndIgnored)
+				tok, ok := f.a.AcquireKey(Normal, keys[(g*131+i*7)%len(keys)], 1+i%2)
+				if !ok {
+					t.Error("refused")
+					return
+				}
+				held[j] = tok
+			}
+			for _, tok := range held {
+				tok.End(core.EndIgnored)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range f.a.fair.tab {
+		if w := f.a.fair.tab[i].Load(); w&heldMask != 0 {
+			t.Fatalf("entry %d holds %d after every request ended", i, w&heldMask)
+		}
+	}
+	if n, in := f.a.fair.active[rankNormal].Load(), f.a.Stats().InFlight; n != 0 || in != 600 {
+		t.Fatalf("%d tenants counted, %d in flight; want 0, 600 (the critical ones)", n, in)
 	}
 }

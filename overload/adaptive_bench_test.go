@@ -2,6 +2,8 @@ package overload_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,11 +13,12 @@ import (
 
 // The benchmarks time one request's admission and end, on the real
 // clock, beside core's static concurrency limit (one key): Acquire and
-// Token.End (no allocation), Allow and Lease.End (the Lease), and core's
-// Allow and Release. No request is refused: the limits are far above
-// the goroutines in flight. Under the limit of 1000 one admission in 8
-// is timed (two clock reads and the window's lock); AcquireTimed, under
-// 100, times every one.
+// Token.End (no allocation), AcquireKey over many keys (no allocation),
+// Allow and Lease.End (the Lease), and core's Allow and Release. No
+// request is refused: the limits are far above the goroutines in
+// flight. Under the limit of 1000 one admission in 8 is timed (two clock
+// reads and the window's lock); AcquireTimed, under 100, times every
+// one.
 
 func newBenchAdaptive(b *testing.B) *overload.Adaptive { return newBenchAdaptiveAt(b, 1000) }
 
@@ -72,6 +75,91 @@ func BenchmarkAdaptiveAcquireParallel(b *testing.B) {
 				return
 			}
 			tok.End(core.EndDone)
+		}
+	})
+}
+
+// benchKeys are the tenants of the keyed benchmarks: more than the
+// tenant table holds, most of them in flight one at a time.
+var benchKeys = func() []string {
+	k := make([]string, 1024)
+	for i := range k {
+		k[i] = fmt.Sprint("tenant-", i)
+	}
+	return k
+}()
+
+func BenchmarkAdaptiveAcquireKey(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		tok, ok := lim.AcquireKey(overload.Normal, benchKeys[i&1023], 1)
+		if !ok {
+			b.Fatal("refused")
+		}
+		tok.End(core.EndDone)
+		i++
+	}
+}
+
+func BenchmarkAdaptiveAcquireKeyParallel(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	b.ReportAllocs()
+	var g atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(g.Add(1)) * 509
+		for pb.Next() {
+			tok, ok := lim.AcquireKey(overload.Normal, benchKeys[i&1023], 1)
+			if !ok {
+				b.Error("refused")
+				return
+			}
+			tok.End(core.EndDone)
+			i++
+		}
+	})
+}
+
+// BenchmarkAdaptiveAcquireKeyFull runs past 3/4 of the limit, where
+// every admission checks its tenant's share: 800 of the limit of 1000
+// are held by other tenants.
+func BenchmarkAdaptiveAcquireKeyFull(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	for i := range 800 {
+		if _, ok := lim.AcquireKey(overload.Normal, benchKeys[i%100], 1); !ok {
+			b.Fatal("refused")
+		}
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			tok, ok := lim.AcquireKey(overload.Normal, benchKeys[100+i&511], 1)
+			if !ok {
+				b.Error("refused")
+				return
+			}
+			tok.End(core.EndDone)
+			i++
+		}
+	})
+}
+
+func BenchmarkAdaptiveAllowKeys(b *testing.B) {
+	lim := newBenchAdaptive(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			d, _ := lim.Allow(ctx, benchKeys[i&1023], 1)
+			if !d.Allowed {
+				b.Error("refused")
+				return
+			}
+			_ = d.Lease.End(ctx, core.EndDone)
+			i++
 		}
 	})
 }

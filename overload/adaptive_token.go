@@ -7,22 +7,35 @@ import (
 	"github.com/floodgate/floodgate/core"
 )
 
-// Token is one admission by Acquire: the slots a request holds until
-// End. It is a value, so admitting with Acquire allocates nothing. The
+// Token is one admission by Acquire or AcquireKey: the slots a request
+// holds until End. It is a value, so admitting with them allocates
+// nothing. The
 // zero Token holds nothing and its End does nothing.
 //
 // End a Token exactly once, as a semaphore is released once: a copy
 // ended twice gives its slots back twice, and the limit then admits
-// more than it says until the process restarts. Where that contract
+// more than it says (or, once a priority gave back more than it held,
+// none of that priority) until the process restarts. Where that contract
 // cannot be kept (adapters, code that may end a request from several
 // places), use Allow, whose Lease ends at most once.
 type Token struct {
+	// Four fields at most, so that the compiler keeps a Token in
+	// registers rather than copying it through memory.
 	a       *Adaptive
 	start   int64
-	cost    int64
-	sampled bool  // timed: its end feeds the limit
-	slot    uint8 // the tenant slot it holds, plus one (0: none; see fairness)
+	sampled bool   // timed: its end feeds the limit
+	spec    uint64 // cost | rank<<32 | tenant entry plus one<<40 (see fairness)
 }
+
+// The fields of a Token's spec.
+const (
+	specRank = 32
+	specSlot = 40
+)
+
+func (t Token) cost() int64 { return int64(t.spec & (1<<specRank - 1)) }
+func (t Token) rank() int   { return int(t.spec >> specRank & 0xff) }
+func (t Token) slot() uint8 { return uint8(t.spec >> specSlot) }
 
 // Acquire is Allow's admission without the Decision and its Lease: it
 // reports whether a request of priority p may hold cost more slots now,
@@ -34,11 +47,14 @@ type Token struct {
 // taken in turn, so that a window still measures 128 or more while most
 // admissions read no clock.
 func (a *Adaptive) Acquire(p Priority, cost int) (Token, bool) {
-	c := int64(cost)
-	if c < 1 || c > a.max {
-		return Token{}, false
-	}
-	tok, v := a.acquire(p, c, 0)
+	tok, v := a.acquire(p, int64(cost), 0) // small enough to inline
+	return tok, v == admitted
+}
+
+// AcquireKey is Acquire for a request of tenant key: as Allow, it shares
+// the service fairly between keys, with no allocation.
+func (a *Adaptive) AcquireKey(p Priority, key string, cost int) (Token, bool) {
+	tok, v := a.acquire(p, int64(cost), a.fair.slotOf(key))
 	return tok, v == admitted
 }
 
@@ -49,41 +65,67 @@ const (
 	admitted  verdict = iota
 	overLimit         // the threshold of its priority
 	overShare         // its tenant's fair share (see fairness)
+	badCost           // below 1 or above MaxLimit: never admitted, not counted
 )
 
-// acquire admits a request of priority p, cost c (valid) and tenant
-// slot (0: none) if its priority's threshold, and its tenant's share,
-// allow.
-func (a *Adaptive) acquire(p Priority, c int64, slot uint8) (Token, verdict) {
+// acquire admits a request of priority p, cost c and tenant t (0: none)
+// if its priority's threshold, and its tenant's share, allow.
+//
+// A priority's threshold counts the slots held by its rank and those
+// above, not those below: a lower class in flight never makes a higher
+// one shed (it is not replaced as it ends), so a higher request is shed
+// only once no lower one is admitted, however the limit moved. While a
+// higher class takes the room of lower ones in flight, the service
+// holds more than the limit for a turnover; the latency that adds
+// lowers the limit if it lasts.
+func (a *Adaptive) acquire(p Priority, c int64, t tenant) (Token, verdict) {
+	if c < 1 || c > a.max {
+		return Token{}, badCost
+	}
 	lim := a.limit.Load()
-	t := threshold(lim, p)
-	n := a.inflight.Load()
+	th := threshold(a.limitFor(p, lim), p)
+	r := rank(p)
+	own := &a.held[r]
+	fair := t != 0 && r < rankCritical && th < fairMax
+	var tag uint64
+	if fair {
+		tag = tagOf(t, r)
+	}
+	var turn uint64
+	var tot int64 // held by its rank and above, once admitted
 	for {
-		if n+c > t {
+		above := a.heldFrom(r + 1)
+		w := own.Load()
+		n := int64(w & countMask)
+		if above+n+c > th {
 			a.refuse(p)
 			return Token{}, overLimit
 		}
-		if slot != 0 && p < Critical {
-			if held, share := a.fair.share(slot, n+c, t); held+c > share {
+		if fair {
+			if held, share := a.fair.share(tag, r, above+n+c, th, above); held+c > share {
 				a.refuse(p)
 				return Token{}, overShare
 			}
 		}
-		if a.inflight.CompareAndSwap(n, n+c) {
+		if own.CompareAndSwap(w, w+oneAdmission+uint64(c)) {
+			turn, tot = w>>countBits+1, above+n+c
 			break
 		}
-		n = a.inflight.Load()
 	}
-	if slot != 0 {
-		a.fair.take(slot, c)
+	tok := Token{a: a, spec: uint64(c) | uint64(r)<<specRank}
+	// Tenants are tracked from half the threshold, so that a service with
+	// room pays nothing for them; the requests admitted before end within
+	// a latency of the service filling up, and meanwhile the shares are
+	// lenient.
+	if fair && 2*tot >= th {
+		tok.spec |= uint64(a.fair.take(tag, r, c)) << specSlot
 	}
 	// The limit binds only when the service is at least half full: below
 	// that, latencies say nothing about whether more would fit.
-	if 2*(n+c) >= lim && !a.busy.Load() {
+	if !a.busy.Load() && (2*tot >= lim || 2*(tot+a.heldBelow(r)) >= lim) {
 		a.busy.Store(true)
 	}
-	tok := Token{a: a, cost: c, slot: slot}
-	if k := sampleEvery(lim); k == 1 || a.seq.Add(1)&(k-1) == 0 {
+	if k := sampleEvery(lim); k == 1 || turn&uint64(k-1) == 0 {
 		tok.start, tok.sampled = a.clock.Now(), true
 	}
 	return tok, admitted
@@ -111,10 +153,11 @@ func (t Token) End(how core.Ending) {
 	if a == nil {
 		return
 	}
-	if t.slot != 0 {
-		a.fair.give(t.slot, t.cost)
+	c, r := t.cost(), t.rank()
+	if slot := t.slot(); slot != 0 {
+		a.fair.give(slot, r, c)
 	}
-	a.inflight.Add(-t.cost)
+	a.held[r].Add(-uint64(c)) // its admission stays counted
 	if how == core.EndIgnored || !t.sampled {
 		return
 	}
@@ -125,42 +168,13 @@ func (t Token) End(how core.Ending) {
 		// however few are in flight.
 		refused := a.refused.Swap(false)
 		a.est.close(now, a.busy.Swap(false) || refused, refused)
-		a.limit.Store(a.est.published())
+		lim := a.est.published()
+		a.limit.Store(lim)
+		a.critLim.Store(a.lims.add(lim))
 		a.latency.Store(int64(a.est.last))
 		a.baseNs.Store(int64(a.est.base))
 	}
 	a.mu.Unlock()
-}
-
-// threshold is how many slots may be in flight when a request of
-// priority p is admitted under limit lim: the limit for Normal, a third
-// more for Critical (and above; at least one more), two thirds for
-// Sheddable and one third below; at least one. Under overload the
-// service fills to the highest threshold of the traffic it gets, so the
-// lower classes stop being admitted first, and critical requests have
-// room beyond what any other class may fill. Since the limit follows the
-// latency of what is admitted, critical traffic that uses its room
-// raises the latency, and the limit falls: the lower classes make way.
-func threshold(lim int64, p Priority) int64 {
-	switch {
-	case p >= Critical:
-		return max(lim+1, lim*4/3)
-	case p == Normal:
-		return lim
-	}
-	thirds := max(3-(int(Normal)-int(p)), 1)
-	return max(1, lim*int64(thirds)/3)
-}
-
-// class is the index of p's shed counter: below Normal, Normal, above.
-func class(p Priority) int {
-	switch {
-	case p < Normal:
-		return 0
-	case p == Normal:
-		return 1
-	}
-	return 2
 }
 
 func (a *Adaptive) refuse(p Priority) {
@@ -171,32 +185,34 @@ func (a *Adaptive) refuse(p Priority) {
 }
 
 // refusal is the Decision for a request of priority p, cost and tenant
-// slot refused now (why). Its RetryAfter is when enough slots should
-// have freed for it: requests end at about in-flight / latency per unit
-// of time (Little's law), so the slots it lacks free in lacking ×
-// latency / in-flight; for a tenant over its share, its own requests
-// must free them (fairWait).
-func (a *Adaptive) refusal(p Priority, cost int64, slot uint8, why verdict) core.Decision {
+// t refused now (why). Its RetryAfter is when enough slots should have
+// freed for it: the requests of its rank and above end at about their
+// number per latency (Little's law), so the slots it lacks free in
+// lacking × latency / those in flight; for a tenant over its share, its
+// own requests must free them (fairWait).
+func (a *Adaptive) refusal(p Priority, cost int64, t tenant, why verdict) core.Decision {
 	lim := a.limit.Load()
-	n := a.inflight.Load()
-	t := threshold(lim, p)
-	r := a.turnover()
+	r := rank(p)
+	above := a.heldFrom(r + 1)
+	n := above + int64(a.held[r].Load()&countMask)
+	th := threshold(a.limitFor(p, lim), p)
+	turn := a.turnover()
 	var wait time.Duration
 	switch {
 	case why == overShare:
-		held, share := a.fair.share(slot, n+cost, t)
-		wait = fairWait(r, held, cost, share)
+		held, share := a.fair.share(tagOf(t, r), r, n+cost, th, above)
+		wait = fairWait(turn, held, cost, share)
 	case n > 0:
-		wait = time.Duration(float64(r) * float64(max(1, n+cost-t)) / float64(n))
+		wait = time.Duration(float64(turn) * float64(max(1, n+cost-th)) / float64(n))
 	default:
-		wait = r
+		wait = turn
 	}
 	wait = max(wait, time.Millisecond)
 	return core.Decision{
 		Shed:       true,
 		Limit:      adaptiveLimit(lim),
 		RetryAfter: wait,
-		ResetAfter: max(wait, r),
+		ResetAfter: max(wait, turn),
 	}
 }
 
@@ -232,7 +248,7 @@ type AdaptiveStats struct {
 func (a *Adaptive) Stats() AdaptiveStats {
 	return AdaptiveStats{
 		Limit:    int(a.limit.Load()),
-		InFlight: int(a.inflight.Load()),
+		InFlight: int(a.heldFrom(rankLow)),
 		Baseline: time.Duration(a.baseNs.Load()),
 		Latency:  time.Duration(a.latency.Load()),
 		Shed:     [3]int64{a.shed[0].Load(), a.shed[1].Load(), a.shed[2].Load()},

@@ -58,12 +58,18 @@
 // to bring a stale baseline back (a probe that runs only while
 // requests are being shed anyway, and never pins the limit to a floor).
 //
-// A request's [Priority] sets how full it may find the service:
+// A request's [Priority] sets how full it may find the service, counting
+// the requests in flight of its priority and higher ones only:
 // Sheddable requests are admitted below 2/3 of the limit, Normal ones
-// below the limit, Critical ones below 4/3 of it, so that the lowest are
-// shed first. Within a priority below Critical, once the service is more
-// than 3/4 full, a tenant (Allow's key) may hold at most its fair share,
-// ceil(threshold / tenants in flight): one that floods the service is
-// shed before the others. [Adaptive.Acquire] admits with no allocation,
-// for code that ends each admission once; Allow's Lease allocates once.
+// below the limit, Critical ones below 4/3 of it (or of the mean limit of
+// the last 8 windows, if higher), so that the lowest are shed first, a
+// lower class in flight never makes a higher one shed, and a dip of the
+// limit does not shed critical requests.
+// Within a priority below Critical, once it is more than 3/4 full, a
+// tenant (Allow's key) may hold at most its fair share of the room the
+// higher priorities leave, ceil(room / tenants in flight): one that
+// floods the service is shed before the others. [Adaptive.Acquire] (and
+// [Adaptive.AcquireKey], with the tenant shares) admits with no
+// allocation, for code that ends each admission once; Allow's Lease
+// allocates once.
 package overload
