@@ -54,7 +54,9 @@ func newCaller(transport, addr string) (caller, func()) {
 			switch resp.StatusCode {
 			case http.StatusOK:
 				return answered
-			case http.StatusServiceUnavailable:
+			case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+				// 503: a guard's shed; 429: a limit's refusal (floodgate's
+				// static concurrency limit through httpmw).
 				return shedOut
 			}
 			return failed

@@ -10,6 +10,7 @@ import (
 	"github.com/go-kratos/aegis/ratelimit"
 
 	"github.com/floodgate/floodgate/benchmarks/internal/rigchart"
+	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/overload"
 )
 
@@ -29,6 +30,10 @@ func TestRigCallers(t *testing.T) {
 	if _, ok := full.Acquire(overload.Normal, 1); !ok {
 		t.Fatal("the limit of 1 is taken already")
 	}
+	static := core.MustNew(core.InFlight(1).WithAlgorithm(core.Concurrency))
+	if d, err := static.Allow(context.Background(), "all", 1); err != nil || !d.Allowed {
+		t.Fatal("the static limit of 1 is taken already")
+	}
 	failsafeFull := adaptivelimiter.NewBuilder[any]().WithLimits(1, 1, 1).Build()
 	if _, ok := failsafeFull.TryAcquirePermit(); !ok {
 		t.Fatal("failsafe-go's limit of 1 is taken already")
@@ -45,6 +50,7 @@ func TestRigCallers(t *testing.T) {
 		{"unary/none", rigGRPCUnary, rigGuard{}, answered},
 		{"stream/none", rigGRPCStream, rigGuard{}, answered},
 		{"http/floodgate", rigHTTP, floodgateGuard(full), shedOut},
+		{"http/static", rigHTTP, floodgateGuard(static), shedOut},
 		{"unary/floodgate", rigGRPCUnary, floodgateGuard(full), shedOut},
 		{"stream/floodgate", rigGRPCStream, floodgateGuard(full), shedOut},
 		{"unary/kratos", rigGRPCUnary, kratosFull, shedOut},
