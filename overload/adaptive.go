@@ -81,13 +81,14 @@ type AdaptiveConfig struct {
 // counting the requests in flight of its priority and higher ones: a
 // Normal request is admitted while they are fewer than the limit, a
 // Critical one (or higher) while fewer than 4/3 of it (or of the mean of
-// the last 8 windows' limits, if higher: a dip of the limit does not shed
-// critical requests), a Sheddable one 2/3, and any lower priority 1/3. Under overload the lowest priority is
-// thus shed first, a lower class in flight never makes a higher one shed,
-// and critical traffic has room no other class may fill. Within a
-// priority, Allow shares the room the higher ones leave fairly between
-// tenants (keys) once it is more than 3/4 full; Acquire takes no key and
-// does not.
+// the last 8 windows' limits, if higher: a dip of the limit does not
+// shed critical requests), a Sheddable one 2/3, and any lower priority
+// 1/3. Under overload the lowest priority is thus shed first, a lower
+// class in flight never makes a higher one shed, and critical traffic
+// has room no other class may fill. Within a priority, Allow and
+// AcquireKey share the room the higher ones leave fairly between tenants
+// (keys) once it is more than 3/4 full; Acquire takes no key and does
+// not.
 //
 // It is safe for concurrent use. Admission takes no lock; the end of a
 // timed request (all of them under a limit below 128, a sample above)
