@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // order returns the distinct values of key over n items, in the order
@@ -98,7 +99,8 @@ func ChangeCharts(rows []ChangeRow) map[string][]byte {
 		limit := Panel{Title: "limit on requests in flight", XLabel: "time (s)", YLabel: "requests (log scale)", LogY: true}
 		good := Panel{Title: "goodput within the SLO (500 ms mean)", XLabel: "time (s)", YLabel: "calls a second"}
 		var capX, capY []float64
-		first, change, factor := math.NaN(), math.NaN(), math.NaN()
+		var marks []float64 // the times the work changed
+		var parts []string  // the title's account of each change
 		for _, pr := range names {
 			l, g := Series{Name: pr}, Series{Name: pr}
 			var c []float64 // the capacity at each point
@@ -110,16 +112,11 @@ func ChangeCharts(rows []ChangeRow) map[string][]byte {
 				l.X, l.Y = append(l.X, r.T), append(l.Y, r.Limit)
 				g.X, g.Y = append(g.X, r.T), append(g.Y, r.Goodput)
 				hasLimit = hasLimit || !math.IsNaN(r.Limit)
-				if math.IsNaN(first) {
-					first = r.Work
-				}
-				if math.IsNaN(change) && r.Work != first {
-					change, factor = r.T, r.Work/first
-				}
 				c = append(c, r.Capacity)
 			}
 			if capX == nil {
 				capX, capY = l.X, c
+				marks, parts = changes(rows, tr, pr)
 			}
 			g.Y = Smooth(g.Y, 2)
 			if hasLimit {
@@ -129,13 +126,42 @@ func ChangeCharts(rows []ChangeRow) map[string][]byte {
 		}
 		good.Series = append(good.Series, Series{Name: "capacity", X: capX, Y: capY, Dashed: true})
 		title := "Capacity change, " + tr
-		if !math.IsNaN(change) {
-			limit.XMarks, good.XMarks = []float64{change}, []float64{change}
-			title += fmt.Sprintf(": the work per call × %s at %s s", label(factor), label(change))
+		if len(marks) > 0 {
+			limit.XMarks, good.XMarks = marks, marks
+			title += ": the capacity " + strings.Join(parts, ", ")
 		}
 		out["overload-rig-change-"+tr+".svg"] = SVG(title, names, []Panel{limit, good})
 	}
 	return out
+}
+
+// changes returns the times at which the work per call of protection pr
+// on transport tr changed, and for each how the title tells it, as the
+// capacity it leaves: "÷ 2 at 6 s" for work twice the start's, "back at
+// 22 s" when it returns to it. The rig doubles the work once (the
+// capacity it then measures is about half); the simulation's file halves
+// the workers and restores them, which it writes as the work doubling
+// and coming back.
+func changes(rows []ChangeRow, tr, pr string) (marks []float64, parts []string) {
+	first, last := math.NaN(), math.NaN()
+	for _, r := range rows {
+		if r.Transport != tr || r.Protection != pr {
+			continue
+		}
+		switch {
+		case math.IsNaN(first):
+			first, last = r.Work, r.Work
+		case r.Work != last:
+			last = r.Work
+			marks = append(marks, r.T)
+			if r.Work == first {
+				parts = append(parts, fmt.Sprintf("back at %s s", label(r.T)))
+			} else {
+				parts = append(parts, fmt.Sprintf("÷ %s at %s s", label(r.Work/first), label(r.T)))
+			}
+		}
+	}
+	return marks, parts
 }
 
 // WriteAll reads the sweep and capacity-change TSV files (either path

@@ -164,8 +164,13 @@ func TestCharts(t *testing.T) {
 		{"http", "guard", 0.1, 2, 5, 10, 10, 0, 50},
 	}
 	c := ChangeCharts(change)["overload-rig-change-http.svg"]
-	if !bytes.Contains(c, []byte("the work per call × 2 at 0.1 s")) {
+	if !bytes.Contains(c, []byte("the capacity ÷ 2 at 0.1 s")) {
 		t.Errorf("the change is not in the title:\n%s", c)
+	}
+	// The simulation's file: the work doubles and comes back; both are
+	// marked and told.
+	if _, parts := changes(append(change, ChangeRow{"http", "none", 0.2, 1, math.NaN(), 10, 10, 0, 100}), "http", "none"); !slices.Equal(parts, []string{"÷ 2 at 0.1 s", "back at 0.2 s"}) {
+		t.Errorf("changes told as %q", parts)
 	}
 	// guard's limit alone (none has no limit), from 10 to 5 on log 1..10;
 	// then both goodputs and the capacity, 100 then 50 on 0..100.
