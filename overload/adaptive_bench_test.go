@@ -105,12 +105,18 @@ func BenchmarkAdaptiveAcquireKey(b *testing.B) {
 
 func BenchmarkAdaptiveAcquireKeyParallel(b *testing.B) {
 	lim := newBenchAdaptive(b)
-	b.ReportAllocs()
 	var g atomic.Int64
+	acquireKeys(b, lim, func() int { return int(g.Add(1)) * 509 }, func(i int) string { return benchKeys[i&1023] })
+}
+
+// acquireKeys admits and ends a request of key(i) per operation on every
+// goroutine, each counting i up from first().
+func acquireKeys(b *testing.B, lim *overload.Adaptive, first func() int, key func(i int) string) {
+	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		i := int(g.Add(1)) * 509
+		i := first()
 		for pb.Next() {
-			tok, ok := lim.AcquireKey(overload.Normal, benchKeys[i&1023], 1)
+			tok, ok := lim.AcquireKey(overload.Normal, key(i), 1)
 			if !ok {
 				b.Error("refused")
 				return
@@ -131,19 +137,7 @@ func BenchmarkAdaptiveAcquireKeyFull(b *testing.B) {
 			b.Fatal("refused")
 		}
 	}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			tok, ok := lim.AcquireKey(overload.Normal, benchKeys[100+i&511], 1)
-			if !ok {
-				b.Error("refused")
-				return
-			}
-			tok.End(core.EndDone)
-			i++
-		}
-	})
+	acquireKeys(b, lim, func() int { return 0 }, func(i int) string { return benchKeys[100+i&511] })
 }
 
 func BenchmarkAdaptiveAllowKeys(b *testing.B) {
