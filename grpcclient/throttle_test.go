@@ -267,36 +267,22 @@ func TestThrottleRecoveryGRPC(t *testing.T) {
 	src := rand.New(rand.NewPCG(7, 33))
 	e, s, th, clock := throttleEnv(t, src.Float64, grpcclient.WithMaxAttempts(1))
 	ctx := callCtx(t)
-	const (
-		step                   = 20 * time.Millisecond
-		window                 = 10 * time.Second // the default
-		healthy, outage, after = 10 * time.Second, 30 * time.Second, 2 * window
-	)
-	var lastHigh time.Duration
-	var outageGot int64
-	for at := time.Duration(0); at < healthy+outage+after; at += step {
-		clock.Set(t0.Add(at))
-		switch at {
-		case healthy:
-			s.code.Store(int32(codes.Unavailable))
-		case healthy + outage/2:
-			outageGot = s.got.Load()
-		case healthy + outage:
-			s.code.Store(0)
-			outageGot = s.got.Load() - outageGot
-		}
-		if since := at - healthy - outage; since >= 0 && th.Probability() > 0.1 {
-			lastHigh = since + step
-		}
-		if _, _, err := e.Check(ctx); err != nil && status.Code(err) != codes.Unavailable {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("the backend saw %d of %d calls in the outage's second half; back to 90 %% %v after it ended", outageGot, outage/2/step, lastHigh)
-	if lastHigh > window {
-		t.Errorf("back to 90 %% %v after the outage ended, more than the window %v", lastHigh, window)
-	}
-	if outageGot > int64(outage/2/step)/10 {
-		t.Errorf("the backend saw %d of %d calls in the outage's second half, more than a tenth", outageGot, outage/2/step)
-	}
+	coretest.Outage{
+		Clock: clock, Start: t0, Window: 10 * time.Second, // the default
+		Probability: th.Probability,
+		Shed: func(on bool) {
+			if on {
+				s.code.Store(int32(codes.Unavailable))
+			} else {
+				s.code.Store(0)
+			}
+		},
+		Served: s.got.Load,
+		Call: func() error {
+			if _, _, err := e.Check(ctx); err != nil && status.Code(err) != codes.Unavailable {
+				return err
+			}
+			return nil
+		},
+	}.Run(t)
 }

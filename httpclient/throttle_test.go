@@ -201,38 +201,22 @@ func TestThrottleTransportRecovery(t *testing.T) {
 	srv, shed, got := sheddingServer(t)
 	src := rand.New(rand.NewPCG(7, 33))
 	client, th, clock := throttled(t, src.Float64, httpclient.WithMaxAttempts(1))
-	const (
-		step                   = 20 * time.Millisecond
-		window                 = 10 * time.Second // the default
-		healthy, outage, after = 10 * time.Second, 30 * time.Second, 2 * window
-	)
-	var lastHigh time.Duration
-	var outageGot int64
-	for at := time.Duration(0); at < healthy+outage+after; at += step {
-		clock.Set(t0.Add(at))
-		switch at {
-		case healthy:
-			shed.Store(http.StatusServiceUnavailable)
-		case healthy + outage/2:
-			// The accepts of before the outage leave the window by
-			// then: from here the throttle holds the load down.
-			outageGot = got.Load()
-		case healthy + outage:
-			shed.Store(0)
-			outageGot = got.Load() - outageGot
-		}
-		if since := at - healthy - outage; since >= 0 && th.Probability() > 0.1 {
-			lastHigh = since + step
-		}
-		if _, err := getStatus(context.Background(), client, srv.URL); err != nil && !errors.Is(err, overload.ErrThrottled) {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("the backend saw %d of %d requests in the outage's second half; back to 90 %% %v after it ended", outageGot, outage/2/step, lastHigh)
-	if lastHigh > window {
-		t.Errorf("back to 90 %% %v after the outage ended, more than the window %v", lastHigh, window)
-	}
-	if outageGot > int64(outage/2/step)/10 {
-		t.Errorf("the backend saw %d of %d requests in the outage's second half, more than a tenth", outageGot, outage/2/step)
-	}
+	coretest.Outage{
+		Clock: clock, Start: t0, Window: 10 * time.Second, // the default
+		Probability: th.Probability,
+		Shed: func(on bool) {
+			if on {
+				shed.Store(http.StatusServiceUnavailable)
+			} else {
+				shed.Store(0)
+			}
+		},
+		Served: got.Load,
+		Call: func() error {
+			if _, err := getStatus(context.Background(), client, srv.URL); err != nil && !errors.Is(err, overload.ErrThrottled) {
+				return err
+			}
+			return nil
+		},
+	}.Run(t)
 }
