@@ -45,12 +45,6 @@ const (
 	// baseline learnt from it, and the cap again. Eight times the mean
 	// is beyond 99.9 % of a log-normal spread of σ = 0.7.
 	capFactor = 8
-	// dampFrom is the smallest limit whose rises under overload go
-	// half-way (see close): a limit of a few requests that a cut left
-	// short must grow back at full speed (halved there too, the
-	// shared-core runs of internal/overloadsim lost 1–2 points of
-	// goodput).
-	dampFrom = 16
 )
 
 // estimator moves the limit with the latencies of the requests it
@@ -136,14 +130,6 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // windows even when they measure few requests: with a whole standard
 // error there, the queueing model refused up to 0.23 % of the requests
 // between bursts at 0.8× the capacity, against 0.18 % with half.)
-//
-// Under overload (a window that refused, at a limit of dampFrom or
-// more; the slow start doubles instead) a rise goes half-way, g = √g:
-// a window's mean latency is noisy by a few per cent, and a full rise
-// carries that noise into the limit, mostly upward (the band is half as
-// wide below the target). A cut applies whole. (In internal/overloadsim,
-// 2× for 10 minutes: within ±15 % of the workers 60 % of the time with
-// full rises, 77 % with half-way ones.)
 //
 // The slow start: from the start, a window that refused requests with
 // the latency below the band doubles the limit (gradMax), as TCP's
@@ -244,9 +230,6 @@ func (e *estimator) close(now int64, busy, refused bool) {
 			break
 		}
 		g := e.gradient(mean, se)
-		if refused && g > 1 && e.limit >= dampFrom {
-			g = math.Sqrt(g)
-		}
 		switch {
 		case !e.slow:
 		case during > 1 && (mean > e.tol*e.base+2*se || e.drops > 0):
