@@ -253,14 +253,7 @@ var features = []feature{
 		{request: get("/login", "alice"), status: 200, fields: pass(login, 0, 60).fields},
 	}},
 	{"shed by an overload guard: unavailable, Retry-After alone", func(clock *coretest.Clock) app {
-		a := fresh(clock)
-		a.pick = func(key string) core.Limiter {
-			if key == "busy" {
-				return shedding{}
-			}
-			return nil
-		}
-		return a
+		return shedBusy(clock, false)
 	}, []fstep{
 		// 503 (gRPC UNAVAILABLE), Retry-After from the decision and no
 		// rate-limit fields: no client quota was read or charged.
@@ -279,15 +272,7 @@ var features = []feature{
 			return overload.NewBBR(overload.BBRConfig{Clock: clock, CPU: func() float64 { return 0.95 }})
 		}),
 	{"shed in shadow mode: observed, never enforced", func(clock *coretest.Clock) app {
-		a := fresh(clock)
-		a.shadow = true
-		a.pick = func(key string) core.Limiter {
-			if key == "busy" {
-				return shedding{}
-			}
-			return nil
-		}
-		return a
+		return shedBusy(clock, true)
 	}, []fstep{
 		{request: get("/", "busy"), status: 200, fields: map[string]string{}, events: []string{"shed+admitted+shadow"}},
 	}},
@@ -461,4 +446,19 @@ func runFeature(t *testing.T, sc feature, tg target) []response {
 		}
 	}
 	return out
+}
+
+// shedBusy is the fresh app whose requests keyed "busy" go to a limiter
+// that sheds them all (the others to the app's own), in shadow mode or
+// not.
+func shedBusy(clock *coretest.Clock, shadow bool) app {
+	a := fresh(clock)
+	a.shadow = shadow
+	a.pick = func(key string) core.Limiter {
+		if key == "busy" {
+			return shedding{}
+		}
+		return nil
+	}
+	return a
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/floodgate/floodgate/grpcmw"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/obstest"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/otelobs"
 	"github.com/floodgate/floodgate/overload"
@@ -596,12 +597,7 @@ func TestGuard(t *testing.T) {
 func TestShedByPriority(t *testing.T) {
 	t.Parallel()
 	obs, reader := sdkObserver(t)
-	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
-		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
-	for _, p := range []overload.Priority{overload.Sheddable, overload.Sheddable, overload.Normal, overload.Critical, 5} {
-		obs.Observe(overload.NewContext(context.Background(), p), shed)
-	}
-	obs.Observe(context.Background(), shed) // no priority: Normal
+	obstest.ObserveSheds(obs)
 	got, _ := collect(t, reader)
 	const s = "floodgate.shed"
 	diff(t, only(got, s+"{"), map[string]float64{
@@ -619,17 +615,5 @@ func TestShedByPriority(t *testing.T) {
 // priority is counted with no allocation (sheds are the overloaded path).
 func TestShedNoAllocs(t *testing.T) {
 	obs, _ := sdkObserver(t)
-	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
-		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
-	ctxs := []context.Context{context.Background(), overload.NewContext(context.Background(), overload.Sheddable), overload.NewContext(context.Background(), overload.Critical)}
-	for _, ctx := range ctxs {
-		obs.Observe(ctx, shed)
-	}
-	if n := testing.AllocsPerRun(200, func() {
-		for _, ctx := range ctxs {
-			obs.Observe(ctx, shed)
-		}
-	}); n != 0 {
-		t.Errorf("%v allocations for a shed of each named priority", n)
-	}
+	obstest.ShedNoAllocs(t, obs)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/floodgate/floodgate/core"
 	"github.com/floodgate/floodgate/httpmw"
 	"github.com/floodgate/floodgate/internal/coretest"
+	"github.com/floodgate/floodgate/internal/obstest"
 	"github.com/floodgate/floodgate/keyfunc"
 	"github.com/floodgate/floodgate/overload"
 	"github.com/floodgate/floodgate/promobs"
@@ -626,12 +627,7 @@ func TestBucketsDefaultPerHistogram(t *testing.T) {
 func TestShedByPriority(t *testing.T) {
 	t.Parallel()
 	obs, reg := newObserver(t)
-	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
-		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
-	for _, p := range []overload.Priority{overload.Sheddable, overload.Sheddable, overload.Normal, overload.Critical, 5} {
-		obs.Observe(overload.NewContext(context.Background(), p), shed)
-	}
-	obs.Observe(context.Background(), shed) // no priority: Normal
+	obstest.ObserveSheds(obs)
 	const s = "floodgate_shed_total"
 	diff(t, samples(t, reg), map[string]float64{
 		"floodgate_requests_total{limit=adaptive,outcome=shed,shadow=false,transport=http}": 6,
@@ -692,17 +688,5 @@ func TestGuard(t *testing.T) {
 // priority is counted with no allocation (sheds are the overloaded path).
 func TestShedNoAllocs(t *testing.T) {
 	obs, _ := newObserver(t)
-	shed := core.Event{Transport: "http", Outcome: core.OutcomeShed, Key: "a", Cost: 1,
-		Decision: core.Decision{Shed: true, Limit: core.InFlight(8).WithName("adaptive"), RetryAfter: time.Second}}
-	ctxs := []context.Context{context.Background(), overload.NewContext(context.Background(), overload.Sheddable), overload.NewContext(context.Background(), overload.Critical)}
-	for _, ctx := range ctxs {
-		obs.Observe(ctx, shed)
-	}
-	if n := testing.AllocsPerRun(200, func() {
-		for _, ctx := range ctxs {
-			obs.Observe(ctx, shed)
-		}
-	}); n != 0 {
-		t.Errorf("%v allocations for a shed of each named priority", n)
-	}
+	obstest.ShedNoAllocs(t, obs)
 }
