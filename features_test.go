@@ -45,7 +45,7 @@ func (l *inflight) Allow(_ context.Context, _ string, cost int) (core.Decision, 
 		return core.Decision{Limit: l.limit, RetryAfter: time.Second, ResetAfter: time.Second}, nil
 	}
 	l.n += cost
-	return core.Decision{Allowed: true, Limit: l.limit, Remaining: l.max - l.n, Lease: core.NewLease(func(ctx context.Context) error {
+	return core.Decision{Allowed: true, Limit: l.limit, Remaining: l.max - l.n, Lease: core.NewLease(func(ctx context.Context, _ core.Ending) error {
 		l.mu.Lock()
 		l.n -= cost
 		if ctx.Err() != nil {
@@ -330,7 +330,7 @@ func guardFeature(name string, bound int, newGuard func(*coretest.Clock) (core.L
 // that a step finds it full.
 type heldGuard struct {
 	lim    core.Limiter
-	leases []*core.Lease
+	leases []core.Lease
 }
 
 // fill takes n slots at Normal priority.

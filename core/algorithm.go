@@ -97,9 +97,9 @@ const (
 	// dropping it would forget them; a key holding none is. Under
 	// [FullEvictLRU] a key in flight can still be evicted: its requests
 	// in flight are then forgotten and their leases give nothing back, so
-	// more than Events may run until they end. An admission allocates
-	// its Lease (one allocation); the deny cache is off for this
-	// algorithm, since a release may come at any instant.
+	// more than Events may run until they end. A Lease's record is
+	// recycled, so an admission allocates nothing; the deny cache is
+	// off for this algorithm, since a release may come at any instant.
 	Concurrency
 )
 

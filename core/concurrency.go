@@ -1,8 +1,10 @@
 package core
 
 import (
+	"context"
 	"hash/maphash"
 	"math"
+	"sync"
 	"sync/atomic"
 )
 
@@ -55,8 +57,8 @@ func (c *concurrency) refund(s state, _, cost int64) (state, bool) {
 }
 
 // acquire is Allow for a limiter that hands out leases: it decides under
-// the shard's lock, with no deny cache, and wraps an admission's units in
-// a Lease, its one allocation. cost has been checked against the policy
+// the shard's lock, with no deny cache, and hands an admission's units out
+// in a Lease (a recycled record). cost has been checked against the policy
 // Allow loaded; the policy in force under the lock decides.
 func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 	h := maphash.String(k.seed, key)
@@ -91,7 +93,7 @@ func (k *Keyed) acquire(key string, cost int64) (Decision, error) {
 	sh.mu.Unlock()
 	d := p.decision(v)
 	if v.allowed {
-		d.Lease = &Lease{keyed: k, h: h, gen: ns.b, units: cost}
+		d.Lease = k.hold(h, ns.b, cost, false)
 	}
 	return d, nil
 }
@@ -109,35 +111,71 @@ func (k *Keyed) acquireOverflow(p *policy, h uint64, now, cost int64) Decision {
 	d := p.decision(v)
 	d.Overflow = true
 	if v.allowed {
-		d.Lease = &Lease{keyed: k, h: h, gen: gen, units: cost, overflow: true}
+		d.Lease = k.hold(h, gen, cost, true)
 	}
 	return d
+}
+
+// keyedHold is a Keyed's record of one admission (see [Holder]): the
+// units it gave the state of key hash h, generation gen, or the overflow
+// state. The records are recycled (keyedHolds), so that an admission
+// allocates nothing.
+type keyedHold struct {
+	lease    atomic.Uint64 // the Lease's generation
+	k        *Keyed
+	h        uint64
+	gen      int64
+	units    int64
+	overflow bool
+}
+
+var keyedHolds = sync.Pool{New: func() any { return new(keyedHold) }}
+
+// hold returns the Lease of an admission that gave units to the state of
+// hash h and generation gen (or to the overflow state).
+func (k *Keyed) hold(h uint64, gen, units int64, overflow bool) Lease {
+	r := keyedHolds.Get().(*keyedHold)
+	r.k, r.h, r.gen, r.units, r.overflow = k, h, gen, units, overflow
+	return Lease{h: r, gen: r.lease.Load()}
+}
+
+// EndLease gives the admission's units back, once: the record goes back
+// to the pool only after its generation moved on.
+func (r *keyedHold) EndLease(_ context.Context, gen uint64, _ Ending) error {
+	if !r.lease.CompareAndSwap(gen, gen+1) {
+		return nil
+	}
+	k, h, g, units, overflow := r.k, r.h, r.gen, r.units, r.overflow
+	r.k = nil
+	keyedHolds.Put(r)
+	k.giveBack(h, g, units, overflow)
+	return nil
 }
 
 // giveBack returns a lease's units to the state it was handed out under,
 // if the limiter still holds that state: never below none held, and
 // nothing to a key tracked afresh since (another generation).
-func (k *Keyed) giveBack(l *Lease) {
+func (k *Keyed) giveBack(h uint64, gen, units int64, overflow bool) {
 	// A release gives back units whatever the limit: the policy in force
 	// serves (SetLimit keeps the states and their generations).
 	alg := k.pol.Load().alg
-	if l.overflow {
+	if overflow {
 		k.overflowMu.Lock()
-		if k.overflow.b == l.gen {
-			k.overflow, _ = alg.refund(k.overflow, 0, l.units)
+		if k.overflow.b == gen {
+			k.overflow, _ = alg.refund(k.overflow, 0, units)
 		}
 		k.overflowMu.Unlock()
 		return
 	}
-	sh := &k.shards[l.h&k.mask]
+	sh := &k.shards[h&k.mask]
 	sh.mu.Lock()
-	if st, ok := sh.lru.Peek(l.h); ok && st.b == l.gen {
-		if st, ok = alg.refund(st, 0, l.units); ok {
-			sh.lru.Add(l.h, st)
+	if st, ok := sh.lru.Peek(h); ok && st.b == gen {
+		if st, ok = alg.refund(st, 0, units); ok {
+			sh.lru.Add(h, st)
 			if alg.idle(st, 0) {
 				// Idle from now on: index it, at an instant no clock
 				// reading precedes, so that the next sweep can drop it.
-				sh.track(0, l.h)
+				sh.track(0, h)
 			}
 		}
 	}

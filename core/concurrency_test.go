@@ -23,7 +23,7 @@ func newInFlight(t testing.TB, n int, opts ...core.Option) *core.Keyed {
 func acquire(t testing.TB, lim core.Limiter, key string, cost int) core.Decision {
 	t.Helper()
 	d := allow(t, lim, key, cost)
-	if !d.Allowed || d.Lease == nil {
+	if !d.Allowed || d.Lease.IsZero() {
 		t.Fatalf("Allow(%q, %d) = %+v, want an admission with a lease", key, cost, d)
 	}
 	return d
@@ -32,7 +32,7 @@ func acquire(t testing.TB, lim core.Limiter, key string, cost int) core.Decision
 func refused(t testing.TB, lim core.Limiter, key string, cost int) core.Decision {
 	t.Helper()
 	d := allow(t, lim, key, cost)
-	if d.Allowed || d.Lease != nil {
+	if d.Allowed || !d.Lease.IsZero() {
 		t.Fatalf("Allow(%q, %d) = %+v, want a refusal without a lease", key, cost, d)
 	}
 	return d
@@ -77,14 +77,22 @@ func TestLeaseReleasesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !a.Lease.Released() {
-		t.Fatal("Released() = false after Release")
-	}
 	// One unit came back, not three.
-	if d := acquire(t, lim, "k", 1); d.Remaining != 0 {
-		t.Fatalf("remaining %d, want 0", d.Remaining)
+	c := acquire(t, lim, "k", 1)
+	if c.Remaining != 0 {
+		t.Fatalf("remaining %d, want 0", c.Remaining)
 	}
 	refused(t, lim, "k", 1)
+	// c's lease is a's record recycled (the pool hands back what this
+	// goroutine put last, unless the race detector drops it): a's stale
+	// Release, or a copy's, must not end c's admission.
+	b := a
+	_, _ = a.Lease.Release(ctx), b.Lease.Release(ctx)
+	refused(t, lim, "k", 1)
+	if err := c.Lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, lim, "k", 1)
 }
 
 // TestLeaseReleaseRace releases each lease from many goroutines at once
@@ -94,7 +102,7 @@ func TestLeaseReleaseRace(t *testing.T) {
 	const n, racers = 4, 8
 	lim := newInFlight(t, n)
 	for round := 0; round < 50; round++ {
-		var leases []*core.Lease
+		var leases []core.Lease
 		for i := 0; i < n; i++ {
 			leases = append(leases, acquire(t, lim, "k", 1).Lease)
 		}
@@ -133,7 +141,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 	for _, keys := range []int{1, 3} {
 		lim := newInFlight(t, events, core.WithCapacity(16))
 		var admitted atomic.Int64
-		leases := make(chan *core.Lease, goroutines)
+		leases := make(chan core.Lease, goroutines)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for g := 0; g < goroutines; g++ {
@@ -252,15 +260,16 @@ func TestConcurrencyRefund(t *testing.T) {
 	}
 }
 
-// TestConcurrencyAllocs: an admission allocates its Lease and nothing
-// else; a release and a refusal allocate nothing.
+// TestConcurrencyAllocs: an admission, a release and a refusal allocate
+// nothing (a Lease's record is recycled; the race detector makes the pool
+// drop some, so only a refusal is counted then).
 func TestConcurrencyAllocs(t *testing.T) {
 	lim := newInFlight(t, 1)
 	if n := testing.AllocsPerRun(1000, func() {
 		d, _ := lim.Allow(ctx, "k", 1)
 		d.Lease.Release(ctx)
-	}); n != 1 {
-		t.Fatalf("admission and release: %v allocations, want 1", n)
+	}); n != 0 && !coretest.Race {
+		t.Fatalf("admission and release: %v allocations, want 0", n)
 	}
 	acquire(t, lim, "k", 1)
 	if n := testing.AllocsPerRun(1000, func() { lim.Allow(ctx, "k", 1) }); n != 0 {
@@ -285,7 +294,7 @@ func FuzzConcurrency(f *testing.F) {
 		// dropped, so each keeps one state for the model to follow.
 		lim, _ := newLimiter(t, core.InFlight(n).WithAlgorithm(core.Concurrency), core.WithCapacity(64))
 		type lease struct {
-			l    *core.Lease
+			l    core.Lease
 			key  int
 			cost int
 			done bool
@@ -303,7 +312,7 @@ func FuzzConcurrency(f *testing.F) {
 					t.Fatal(err)
 				}
 				want := held[key]+cost <= n
-				if d.Allowed != want || (d.Lease != nil) != want {
+				if d.Allowed != want || (!d.Lease.IsZero()) != want {
 					t.Fatalf("step %d: %s holds %d of %d, cost %d: %+v", i/2, name, held[key], n, cost, d)
 				}
 				if want {
@@ -356,16 +365,16 @@ func TestLeaseEnding(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name  string
-		first func(l *core.Lease) error
+		first func(l core.Lease) error
 		want  core.Ending
 	}{
-		{"release", func(l *core.Lease) error { return l.Release(ctx) }, core.EndDone},
-		{"dropped", func(l *core.Lease) error { return l.End(ctx, core.EndDropped) }, core.EndDropped},
-		{"ignored", func(l *core.Lease) error { return l.End(ctx, core.EndIgnored) }, core.EndIgnored},
+		{"release", func(l core.Lease) error { return l.Release(ctx) }, core.EndDone},
+		{"dropped", func(l core.Lease) error { return l.End(ctx, core.EndDropped) }, core.EndDropped},
+		{"ignored", func(l core.Lease) error { return l.End(ctx, core.EndIgnored) }, core.EndIgnored},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []core.Ending
-			l := core.NewEndingLease(func(_ context.Context, e core.Ending) error {
+			l := core.NewLease(func(_ context.Context, e core.Ending) error {
 				got = append(got, e)
 				return nil
 			})
@@ -374,14 +383,14 @@ func TestLeaseEnding(t *testing.T) {
 			}
 			_ = l.End(ctx, core.EndDropped)
 			_ = l.Release(ctx)
-			if len(got) != 1 || got[0] != tt.want || !l.Released() {
-				t.Fatalf("endings heard %v (released %v), want [%v] once", got, l.Released(), tt.want)
+			if len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("endings heard %v, want [%v] once", got, tt.want)
 			}
 		})
 	}
 	// A lease that does not learn ignores the ending and releases once.
 	n := 0
-	l := core.NewLease(func(context.Context) error { n++; return nil })
+	l := core.NewLease(func(context.Context, core.Ending) error { n++; return nil })
 	_ = l.End(ctx, core.EndDropped)
 	_ = l.Release(ctx)
 	if n != 1 {

@@ -74,10 +74,11 @@ type Decision struct {
 	// asked for: the Delay when Would is OutcomeShaped, the RetryAfter
 	// when it is OutcomeDenied; zero otherwise.
 	WouldWait time.Duration
-	// Lease is non-nil only for an admission under a concurrency limit:
-	// the request holds a slot until Lease.Release is called, which the
-	// adapters do when the request ends. Releasing a nil Lease is a no-op.
-	Lease *Lease
+	// Lease is non-zero only for an admission under a limit of requests
+	// in flight: the request holds its slots until the Lease ends, which
+	// the adapters do when the request ends. Ending the zero Lease is a
+	// no-op.
+	Lease Lease
 }
 
 // Limiter decides whether a key may spend cost units now. It is the one

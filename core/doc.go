@@ -139,7 +139,9 @@
 // says RetryAfter = Period (one second for InFlight), and ResetAfter is
 // Period while anything is in flight. A key with units in flight is never
 // dropped to make room, whatever the time; released, it carries nothing
-// and is. An admission allocates its Lease, one allocation; a refusal and a
-// release allocate nothing, and the other algorithms still allocate
-// nothing at all.
+// and is. A Lease is a value over a recycled record, so an admission, a
+// refusal and a release allocate nothing, as the other algorithms'
+// decisions do. A Lease ends once: a second End, or a copy's, does
+// nothing, even once its record serves another request. A limiter of
+// your own hands out Leases the same way by implementing [Holder].
 package core

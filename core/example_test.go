@@ -172,7 +172,7 @@ func ExampleInFlight() {
 	second, _ := lim.Allow(ctx, "tenant-7", 1)
 	fmt.Printf("allowed=%v remaining=%d, allowed=%v remaining=%d\n", first.Allowed, first.Remaining, second.Allowed, second.Remaining)
 	third, _ := lim.Allow(ctx, "tenant-7", 1)
-	fmt.Printf("third: allowed=%v retry-after=%v lease=%v\n", third.Allowed, third.RetryAfter, third.Lease != nil)
+	fmt.Printf("third: allowed=%v retry-after=%v lease=%v\n", third.Allowed, third.RetryAfter, !third.Lease.IsZero())
 
 	// The first request ends; releasing twice gives its slot back once.
 	first.Lease.Release(ctx)

@@ -5,40 +5,58 @@ import (
 	"sync/atomic"
 )
 
-// Lease is what a request admitted under a concurrency limit holds while it
-// runs: Release gives its slot back. The adapters release when the request
-// ends, however it ends (a response, a panic, a cancelled client, the end of
-// a stream). Release is idempotent: called again, or concurrently, it
-// releases once. A nil *Lease is valid and releases nothing, so callers can
-// release every Decision's Lease unconditionally.
+// Lease is what a request admitted under a limit of requests in flight
+// (the Concurrency algorithm, overload's limits) holds while it runs: End
+// gives its slots back and says how the request ended. The adapters end it
+// when the request ends, however it ends (a response, a panic, a cancelled
+// client, the end of a stream).
+//
+// A Lease is a value: a [Holder] (the limiter's record of the admission)
+// and a generation, so that handing one out allocates nothing. Only the
+// first End or Release of a Lease, or of any copy of it, ends the
+// admission; later and concurrent calls do nothing and return nil, even
+// once the holder serves another admission. The zero Lease holds nothing
+// and ending it does nothing, so callers can end every Decision's Lease
+// unconditionally; IsZero tells a decision that carries one.
 type Lease struct {
-	done    atomic.Bool
-	release func(context.Context) error
-	// end is NewEndingLease's: a release told how the request ended.
-	end func(context.Context, Ending) error
-
-	// An in-memory limiter's lease gives its units back with no closure,
-	// so that an admission allocates the Lease alone: keyed's state for
-	// key hash h, generation gen (or its overflow state) gets units back.
-	keyed    *Keyed
-	h        uint64
-	gen      int64
-	units    int64
-	overflow bool
+	h   Holder
+	gen uint64
 }
 
-// NewLease returns a Lease whose first Release calls release. Limiters that
-// count requests in flight return one in Decision.Lease.
-func NewLease(release func(ctx context.Context) error) *Lease {
-	return &Lease{release: release}
+// Holder keeps the admissions a limiter hands out as Leases, each under a
+// generation. Limiters that count requests in flight implement it, with
+// [LeaseOf], to admit with no allocation by recycling their records.
+type Holder interface {
+	// EndLease ends the admission of generation gen, saying how its
+	// request ended, if gen is still current, and makes it stale first,
+	// atomically: a second End of the same Lease, or a copy's, then finds
+	// gen stale and must do nothing and return nil, even once the record
+	// serves another admission under a later generation.
+	EndLease(ctx context.Context, gen uint64, e Ending) error
 }
 
-// NewEndingLease returns a Lease whose first Release or End calls end with
-// how the request ended (EndDone for Release). Limiters that learn from
-// their requests' latencies and failures (overload's adaptive limits)
-// return one.
-func NewEndingLease(end func(ctx context.Context, e Ending) error) *Lease {
-	return &Lease{end: end}
+// LeaseOf returns the Lease of h's admission of generation gen.
+func LeaseOf(h Holder, gen uint64) Lease { return Lease{h: h, gen: gen} }
+
+// funcHolder is the Holder of NewLease: one admission, ended once.
+type funcHolder struct {
+	done atomic.Bool
+	end  func(context.Context, Ending) error
+}
+
+func (f *funcHolder) EndLease(ctx context.Context, _ uint64, e Ending) error {
+	if !f.done.CompareAndSwap(false, true) {
+		return nil
+	}
+	return f.end(ctx, e)
+}
+
+// NewLease returns a Lease whose first Release or End calls end with how
+// the request ended (EndDone for Release; limits that do not learn from
+// their requests ignore it). It allocates: a limiter that must not
+// implements [Holder].
+func NewLease(end func(ctx context.Context, e Ending) error) Lease {
+	return Lease{h: &funcHolder{end: end}}
 }
 
 // Ending is how a request held under a Lease ended, for the limits that
@@ -63,30 +81,23 @@ const (
 	EndIgnored
 )
 
-// Release gives the lease's slot back, the first time it is called; later
-// calls do nothing and return nil. The error is the store's, if giving the
-// slot back failed (a lease in a shared store then ends when it expires).
-// It is End with EndDone.
-func (l *Lease) Release(ctx context.Context) error { return l.End(ctx, EndDone) }
+// Release gives the lease's slots back, the first time it or End is
+// called on the Lease or a copy; later calls do nothing and return nil. The
+// error is the store's, if giving the slots back failed (a lease in a
+// shared store then ends when it expires). It is End with EndDone.
+func (l Lease) Release(ctx context.Context) error { return l.End(ctx, EndDone) }
 
-// End is Release, saying how the request ended (see [Ending]); the first
-// call of either releases, later ones do nothing and return nil.
-func (l *Lease) End(ctx context.Context, e Ending) error {
-	if l == nil || !l.done.CompareAndSwap(false, true) {
+// End is Release, saying how the request ended (see [Ending]).
+func (l Lease) End(ctx context.Context, e Ending) error {
+	if l.h == nil {
 		return nil
 	}
-	switch {
-	case l.keyed != nil:
-		l.keyed.giveBack(l)
-		return nil
-	case l.end != nil:
-		return l.end(ctx, e)
-	}
-	return l.release(ctx)
+	return l.h.EndLease(ctx, l.gen, e)
 }
 
-// Released reports whether Release has been called.
-func (l *Lease) Released() bool { return l != nil && l.done.Load() }
+// IsZero reports whether l is the zero Lease: the decision holds no slot
+// (it was refused, or its limit does not count requests in flight).
+func (l Lease) IsZero() bool { return l.h == nil }
 
 // PolicyLister is implemented by limiters that enforce several limits on
 // every request (a stack of limits): Policies returns them all, in order,

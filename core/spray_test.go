@@ -46,11 +46,11 @@ type sprayed struct {
 func (s sprayed) play(t *testing.T, key string, cost int) core.Decision {
 	t.Helper()
 	d, tw := allow(t, s.lim, key, cost), allow(t, s.twin, key, cost)
-	if d.Lease != nil {
+	if !d.Lease.IsZero() {
 		d.Lease.Release(ctx)
 		tw.Lease.Release(ctx)
 	}
-	d.Lease, tw.Lease = nil, nil
+	d.Lease, tw.Lease = core.Lease{}, core.Lease{}
 	if d != tw {
 		t.Fatalf("%s (cost %d): %+v after the spray, %+v without it", key, cost, d, tw)
 	}
@@ -101,7 +101,7 @@ func TestSprayLeavesFreshClientsTheirLimit(t *testing.T) {
 				if !d.Allowed || d.Overflow {
 					t.Fatalf("spray key %d: %+v, want it admitted on its own", i, d)
 				}
-				if d.Lease != nil {
+				if !d.Lease.IsZero() {
 					d.Lease.Release(ctx) // the request ended
 				}
 			}
@@ -111,13 +111,13 @@ func TestSprayLeavesFreshClientsTheirLimit(t *testing.T) {
 			for c := 0; c < 20; c++ {
 				key := "fresh" + strconv.Itoa(c)
 				admitted := 0
-				var held []*core.Lease
+				var held []core.Lease
 				for {
 					d, tw := allow(t, lim, key, 1), allow(t, twin, key, 1)
-					if d.Lease != nil {
+					if !d.Lease.IsZero() {
 						held = append(held, d.Lease, tw.Lease)
 					}
-					d.Lease, tw.Lease = nil, nil
+					d.Lease, tw.Lease = core.Lease{}, core.Lease{}
 					if d != tw {
 						t.Fatalf("%s request %d: %+v after the spray, %+v without it", key, admitted+1, d, tw)
 					}
@@ -141,7 +141,7 @@ func TestSprayLeavesFreshClientsTheirLimit(t *testing.T) {
 			if d := s.play(t, "drained", 1); d.Allowed {
 				t.Fatalf("drained: %+v, want it still refused", d)
 			}
-			if heavy.Lease != nil {
+			if !heavy.Lease.IsZero() {
 				drained.Lease.Release(ctx)
 				heavy.Lease.Release(ctx)
 			}

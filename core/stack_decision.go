@@ -10,15 +10,15 @@ import (
 // concurrency layers gave it, each layer's given back once, as a Keyed's
 // lease gives them back (to the state of the generation it charged, or to
 // the overflow state).
-func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
-	var one *Lease
-	var all []*Lease
+func (s *Stack) lease(ls []layerState, h uint64, cost int64) Lease {
+	var one Lease
+	var all []Lease
 	for j, k := range s.layers {
 		if !k.leases {
 			continue
 		}
-		l := &Lease{keyed: k, h: h, gen: ls[j].ns.b, units: cost, overflow: ls[j].overflow}
-		if one == nil {
+		l := k.hold(h, ls[j].ns.b, cost, ls[j].overflow)
+		if one.IsZero() {
 			one = l
 		}
 		all = append(all, l)
@@ -26,7 +26,7 @@ func (s *Stack) lease(ls []layerState, h uint64, cost int64) *Lease {
 	if len(all) == 1 {
 		return one
 	}
-	return NewLease(func(ctx context.Context) error {
+	return NewLease(func(ctx context.Context, _ Ending) error {
 		var errs []error
 		for _, l := range all {
 			if err := l.Release(ctx); err != nil {

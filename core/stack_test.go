@@ -255,13 +255,13 @@ func TestStackConcurrencyLayer(t *testing.T) {
 	}
 	a, _ := s.Allow(ctx, "k", 1)
 	b, _ := s.Allow(ctx, "k", 1)
-	if !a.Allowed || !b.Allowed || a.Lease == nil || b.Lease == nil || b.Limit.Name != "inflight" || b.Remaining != 0 {
+	if !a.Allowed || !b.Allowed || a.Lease.IsZero() || b.Lease.IsZero() || b.Limit.Name != "inflight" || b.Remaining != 0 {
 		t.Fatalf("two admissions: %+v %+v", a, b)
 	}
 	// Refused by the concurrency layer (its Period, 1 s, is the hint):
 	// GCRA is not charged.
 	c, _ := s.Allow(ctx, "k", 1)
-	if c.Allowed || c.Limit.Name != "inflight" || c.RetryAfter != time.Second || c.Lease != nil {
+	if c.Allowed || c.Limit.Name != "inflight" || c.RetryAfter != time.Second || !c.Lease.IsZero() {
 		t.Fatalf("third: %+v", c)
 	}
 	a.Lease.Release(ctx)
@@ -294,7 +294,7 @@ func TestStackConcurrencyLayer(t *testing.T) {
 	}
 	clk.Advance(400 * ms)
 	g, _ := s.Allow(ctx, "k", 2)
-	if !g.Allowed || g.Lease == nil {
+	if !g.Allowed || g.Lease.IsZero() {
 		t.Fatalf("after GCRA refilled: %+v", g)
 	}
 }

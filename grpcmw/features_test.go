@@ -35,7 +35,7 @@ func (s *slots) Allow(_ context.Context, key string, _ int) (core.Decision, erro
 		return core.Decision{Limit: core.PerSecond(s.max), RetryAfter: time.Second}, nil
 	}
 	s.out++
-	return core.Decision{Allowed: true, Limit: core.PerSecond(s.max), Lease: core.NewLease(func(ctx context.Context) error {
+	return core.Decision{Allowed: true, Limit: core.PerSecond(s.max), Lease: core.NewLease(func(ctx context.Context, _ core.Ending) error {
 		if ctx.Err() != nil {
 			return errors.New("released under a cancelled context")
 		}

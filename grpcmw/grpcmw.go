@@ -101,7 +101,7 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 		if err := l.admit(ctx, info.FullMethod, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 			return nil, err
 		}
-		if res.Decision.Lease != nil {
+		if !res.Decision.Lease.IsZero() {
 			return l.leased(ctx, req, handler, &res)
 		}
 		if l.o.RefundInner {
@@ -137,7 +137,7 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 			return err
 		}
 		// The stream ends when its handler returns (or panics), told how.
-		if lease := res.Decision.Lease; lease != nil {
+		if lease := res.Decision.Lease; !lease.IsZero() {
 			defer func() { pipeline.EndAs(ctx, lease, ending(ctx, err)) }()
 		}
 		if !l.o.RefundInner && (!l.o.meter || res.Skipped) {
@@ -188,7 +188,7 @@ func (l *Limiter) Limit(ctx context.Context) error {
 	if err := l.admit(ctx, method, sink{ts: grpc.ServerTransportStreamFromContext(ctx)}, &res); err != nil {
 		return err
 	}
-	if lease := res.Decision.Lease; lease != nil {
+	if lease := res.Decision.Lease; !lease.IsZero() {
 		context.AfterFunc(ctx, func() { pipeline.End(ctx, lease) })
 	}
 	return nil

@@ -22,16 +22,16 @@ type meteredStream struct {
 	// lease is the latest message's concurrency slot, if its limiter
 	// counts messages in flight: a message is in flight from its RecvMsg
 	// until the next RecvMsg, or the end of the stream.
-	lease *core.Lease
+	lease core.Lease
 }
 
 // RecvMsg receives a message and charges it; a refused message is dropped
 // and RecvMsg returns the refusal's status.
 func (s *meteredStream) RecvMsg(m any) error {
 	ctx := s.Context()
-	if s.lease != nil {
+	if !s.lease.IsZero() {
 		pipeline.End(ctx, s.lease)
-		s.lease = nil
+		s.lease = core.Lease{}
 	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err

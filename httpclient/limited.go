@@ -120,7 +120,7 @@ func (t *LimitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp, err := t.next.RoundTrip(req)
-	if lease == nil {
+	if lease.IsZero() {
 		return resp, err
 	}
 	ctx := context.WithoutCancel(req.Context())
@@ -141,17 +141,17 @@ func (t *LimitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // admit asks the limiter until it admits req, waiting as it asks, and
 // returns the admission's lease.
-func (t *LimitedTransport) admit(req *http.Request) (*core.Lease, error) {
+func (t *LimitedTransport) admit(req *http.Request) (core.Lease, error) {
 	ctx := req.Context()
 	key, err := t.key(req)
 	if err != nil {
-		return nil, fmt.Errorf("httpclient: key of %s %s: %w", req.Method, req.URL.Redacted(), err)
+		return core.Lease{}, fmt.Errorf("httpclient: key of %s %s: %w", req.Method, req.URL.Redacted(), err)
 	}
 	left := t.o.MaxWait
 	for {
 		d, err := t.lim.Allow(ctx, key, 1)
 		if err != nil {
-			return nil, fmt.Errorf("httpclient: limiter, key %q: %w", key, err)
+			return core.Lease{}, fmt.Errorf("httpclient: limiter, key %q: %w", key, err)
 		}
 		wait := d.RetryAfter
 		if d.Allowed {
@@ -162,15 +162,15 @@ func (t *LimitedTransport) admit(req *http.Request) (*core.Lease, error) {
 		} else if wait <= 0 {
 			// A refusal without a wait breaks core.Limiter's contract;
 			// asking again at once could spin forever.
-			return nil, &LimitError{Key: key, Decision: d}
+			return core.Lease{}, &LimitError{Key: key, Decision: d}
 		}
 		if wait > left {
 			t.giveBack(ctx, key, d)
-			return nil, &LimitError{Key: key, Decision: d}
+			return core.Lease{}, &LimitError{Key: key, Decision: d}
 		}
 		if err := t.o.Sleep(ctx, wait); err != nil {
 			t.giveBack(ctx, key, d)
-			return nil, err
+			return core.Lease{}, err
 		}
 		left -= wait
 		if d.Allowed {
@@ -193,7 +193,7 @@ func (t *LimitedTransport) giveBack(ctx context.Context, key string, d core.Deci
 // leaseBody releases a concurrency lease when the response body ends.
 type leaseBody struct {
 	io.ReadCloser
-	lease *core.Lease
+	lease core.Lease
 	ctx   context.Context
 }
 

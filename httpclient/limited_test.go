@@ -299,7 +299,7 @@ type shapedLease struct {
 }
 
 func (l *shapedLease) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{Allowed: true, Delay: l.delay, Lease: core.NewLease(func(context.Context) error {
+	return core.Decision{Allowed: true, Delay: l.delay, Lease: core.NewLease(func(context.Context, core.Ending) error {
 		l.released++
 		return nil
 	})}, nil

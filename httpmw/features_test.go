@@ -90,7 +90,7 @@ type leased struct {
 
 func (l *leased) Allow(context.Context, string, int) (core.Decision, error) {
 	l.out.Add(1)
-	return core.Decision{Allowed: true, Limit: demo, Remaining: 1, Lease: core.NewLease(func(context.Context) error {
+	return core.Decision{Allowed: true, Limit: demo, Remaining: 1, Lease: core.NewLease(func(context.Context, core.Ending) error {
 		l.out.Add(-1)
 		select {
 		case l.released <- struct{}{}:
@@ -127,12 +127,12 @@ func TestLeaseEntryPoints(t *testing.T) {
 		t.Fatalf("Handler: %d leases out", n)
 	}
 	a := l.Enter(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	if !a.Admitted() || a.Decision.Lease == nil || lim.out.Load() != 1 {
+	if !a.Admitted() || a.Decision.Lease.IsZero() || lim.out.Load() != 1 {
 		t.Fatalf("Enter: admitted %v, lease %v", a.Admitted(), a.Decision.Lease)
 	}
 	a.End()
 	a, err := l.Check(http.Header{}, httptest.NewRequest("GET", "/", nil))
-	if !a.Admitted() || err != nil || a.Decision.Lease == nil || a.Status() != 0 {
+	if !a.Admitted() || err != nil || a.Decision.Lease.IsZero() || a.Status() != 0 {
 		t.Fatalf("Check: %v %v, lease %v, status %d", a.Admitted(), err, a.Decision.Lease, a.Status())
 	}
 	a.End()

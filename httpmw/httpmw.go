@@ -107,7 +107,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		if !a.admitted {
 			return
 		}
-		if a.Decision.Lease == nil {
+		if a.Decision.Lease.IsZero() {
 			// Nothing to end: no defer on the common path.
 			next.ServeHTTP(w, a.request)
 			return
@@ -160,7 +160,7 @@ func (a *Admission) Request() *http.Request { return a.request }
 // idempotent, and does nothing for a request without a lease, so adapters
 // defer it unconditionally.
 func (a *Admission) End() {
-	if a.Decision.Lease != nil {
+	if !a.Decision.Lease.IsZero() {
 		pipeline.End(a.request.Context(), a.Decision.Lease)
 	}
 }

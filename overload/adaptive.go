@@ -159,7 +159,7 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 		limit: float64(c.InitialLimit), winStart: c.Clock.Now(), slow: true,
 	}
 	a.limit.Store(int64(c.InitialLimit))
-	a.pool.New = func() any { e := &leaseEnd{}; e.fn = e.end; return e }
+	a.pool.New = func() any { return new(leaseEnd) }
 	return a, nil
 }
 
@@ -200,20 +200,24 @@ func (a *Adaptive) Allow(ctx context.Context, key string, cost int) (core.Decisi
 		Limit:      adaptiveLimit(lim),
 		Remaining:  int(max(0, threshold(a.limitFor(p, lim), p)-a.heldFrom(rank(p)))),
 		ResetAfter: a.turnover(),
-		Lease:      core.NewEndingLease(e.fn),
+		Lease:      core.LeaseOf(e, e.gen.Load()),
 	}, nil
 }
 
-// leaseEnd ends a Token for the Lease Allow hands out. It is pooled, so
-// an admission allocates the Lease alone: a core.Lease calls its end
-// function at most once, so a stale *Lease (ended already) can never
-// reach an entry that was put back and handed to another request.
+// leaseEnd is Allow's record of an admission (a core.Holder): the Token
+// its Lease ends. The records are pooled, so that Allow allocates
+// nothing; the generation makes a stale Lease (ended already, or a copy
+// of one) end nothing, even once its record serves another request.
 type leaseEnd struct {
+	gen atomic.Uint64
 	tok Token
-	fn  func(context.Context, core.Ending) error
 }
 
-func (e *leaseEnd) end(_ context.Context, how core.Ending) error {
+// EndLease ends the Token of generation gen, once.
+func (e *leaseEnd) EndLease(_ context.Context, gen uint64, how core.Ending) error {
+	if !e.gen.CompareAndSwap(gen, gen+1) {
+		return nil
+	}
 	tok := e.tok
 	e.tok = Token{}
 	tok.a.pool.Put(e)

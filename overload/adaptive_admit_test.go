@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // TestAdaptivePriorities: under limit 20, a request of a rank (below
@@ -68,10 +69,10 @@ func TestAdaptivePriorities(t *testing.T) {
 func TestAdaptiveRefusal(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	ctx := context.Background()
-	var leases []*core.Lease
+	var leases []core.Lease
 	for range 20 {
 		d, err := f.a.Allow(ctx, "k", 1)
-		if err != nil || !d.Allowed || d.Lease == nil {
+		if err != nil || !d.Allowed || d.Lease.IsZero() {
 			t.Fatalf("Allow = %+v, %v", d, err)
 		}
 		leases = append(leases, d.Lease)
@@ -81,7 +82,7 @@ func TestAdaptiveRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := core.Limit{Events: 20, Period: time.Second, Burst: 20, Name: "adaptive", Algorithm: core.Concurrency}
-	if d.Allowed || !d.Shed || d.Lease != nil || d.Limit != want || d.Limit.Validate() != nil ||
+	if d.Allowed || !d.Shed || !d.Lease.IsZero() || d.Limit != want || d.Limit.Validate() != nil ||
 		d.RetryAfter != time.Second/20 || d.ResetAfter != time.Second {
 		t.Fatalf("refusal = %+v, want shed, limit %v, RetryAfter 50ms, ResetAfter 1s", d, want)
 	}
@@ -112,12 +113,12 @@ func TestAdaptiveRefusal(t *testing.T) {
 }
 
 // TestAdaptiveLease: an admission's Lease ends once however often it is
-// called; EndDone and EndDropped are counted in the window,
+// called, even once its record serves another admission; EndDone and EndDropped are counted in the window,
 // EndIgnored gives the slot back unmeasured.
 func TestAdaptiveLease(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{InitialLimit: 20})
 	ctx := context.Background()
-	allow := func() *core.Lease {
+	allow := func() core.Lease {
 		d, err := f.a.Allow(ctx, "", 1)
 		if err != nil || !d.Allowed {
 			t.Fatalf("Allow = %+v, %v", d, err)
@@ -134,7 +135,15 @@ func TestAdaptiveLease(t *testing.T) {
 		if got := f.a.Stats().InFlight; got != 1 {
 			t.Fatalf("after ending one of two leases (%d) thrice: %d in flight, want 1", how, got)
 		}
-		_ = b.End(ctx, core.EndIgnored)
+		// c's record is a's, recycled (the pool hands back what this
+		// goroutine put last, unless the race detector drops it): a's
+		// stale End, or a copy's, must end nothing of c's.
+		c, stale := allow(), a
+		_, _ = a.End(ctx, how), stale.End(ctx, how)
+		if got := f.a.Stats().InFlight; got != 2 {
+			t.Fatalf("a stale lease ended again (%d): %d in flight, want 2", how, got)
+		}
+		_, _ = b.End(ctx, core.EndIgnored), c.End(ctx, core.EndIgnored)
 	}
 	if e := f.a.est; e.n != 1 || e.drops != 1 {
 		t.Fatalf("window counted %d done, %d dropped; want 1, 1", e.n, e.drops)
@@ -150,7 +159,7 @@ func TestAdaptiveExactAdmission(t *testing.T) {
 	for round := range 100 {
 		gate := make(chan struct{})
 		var mu sync.Mutex
-		var leases []*core.Lease
+		var leases []core.Lease
 		var wg sync.WaitGroup
 		for range 64 {
 			wg.Go(func() {
@@ -377,7 +386,7 @@ func TestAdaptiveTenantTable(t *testing.T) {
 		f.a.Acquire(Critical, 1)
 	}
 	ctx := context.Background()
-	var leases []*core.Lease
+	var leases []core.Lease
 	for i, k := range keys {
 		d, err := f.a.Allow(ctx, k, 1)
 		if err != nil || !d.Allowed {
@@ -446,6 +455,18 @@ func TestAdaptiveAcquireKey(t *testing.T) {
 		i++
 	}); n != 0 {
 		t.Fatalf("AcquireKey and End: %v allocations, want 0", n)
+	}
+	// Allow's Lease is a pooled record (the race detector drops some).
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() {
+		d, _ := g.a.Allow(ctx, keys[i%len(keys)], 1)
+		if !d.Allowed {
+			t.Fatal("refused")
+		}
+		_ = d.Lease.End(ctx, core.EndDone)
+		i++
+	}); n != 0 && !coretest.Race {
+		t.Fatalf("Allow and Lease.End: %v allocations, want 0", n)
 	}
 	if n := testing.AllocsPerRun(1000, func() {
 		if _, ok := f.a.AcquireKey(Normal, "a", 1); ok {

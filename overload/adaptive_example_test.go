@@ -19,7 +19,7 @@ func ExampleNewAdaptive() {
 		panic(err)
 	}
 	ctx := context.Background()
-	var leases []*core.Lease
+	var leases []core.Lease
 	for range 25 {
 		d, _ := lim.Allow(ctx, "", 1)
 		if d.Allowed {

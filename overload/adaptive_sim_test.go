@@ -207,7 +207,7 @@ func TestAdaptiveSimConverges(t *testing.T) {
 		t.Errorf("at half load %d of %d refused", s.offered-s.admitted, s.offered)
 	}
 	span := 20 * time.Second
-	if raceBuild {
+	if coretest.Race {
 		span = 4 * time.Second
 	}
 	for _, load := range []float64{2, 5} {

@@ -62,7 +62,7 @@ type BBRConfig struct {
 // A refusal is a Decision with Shed set, the current bound as its Limit
 // and a RetryAfter of the time the excess takes to complete at the best
 // throughput (at least 1 ms, at most the window). An admission holds a
-// Lease ([core.NewEndingLease]) whose End counts the request's latency
+// Lease ([core.NewLease]) whose End counts the request's latency
 // and completion, unless it ended EndIgnored; its Limit and Remaining are
 // the bound and what is left under it for Normal priority, which admit
 // exactly while the limit applies and say what would apply otherwise.
@@ -182,11 +182,32 @@ func boundFor(bound int64, p Priority) int64 {
 }
 
 func (b *BBR) admit(s *snap, start, inFlight, units int64) core.Decision {
+	r := bbrHolds.Get().(*bbrHold)
+	r.b, r.start, r.units = b, start, units
 	return core.Decision{Allowed: true, Limit: s.limit, Remaining: int(max(0, s.bound-inFlight)),
-		Lease: core.NewEndingLease(func(_ context.Context, e core.Ending) error {
-			b.end(start, units, e)
-			return nil
-		})}
+		Lease: core.LeaseOf(r, r.gen.Load())}
+}
+
+// bbrHold is a BBR admission's record (a core.Holder), recycled so that
+// an admission allocates nothing, as Adaptive's leaseEnd is.
+type bbrHold struct {
+	gen          atomic.Uint64
+	b            *BBR
+	start, units int64
+}
+
+var bbrHolds = sync.Pool{New: func() any { return new(bbrHold) }}
+
+// EndLease ends the admission of generation gen, once.
+func (r *bbrHold) EndLease(_ context.Context, gen uint64, e core.Ending) error {
+	if !r.gen.CompareAndSwap(gen, gen+1) {
+		return nil
+	}
+	b, start, units := r.b, r.start, r.units
+	r.b = nil
+	bbrHolds.Put(r)
+	b.end(start, units, e)
+	return nil
 }
 
 // end is a lease's End: the slot back, and the request counted unless

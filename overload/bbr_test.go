@@ -47,7 +47,7 @@ func complete(t *testing.T, b *BBR, clock *coretest.Clock, n int, e core.Ending,
 	w := time.Duration(b.win.width)
 	start := clock.Time().Truncate(w).Add(w)
 	clock.Set(start)
-	leases := make([]*core.Lease, n*len(rts))
+	leases := make([]core.Lease, n*len(rts))
 	for i := range leases {
 		d, err := b.Allow(bg, "", 1)
 		if err != nil || !d.Allowed {
@@ -65,10 +65,10 @@ func complete(t *testing.T, b *BBR, clock *coretest.Clock, n int, e core.Ending,
 }
 
 // hold admits a request that must be admitted and returns its lease.
-func hold(t *testing.T, b *BBR, ctx context.Context, cost int) *core.Lease {
+func hold(t *testing.T, b *BBR, ctx context.Context, cost int) core.Lease {
 	t.Helper()
 	d, err := b.Allow(ctx, "", cost)
-	if err != nil || !d.Allowed || d.Shed || d.Lease == nil {
+	if err != nil || !d.Allowed || d.Shed || d.Lease.IsZero() {
 		t.Fatalf("want an admission, got %+v, %v (in flight %d)", d, err, b.inFlight.Load())
 	}
 	return d.Lease
@@ -78,7 +78,7 @@ func hold(t *testing.T, b *BBR, ctx context.Context, cost int) *core.Lease {
 func shed(t *testing.T, b *BBR, ctx context.Context, cost int, retry time.Duration) core.Decision {
 	t.Helper()
 	d, err := b.Allow(ctx, "", cost)
-	if err != nil || d.Allowed || !d.Shed || d.Lease != nil || d.RetryAfter != retry {
+	if err != nil || d.Allowed || !d.Shed || !d.Lease.IsZero() || d.RetryAfter != retry {
 		t.Fatalf("want a shed with RetryAfter %v, got %+v, %v (in flight %d)", retry, d, err, b.inFlight.Load())
 	}
 	if err := d.Limit.Validate(); err != nil {
@@ -107,7 +107,7 @@ func TestBBRLittlesLaw(t *testing.T) {
 	b, clock, cpu := newTestBBR(t, BBRConfig{})
 	complete(t, b, clock, 100, core.EndDone, 5*time.Millisecond)
 	cpu.set(0.8)
-	var leases []*core.Lease
+	var leases []core.Lease
 	for range 4 {
 		leases = append(leases, hold(t, b, bg, 1))
 	}
@@ -185,7 +185,7 @@ func TestBBRWindow(t *testing.T) {
 	// 100 requests started at the end of one bucket end early in the next,
 	// before any decision there.
 	clock.Set(clock.Time().Truncate(w).Add(w - time.Millisecond))
-	var leases []*core.Lease
+	var leases []core.Lease
 	for range 100 {
 		leases = append(leases, hold(t, b, bg, 1))
 	}
@@ -253,7 +253,8 @@ func TestBBRCoolOff(t *testing.T) {
 }
 
 // A lease ended EndIgnored counts nothing; one ended EndDropped counts as
-// a completion (it held its slot as long); a lease ends once.
+// a completion (it held its slot as long); a lease ends once, even once
+// its record serves another admission.
 func TestBBRLeaseEnd(t *testing.T) {
 	b, clock, _ := newTestBBR(t, BBRConfig{})
 	complete(t, b, clock, 30, core.EndIgnored, 5*time.Millisecond)
@@ -271,6 +272,14 @@ func TestBBRLeaseEnd(t *testing.T) {
 	if st := b.Stats(); st.InFlight != 0 {
 		t.Fatalf("a lease ended thrice: in flight %d", st.InFlight)
 	}
+	// The next admission's record is l's, recycled (unless the race
+	// detector drops it): l ended again ends nothing of it.
+	m := hold(t, b, bg, 2)
+	l.End(bg, core.EndDone)
+	if st := b.Stats(); st.InFlight != 2 {
+		t.Fatalf("a stale lease ended the next admission: in flight %d, want 2", st.InFlight)
+	}
+	m.Release(bg)
 	if _, err := b.Allow(bg, "", 0); !errors.Is(err, core.ErrInvalidCost) {
 		t.Fatalf("cost 0: %v", err)
 	}
@@ -292,7 +301,7 @@ func TestBBRExactAdmission(t *testing.T) {
 	defer func() { raceHook = nil }()
 	var admitted, over atomic.Int64
 	var mu sync.Mutex
-	var leases []*core.Lease
+	var leases []core.Lease
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Add(1)

@@ -69,7 +69,7 @@
 // tenant (Allow's key) may hold at most its fair share of the room the
 // higher priorities leave, ceil(room / tenants in flight): one that
 // floods the service is shed before the others. [Adaptive.Acquire] (and
-// [Adaptive.AcquireKey], with the tenant shares) admits with no
-// allocation, for code that ends each admission once; Allow's Lease
-// allocates once.
+// [Adaptive.AcquireKey], with the tenant shares) admits with a Token, for
+// code that ends each admission exactly once; Allow's Lease ends at most
+// once however often it is ended. Neither allocates.
 package overload

@@ -36,7 +36,7 @@ func ExampleNewBBR() {
 
 	// A calm bucket teaches the limiter the service's throughput and
 	// latency: 100 requests, each answered in 5 ms.
-	var leases []*core.Lease
+	var leases []core.Lease
 	for range 100 {
 		d, _ := lim.Allow(ctx, "", 1)
 		leases = append(leases, d.Lease)

@@ -53,7 +53,7 @@ func (p protected) Allow(ctx context.Context, key string, cost int) (core.Decisi
 		// context that is not cancelled (the request's may be done).
 		back := context.WithoutCancel(ctx)
 		var rerr error
-		if d.Lease != nil {
+		if !d.Lease.IsZero() {
 			rerr = d.Lease.End(back, core.EndIgnored)
 		} else {
 			rerr = p.rate.Refund(back, key, cost)
@@ -64,8 +64,8 @@ func (p protected) Allow(ctx context.Context, key string, cost int) (core.Decisi
 		return g, nil
 	}
 	switch {
-	case g.Lease == nil:
-	case d.Lease == nil:
+	case g.Lease.IsZero():
+	case d.Lease.IsZero():
 		d.Lease = g.Lease
 	default:
 		d.Lease = both(d.Lease, g.Lease)
@@ -79,8 +79,8 @@ func (p protected) Refund(ctx context.Context, key string, cost int) error {
 }
 
 // both is a lease that ends a and b alike.
-func both(a, b *core.Lease) *core.Lease {
-	return core.NewEndingLease(func(ctx context.Context, e core.Ending) error {
+func both(a, b core.Lease) core.Lease {
+	return core.NewLease(func(ctx context.Context, e core.Ending) error {
 		return errors.Join(a.End(ctx, e), b.End(ctx, e))
 	})
 }

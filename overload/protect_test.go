@@ -28,7 +28,7 @@ func (g *guard) Allow(context.Context, string, int) (core.Decision, error) {
 	case g.shed:
 		return core.Decision{Shed: true, RetryAfter: time.Second}, nil
 	}
-	return core.Decision{Allowed: true, Lease: core.NewEndingLease(func(_ context.Context, e core.Ending) error {
+	return core.Decision{Allowed: true, Lease: core.NewLease(func(_ context.Context, e core.Ending) error {
 		g.ended = append(g.ended, e)
 		return nil
 	})}, nil
@@ -57,7 +57,7 @@ func TestProtect(t *testing.T) {
 	}
 	g.shed = false
 	d, err = lim.Allow(ctx, "k", 1)
-	if err != nil || !d.Allowed || d.Remaining != 1 || d.Lease == nil {
+	if err != nil || !d.Allowed || d.Remaining != 1 || d.Lease.IsZero() {
 		t.Fatalf("admitted: %+v, %v; want the quota's decision (1 left: the shed one was given back) with the guard's lease", d, err)
 	}
 	if err := d.Lease.End(ctx, core.EndDropped); err != nil || len(g.ended) != 1 || g.ended[0] != core.EndDropped {

@@ -56,13 +56,13 @@ func (ls *leases) member(cost int) string {
 // hold returns the Lease of an admission that took member's units on key
 // (under every concurrency layer of a stack), renewed from now on until it
 // is released.
-func (l *Limiter) hold(p *policy, key string, cost int, member string) *core.Lease {
+func (l *Limiter) hold(p *policy, key string, cost int, member string) core.Lease {
 	ls := l.leases
 	h := &lease{l: l, p: p, key: key, cost: cost, member: member}
 	h.mu.Lock()
 	h.stop = ls.after(ls.every, h.renew)
 	h.mu.Unlock()
-	return core.NewLease(h.release)
+	return core.LeaseOf(h, 0)
 }
 
 // leasedAt reports whether a stack's layer i is a concurrency limit, whose
@@ -72,13 +72,18 @@ func (l *Limiter) leasedAt(i int64) bool {
 	return l.leased != nil && l.leased[i]
 }
 
-// release gives the lease's units back in one round trip and stops its
-// renewal. The caller's context may have ended with its request, so the
-// round trip runs on a context that is never cancelled, bounded by the
-// Limiter's timeout alone. A failure is returned; the lease then expires
-// by itself within the TTL.
-func (h *lease) release(ctx context.Context) error {
+// EndLease gives the lease's units back in one round trip and stops its
+// renewal, the first time it is called (a lease is one admission, of
+// generation 0: core.Holder). The caller's context may have ended with its
+// request, so the round trip runs on a context that is never cancelled,
+// bounded by the Limiter's timeout alone. A failure is returned; the lease
+// then expires by itself within the TTL.
+func (h *lease) EndLease(ctx context.Context, _ uint64, _ core.Ending) error {
 	h.mu.Lock()
+	if h.released {
+		h.mu.Unlock()
+		return nil
+	}
 	h.released = true
 	if h.stop != nil {
 		h.stop()

@@ -76,7 +76,7 @@ func decide(t *testing.T, lim core.Limiter, key string, cost int, allowed bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Allowed != allowed || d.Remaining != remaining || (d.Lease != nil) != allowed {
+	if d.Allowed != allowed || d.Remaining != remaining || (!d.Lease.IsZero()) != allowed {
 		t.Fatalf("Allow(%q, %d) = %+v, want allowed=%v remaining=%d", key, cost, d, allowed, remaining)
 	}
 	return d
@@ -249,7 +249,7 @@ func TestConcurrencyExactAdmission(t *testing.T) {
 	const n = 50
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
-	leases := make(chan *core.Lease, 4*32)
+	leases := make(chan core.Lease, 4*32)
 	prefix := fmt.Sprintf("x%d:", rand.Uint64())
 	var lims []*redisstore.Limiter
 	for range 4 {
@@ -386,7 +386,7 @@ func TestConcurrencyMatchesMemory(t *testing.T) {
 			// Leases outlive the test's five minutes of fake time: in
 			// memory, nothing expires.
 			red := factory(c, redisstore.WithLeaseTTL(time.Hour))(t, coretest.Table{Limit: l.WithAlgorithm(core.Concurrency)}, clk)
-			type pair struct{ mem, red *core.Lease }
+			type pair struct{ mem, red core.Lease }
 			var held []pair
 			for i := 0; i < 300; i++ {
 				clk.Advance(time.Duration(r.Int64N(int64(time.Second))))
@@ -409,7 +409,7 @@ func TestConcurrencyMatchesMemory(t *testing.T) {
 					if got.Allowed {
 						held = append(held, pair{want.Lease, got.Lease})
 					}
-					got.Lease, want.Lease = nil, nil
+					got.Lease, want.Lease = core.Lease{}, core.Lease{}
 					if got != want {
 						t.Fatalf("step %d, %s cost %d:\nredis  %+v\nmemory %+v", i, key, cost, got, want)
 					}

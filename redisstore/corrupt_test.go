@@ -234,7 +234,7 @@ func TestCorruptStates(t *testing.T) {
 				clk.Advance(wait)
 				if d, err := lim.Allow(ctx, "k", 1); err != nil || !d.Allowed {
 					t.Errorf("%s: after the RetryAfter (%v): %+v %v, want an admission", tc.name, wait, d, err)
-				} else if d.Lease != nil {
+				} else if !d.Lease.IsZero() {
 					_ = d.Lease.Release(ctx)
 				}
 			}

@@ -266,7 +266,7 @@ func TestFallbackLeases(t *testing.T) {
 	lim := redisstore.MustNew(c, core.InFlight(1), redisstore.WithFallback())
 	p.pulled.Store(true)
 	d, err := lim.Allow(ctx, "k", 1)
-	if err != nil || !d.Allowed || d.Lease == nil {
+	if err != nil || !d.Allowed || d.Lease.IsZero() {
 		t.Fatalf("%+v, %v; want a local lease", d, err)
 	}
 	if d2, err := lim.Allow(ctx, "k", 1); err != nil || d2.Allowed {

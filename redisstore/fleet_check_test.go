@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/floodgate/floodgate/core"
+	"github.com/floodgate/floodgate/internal/coretest"
 	"github.com/floodgate/floodgate/internal/redistest"
 )
 
@@ -378,7 +379,7 @@ func rateOf(l core.Limit) float64 { return float64(l.Events) / float64(l.Period)
 // the race detector, which slows the workers' grants and their callers
 // alike (94.6 and 94.9 % were seen under -race on a loaded machine).
 func lowest() float64 {
-	if raceOn {
+	if coretest.Race {
 		return 90
 	}
 	return 95

@@ -187,7 +187,7 @@ func TestTTLJitter(t *testing.T) {
 			plainCall, plainRefund, plainKeys := kind.make(t, c, append(base, redisstore.WithPrefix("plain:")))
 			jitCall, jitRefund, jitKeys := kind.make(t, c, append(base, redisstore.WithPrefix("jitter:"), redisstore.WithTTLJitter(jitter)))
 			r := rand.New(rand.NewPCG(7, 8))
-			var leases []*core.Lease
+			var leases []core.Lease
 			admitted, refused := 0, 0
 			// The longest from a plain write to the end of its twin with
 			// jitter: how much later a key with jitter may have been written.
@@ -216,11 +216,11 @@ func TestTTLJitter(t *testing.T) {
 				}
 				gap = max(gap, time.Since(start))
 				for i := range want {
-					if (want[i].Lease == nil) != (got[i].Lease == nil) {
+					if want[i].Lease.IsZero() != got[i].Lease.IsZero() {
 						t.Fatalf("step %d: lease %v without jitter, %v with", step, want[i].Lease, got[i].Lease)
 					}
 					leases = append(leases, want[i].Lease, got[i].Lease)
-					want[i].Lease, got[i].Lease = nil, nil
+					want[i].Lease, got[i].Lease = core.Lease{}, core.Lease{}
 					if want[i] != got[i] {
 						t.Fatalf("step %d, %s cost %d, item %d: %+v with jitter, %+v without", step, key, cost, i, got[i], want[i])
 					}

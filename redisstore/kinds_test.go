@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // Two kinds of parallel test must not run beside each other. Real-time
@@ -24,7 +24,7 @@ const (
 )
 
 // realTimeAtOnce is how many real-time tests may run at once.
-var realTimeAtOnce = map[bool]int{false: 2, true: 1}[redistest.Race]
+var realTimeAtOnce = map[bool]int{false: 2, true: 1}[coretest.Race]
 
 var kinds struct {
 	mu      sync.Mutex

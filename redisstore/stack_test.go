@@ -95,7 +95,7 @@ func TestStackMatchesMemory(t *testing.T) {
 				}
 				red := stackFactory(c)(t, tab, clk)
 				ctx := context.Background()
-				var held [][2]*core.Lease // memory's and Redis's lease of one admission
+				var held [][2]core.Lease // memory's and Redis's lease of one admission
 				defer func() {
 					for _, h := range held {
 						_, _ = h[0].Release(ctx), h[1].Release(ctx)
@@ -128,13 +128,13 @@ func TestStackMatchesMemory(t *testing.T) {
 					}
 					d1, e1 := mem.Allow(ctx, key, cost)
 					d2, e2 := red.Allow(ctx, key, cost)
-					if (d1.Lease == nil) != (d2.Lease == nil) {
+					if d1.Lease.IsZero() != d2.Lease.IsZero() {
 						t.Fatalf("step %d %s cost %d: memory's lease %v, redis's %v", i, key, cost, d1.Lease, d2.Lease)
 					}
-					if d1.Lease != nil {
-						held = append(held, [2]*core.Lease{d1.Lease, d2.Lease})
+					if !d1.Lease.IsZero() {
+						held = append(held, [2]core.Lease{d1.Lease, d2.Lease})
 					}
-					d1.Lease, d2.Lease = nil, nil
+					d1.Lease, d2.Lease = core.Lease{}, core.Lease{}
 					if (e1 == nil) != (e2 == nil) || d1 != d2 {
 						t.Fatalf("step %d %s cost %d:\nmemory %+v %v\n redis %+v %v", i, key, cost, d1, e1, d2, e2)
 					}
@@ -300,7 +300,7 @@ func TestStackConcurrencyAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var leases []*core.Lease
+	var leases []core.Lease
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Add(1)

@@ -244,7 +244,7 @@ func drive(p *policy, reqs []request) ([]outcome, error) {
 			return nil, err
 		}
 		out[i] = outcome{request: r, allowed: d.Allowed, delay: d.Delay}
-		if d.Lease != nil {
+		if !d.Lease.IsZero() {
 			heap.Push(&running, lease{end: r.at + d.Delay + r.hold, lease: d.Lease})
 		}
 	}
@@ -254,7 +254,7 @@ func drive(p *policy, reqs []request) ([]outcome, error) {
 // lease is a slot held until end.
 type lease struct {
 	end   time.Duration
-	lease *core.Lease
+	lease core.Lease
 }
 
 // leases is a min-heap of leases by end.

@@ -19,7 +19,7 @@ type Endings struct {
 
 // Allow admits the request with a lease whose End records its ending.
 func (e *Endings) Allow(context.Context, string, int) (core.Decision, error) {
-	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewEndingLease(func(_ context.Context, x core.Ending) error {
+	return core.Decision{Allowed: true, Limit: core.PerSecond(10), Lease: core.NewLease(func(_ context.Context, x core.Ending) error {
 		e.mu.Lock()
 		e.got = append(e.got, x)
 		e.mu.Unlock()

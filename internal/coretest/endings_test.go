@@ -19,7 +19,7 @@ func TestEndings(t *testing.T) {
 	ctx := context.Background()
 	for _, e := range []core.Ending{core.EndDropped, core.EndDone, core.EndIgnored} {
 		d, err := lim.Allow(ctx, "k", 1)
-		if err != nil || !d.Allowed || d.Lease == nil {
+		if err != nil || !d.Allowed || d.Lease.IsZero() {
 			t.Fatalf("Allow = %+v, %v; want admitted with a lease", d, err)
 		}
 		d.Lease.End(ctx, e)

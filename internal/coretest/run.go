@@ -44,10 +44,10 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 		if err != nil {
 			t.Fatalf("%s step %d: %v", tab.Name, i, err)
 		}
-		if (d.Lease != nil) != (leases && d.Allowed) {
+		if (!d.Lease.IsZero()) != (leases && d.Allowed) {
 			t.Errorf("%s step %d: allowed=%v with lease %v; a lease comes with every admission under Concurrency, and with nothing else", tab.Name, i, d.Allowed, d.Lease)
 		}
-		if d.Lease != nil {
+		if !d.Lease.IsZero() {
 			holding = append(holding, heldLease{d.Lease, s.Cost})
 		}
 		ok := d.Allowed == s.Allowed && d.Remaining == s.Remaining &&
@@ -64,7 +64,7 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 
 // heldLease is a lease a table's admission holds, and its cost.
 type heldLease struct {
-	lease *core.Lease
+	lease core.Lease
 	cost  int
 }
 

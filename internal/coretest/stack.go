@@ -191,7 +191,7 @@ func RunStack(t *testing.T, tab StackTable, newStack StackFactory, late time.Dur
 	for _, l := range tab.Layers {
 		leases = leases || l.Limit.Algorithm == core.Concurrency
 	}
-	var holding []*core.Lease
+	var holding []core.Lease
 	defer func() {
 		for _, l := range holding {
 			_ = l.Release(context.Background())
@@ -219,10 +219,10 @@ func RunStack(t *testing.T, tab StackTable, newStack StackFactory, late time.Dur
 		if err != nil {
 			t.Fatalf("%s step %d: %v", tab.Name, i, err)
 		}
-		if (d.Lease != nil) != (d.Allowed && leases) {
+		if (!d.Lease.IsZero()) != (d.Allowed && leases) {
 			t.Errorf("%s step %d: allowed=%v with lease %v; a lease comes with every admission of a stack with a concurrency layer, and with nothing else", tab.Name, i, d.Allowed, d.Lease)
 		}
-		if d.Lease != nil {
+		if !d.Lease.IsZero() {
 			holding = append(holding, d.Lease)
 		}
 		ok := d.Allowed == s.Allowed && d.Limit.Name == s.Limit && d.Remaining == s.Remaining &&

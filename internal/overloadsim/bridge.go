@@ -60,7 +60,7 @@ type bridged struct {
 	b      Bridge
 	lim    core.Limiter
 	clock  *coretest.Clock
-	leases []*core.Lease // by slot; Request.Tag is the slot + 1
+	leases []core.Lease // by slot; Request.Tag is the slot + 1
 	free   []int64
 	last   float64
 	err    error
@@ -115,7 +115,7 @@ func (c *bridged) Done(now int64, r *Request, _ time.Duration, dropped bool) {
 	}
 	slot := r.Tag - 1
 	l := c.leases[slot]
-	c.leases[slot] = nil
+	c.leases[slot] = core.Lease{}
 	c.free = append(c.free, slot)
 	c.at(now)
 	e := core.EndDone

@@ -60,7 +60,7 @@ func (r *recorder) Allow(ctx context.Context, key string, cost int) (core.Decisi
 	r.allowed = append(r.allowed, time.Unix(0, r.clock.Now()))
 	r.keys = append(r.keys, key)
 	r.prios = append(r.prios, overload.PriorityOf(ctx))
-	return core.Decision{Allowed: true, Lease: core.NewEndingLease(func(_ context.Context, e core.Ending) error {
+	return core.Decision{Allowed: true, Lease: core.NewLease(func(_ context.Context, e core.Ending) error {
 		r.ended = append(r.ended, time.Unix(0, r.clock.Now()))
 		r.endings = append(r.endings, e)
 		return nil

@@ -119,7 +119,7 @@ func TestHoldProblem(t *testing.T) {
 func TestShapedCancelReleases(t *testing.T) {
 	t.Parallel()
 	var released int
-	lease := core.NewLease(func(ctx context.Context) error {
+	lease := core.NewLease(func(ctx context.Context, _ core.Ending) error {
 		if ctx.Err() != nil {
 			t.Error("released under a cancelled context")
 		}
@@ -167,7 +167,7 @@ func TestLayers(t *testing.T) {
 
 	// A charge with a lease is given back by releasing it.
 	var released int
-	leased := &ledger{d: core.Decision{Allowed: true, Lease: core.NewLease(func(context.Context) error { released++; return nil })}}
+	leased := &ledger{d: core.Decision{Allowed: true, Lease: core.NewLease(func(context.Context, core.Ending) error { released++; return nil })}}
 	var r4 pipeline.Result
 	p.Run(context.Background(), req{key: "l", cost: 1}, leased, 0, &r4)
 	p.Run(pipeline.Attach(context.Background(), leased, &r4), req{key: "i", cost: 1}, denying, 0, &r3)

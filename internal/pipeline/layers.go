@@ -13,9 +13,9 @@ import (
 // requests, not units; the lease is told the request was ignored), otherwise cost units of key through lim.Refund. It
 // runs under a context that is not cancelled, since the request's may be
 // done already and a store that honours contexts would then refuse.
-func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *core.Lease) error {
+func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease core.Lease) error {
 	ctx = context.WithoutCancel(ctx)
-	if lease != nil {
+	if !lease.IsZero() {
 		// Ignored: the work was not done, so its latency says nothing of
 		// the service to a limit that learns from it.
 		return lease.End(ctx, core.EndIgnored)
@@ -26,7 +26,7 @@ func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *co
 // End finishes an admitted request: it releases the lease of its decision,
 // if any, under a context that is not cancelled. Adapters defer it around
 // the handler, so that it runs however the handler ends (a return, a
-// panic, which then goes on, or a client that went away). A nil lease
+// panic, which then goes on, or a client that went away). A zero lease
 // costs a comparison. How the request ended, for the limits that learn
 // from it, is read from ctx: EndDropped past its deadline (the work took
 // longer than the caller could wait), EndDone otherwise, a client that
@@ -34,16 +34,16 @@ func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease *co
 // and on a server without deadlines the clients giving up is the only
 // sign that the service is slow: a guard that ignored those requests
 // would learn from the ones fast enough to be waited for alone.
-func End(ctx context.Context, lease *core.Lease) {
-	if lease != nil {
+func End(ctx context.Context, lease core.Lease) {
+	if !lease.IsZero() {
 		EndAs(ctx, lease, Ending(ctx.Err()))
 	}
 }
 
 // EndAs is End with the ending given: grpcmw reads it from the handler's
 // status as well (Ending).
-func EndAs(ctx context.Context, lease *core.Lease, e core.Ending) {
-	if lease != nil {
+func EndAs(ctx context.Context, lease core.Lease, e core.Ending) {
+	if !lease.IsZero() {
 		_ = lease.End(context.WithoutCancel(ctx), e)
 	}
 }
@@ -67,7 +67,7 @@ type charge struct {
 	lim   core.Limiter
 	key   string
 	cost  int
-	lease *core.Lease
+	lease core.Lease
 	done  atomic.Bool
 }
 

@@ -308,8 +308,8 @@ func TestLatencySampled(t *testing.T) {
 // a client gone is measured (done).
 func TestUndoEndsIgnored(t *testing.T) {
 	var got []core.Ending
-	lease := func() *core.Lease {
-		return core.NewEndingLease(func(_ context.Context, e core.Ending) error { got = append(got, e); return nil })
+	lease := func() core.Lease {
+		return core.NewLease(func(_ context.Context, e core.Ending) error { got = append(got, e); return nil })
 	}
 	if err := pipeline.Undo(context.Background(), nil, "k", 1, lease()); err != nil {
 		t.Fatal(err)

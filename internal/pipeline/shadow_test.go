@@ -18,7 +18,7 @@ import (
 func TestShadowDecisions(t *testing.T) {
 	t.Parallel()
 	leased := allow
-	leased.Lease = core.NewLease(func(context.Context) error { return nil })
+	leased.Lease = core.NewLease(func(context.Context, core.Ending) error { return nil })
 	shadowOf := func(d core.Decision, would core.Outcome, wait time.Duration) core.Decision {
 		d.Allowed, d.Shadow, d.Would, d.WouldWait, d.RetryAfter, d.Delay = true, true, would, wait, 0, 0
 		return d

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/coretest"
 )
 
 // parallelFlag is the testing package's flag behind go test -parallel.
@@ -27,7 +29,7 @@ const parallelFlag = "test.parallel"
 // check wall-clock bounds: under it the limit stays one per CPU.
 func Main(m *testing.M, n int) {
 	flag.Parse()
-	if !Race {
+	if !coretest.Race {
 		raiseParallel(flag.CommandLine, n)
 	}
 	os.Exit(m.Run())
