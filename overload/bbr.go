@@ -252,9 +252,9 @@ type BBRStats struct {
 	// CPU is the signal's reading.
 	CPU float64
 	// InFlight is the units admitted and not yet ended.
-	InFlight int64
+	InFlight int
 	// Limit is the bound on InFlight for Normal priority while shedding.
-	Limit int64
+	Limit int
 	// MaxThroughput is the most units completed in one bucket of the
 	// window, per second.
 	MaxThroughput float64
@@ -270,7 +270,7 @@ func (b *BBR) Stats() BBRStats {
 	now := b.clock.Now()
 	s := b.current(now)
 	cpu := b.cpu()
-	return BBRStats{CPU: cpu, InFlight: b.inFlight.Load(), Limit: s.bound,
+	return BBRStats{CPU: cpu, InFlight: int(b.inFlight.Load()), Limit: int(s.bound),
 		MaxThroughput: float64(s.maxPass) * float64(time.Second) / float64(b.win.width),
 		MinLatency:    time.Duration(s.minRT),
 		Shedding:      cpu >= b.threshold || now < b.coolUntil.Load()}

@@ -45,9 +45,9 @@ func (a *Adaptive) Reading() Reading {
 // least bucket latency (see Stats for more).
 func (b *BBR) Reading() Reading {
 	s := b.Stats()
-	r := Reading{InFlight: int(s.InFlight), Latency: s.MinLatency}
+	r := Reading{InFlight: s.InFlight, Latency: s.MinLatency}
 	if s.Shedding {
-		r.Limit = int(s.Limit)
+		r.Limit = s.Limit
 	}
 	return r
 }
