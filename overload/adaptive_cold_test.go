@@ -1,10 +1,16 @@
 package overload
 
 import (
+	"flag"
 	"fmt"
 	"testing"
 	"time"
 )
+
+// coldSeedsFlag is how many seeds TestAdaptiveSimColdStart runs each
+// server on (-coldseeds=16 for the figures in
+// benchmarks/results/2026-11-28-overload-cold-start.txt).
+var coldSeedsFlag = flag.Uint64("coldseeds", 5, "seeds of each server TestAdaptiveSimColdStart runs")
 
 // coldServers are the servers TestAdaptiveSimColdStart starts a fresh
 // Adaptive into, at a multiple of their capacity, with the least goodput
@@ -33,12 +39,12 @@ var coldServers = []struct {
 // warm-up and the slow start measure windows of two latencies (twice
 // the limit, at least slowSamples), and the slow start doubles the limit
 // until two windows in a row are clearly past the band (see close).
-// Five seeds of each server; each line of the log is one run, with the
-// limit every 250 ms.
+// Five seeds of each server (-coldseeds); each line of the log is one
+// run, with the limit every 250 ms.
 func TestAdaptiveSimColdStart(t *testing.T) {
 	t.Parallel()
 	for _, c := range coldServers {
-		for seed := uint64(1); seed <= 5; seed++ {
+		for seed := uint64(1); seed <= *coldSeedsFlag; seed++ {
 			s := newSim(t, c.workers, c.svc, seed)
 			s.load = c.load
 			reach := -1.0

@@ -100,11 +100,7 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 		e.sumSq += lat * lat
 		e.n++
 	}
-	need := minSamples
-	if e.warm < warmWindows || e.coldStart() {
-		need = e.slowNeed()
-	}
-	return e.n+e.drops >= need && float64(now-e.winStart) >= 2*e.last
+	return e.n+e.drops >= e.need() && float64(now-e.winStart) >= 2*e.last
 }
 
 // close ends the window at now. busy reports that the requests in flight
@@ -243,9 +239,12 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		past := e.slow && during > 1 && e.pastKnee(mean, se, cold)
 		switch {
 		case !e.slow:
+			if e.wasPast { // the cut that ended a cold start: held once
+				g, e.wasPast = max(g, 1), false
+			}
 		case during > 1 && (e.drops > 0 || past && (e.wasPast || !cold)):
 			// Past the knee: the gradient from here on.
-			e.slow, e.wasPast = false, false
+			e.slow, e.wasPast = false, cold
 			if cold {
 				e.saturated = probeAfter - probeAgain
 			}

@@ -127,6 +127,7 @@ func TestAdaptiveFalls(t *testing.T) {
 	}{
 		{1500 * time.Microsecond, 30, time.Millisecond},  // once past the band: the slow start holds
 		{1500 * time.Microsecond, 22, time.Millisecond},  // twice: it ends, 30 × 1.1/1.5 = 22
+		{3 * time.Millisecond, 22, time.Millisecond},     // the cut that ended a cold start: held once
 		{3 * time.Millisecond, 16, time.Millisecond},     // × 0.5 (at most halved) = 11: the floor
 		{3 * time.Millisecond, 16, time.Millisecond},     // one window at the floor: it measures what came before
 		{3 * time.Millisecond, 16, 3 * time.Millisecond}, // two: the latency did not fall, rebased
