@@ -34,13 +34,14 @@ const (
 //     measures the queue the doublings built (cut again on it, 16
 //     workers at 5× went 32, 18.6, 10.4);
 //   - no probe runs meanwhile (the fold measures the baseline, and the
-//     doublings have not settled the limit a probe would start from);
-//     ended past the knee, the first comes probeAgain windows later,
-//     since the baseline may rest on too few requests (a tenth too low
-//     cuts the limit below the knee).
+//     doublings have not settled the limit a probe would start from; a
+//     probe before the knee was found measured 6.6 requests on 4 workers
+//     and raised the baseline by half); ended past the knee, the first
+//     comes probeAgain windows later, since the baseline may rest on too
+//     few requests (a tenth too low cuts the limit below the knee).
 //
-// In the queueing model (adaptive_cold_test.go), 16 workers at 20 ms
-// reach the capacity in 10-15 latencies, where it took 50-100.
+// In the queueing model at 2× (adaptive_cold_test.go), 16 workers at 20
+// ms reach the capacity in 10-18 latencies, where they took 59-138.
 func (e *estimator) coldStart() bool {
 	return e.slow && !e.warmed && e.baseN < foldFirst
 }

@@ -74,7 +74,7 @@ type estimator struct {
 	slow      bool    // in the slow start (see close)
 	baseN     int     // requests the first baseline measured (see fold)
 	baseSq    float64 // the mean of their squared latencies
-	wasPast   bool    // the slow start's last window was past the knee
+	wasPast   bool    // the last window was past the knee (see close and coldStart)
 	warmed    bool    // the first slow start is over (see close)
 	calm      int     // windows in a row that refused nothing
 }
@@ -216,9 +216,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		}
 		switch {
 		case refused && during > 1:
-			if !cold { // no time for a probe (see below)
-				e.saturated++
-			}
+			e.saturated++
 		case !folding:
 			// A window that refused nothing, or ran one request at a
 			// time (no queue, no core shared), measures the service as
@@ -268,6 +266,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)
 		}
 		e.limit = min(max(e.limit*g, e.min), e.max)
+		// No probe while a slow start folds: the fold measures the baseline.
 		if e.saturated >= probeAfter && e.limit > e.min && !(e.slow && e.baseN < foldFirst) {
 			e.probing, e.probeFrom, e.saturated = 3, e.limit, 0
 			e.limit = max(e.limit/(e.tol*e.tol), e.min)
