@@ -488,7 +488,7 @@ func TestAdaptiveCriticalDip(t *testing.T) {
 		f.batch(minSamples, time.Millisecond, core.EndDone, 0, false)
 		lims = append(lims, f.limit())
 	}
-	f.batch(minSamples, time.Millisecond, core.EndDone, minSamples, false) // every one dropped
+	f.batch(20, time.Millisecond, core.EndDone, 20, false) // every one dropped, with over half the limit in flight
 	lims = append(lims, f.limit())
 	mean := 0
 	for _, l := range lims[len(lims)-critWindows:] {

@@ -2,21 +2,111 @@ package overload
 
 import "math"
 
+const (
+	// warmWindows is how many windows the warm-up lasts: the first lets
+	// the first requests end, the second is the first baseline (see
+	// close and coldStart).
+	warmWindows = 2
+	// slowSamples is the fewest requests a window of a cold start
+	// measures (see coldStart).
+	slowSamples = 4
+)
+
+// coldStart reports whether the estimator is in its first slow start,
+// folding its first baseline. A fresh Adaptive starts at its floor, often
+// straight into an overload, and must find the capacity within a few
+// dozen latencies of the service, however few requests that is. So the
+// warm-up and the first slow start differ from the later ones:
+//   - a window measures twice the limit (slowNeed), not minSamples:
+//     two latencies below the knee (4 requests at the floor of 2, where
+//     16 took 8 latencies), and longer past it;
+//   - the warm-up is two windows, one ignored and one the first
+//     baseline, and each later window not past the knee is folded into
+//     it (fold weighs each window by its requests);
+//   - a window that refused and is not past the knee doubles the limit,
+//     even in the band: with few requests the band is wide, and holding
+//     in it doubled 2, 3, 3, 4, 8;
+//   - past the knee counts the baseline's error too (pastKnee), and one
+//     window past it holds the limit; two in a row end the slow start:
+//     one noisy window, or a noisy baseline of a few requests, used to
+//     end it at a small limit, leaving the growth to the gradient; the
+//     window after the cut that ends it holds the limit, since it still
+//     measures the queue the doublings built (cut again on it, 16
+//     workers at 5× went 32, 18.6, 10.4);
+//   - no probe runs meanwhile (the fold measures the baseline, and the
+//     doublings have not settled the limit a probe would start from; a
+//     probe before the knee was found measured 6.6 requests on 4 workers
+//     and raised the baseline by half); ended past the knee, the first
+//     comes probeAgain windows later, since the baseline may rest on too
+//     few requests (a tenth too low cuts the limit below the knee).
+//
+// In the queueing model at 2× (adaptive_cold_test.go), 16 workers at 20
+// ms reach the capacity in 10-18 latencies, where they took 59-138.
+func (e *estimator) coldStart() bool {
+	return e.slow && !e.warmed && e.baseN < foldFirst
+}
+
+// need is how many requests the current window measures at least.
+func (e *estimator) need() int {
+	if e.warm < warmWindows || e.coldStart() {
+		return e.slowNeed()
+	}
+	return minSamples
+}
+
+// slowNeed is how many requests a window of a cold start measures: twice
+// the limit, from slowSamples to minSamples. Below the knee that is two
+// latencies; past it, fewer requests end per latency than the limit
+// admits, so the window lasts until it measures the queue a doubling
+// made; and the first lets the requests admitted together at the start
+// end.
+func (e *estimator) slowNeed() int {
+	return min(max(slowSamples, 2*int(e.limit)), minSamples)
+}
+
 // fold adds the window's mean to the baseline as a mean over all the
 // requests folded so far, each window weighing at least least. The
-// warm-up folds its three windows, and the slow start its windows that
+// warm-up folds its second window, and the slow start its windows that
 // are not clearly past the knee until foldFirst requests are folded: a
-// window at a small limit measures few requests (16 at a limit of 1: a
-// standard error of 13 %), and a baseline a tenth too low cuts the
+// window at a small limit measures few requests (4 at a limit of 2 in a
+// cold start: a standard error of 27 %), and a baseline a tenth too low cuts the
 // limit below the knee. A window in the band above the target may be
 // folded too (leaving it out would bias the mean low), but only among
 // the first foldFirst requests: it can raise the baseline by less than
 // the tolerance once.
 func (e *estimator) fold(mean, least float64) {
 	e.baseN += e.n
-	if e.baseN > 0 {
-		e.base += (mean - e.base) * max(float64(e.n)/float64(e.baseN), least)
+	if e.baseN > 0 && e.n > 0 {
+		w := max(float64(e.n)/float64(e.baseN), least)
+		e.base += (mean - e.base) * w
+		e.baseSq += (e.sumSq/float64(e.n) - e.baseSq) * w
 	}
+}
+
+// pastKnee reports whether the slow start's window of mean latency (and
+// standard error se) is clearly past the band: above target + 2 se. From
+// a cold start (see close), both the window and the
+// baseline may rest on a few requests (4 at a limit of 2), so the error
+// counts the baseline's own too, and the spread is the widest of the
+// smoothed one, the window's own and that of all the requests folded: a
+// spread from 4 requests is often far too narrow, and would end the
+// slow start on noise.
+func (e *estimator) pastKnee(mean, se float64, cold bool) bool {
+	if !cold {
+		return mean > e.tol*e.base+2*se
+	}
+	cv2 := e.cv2
+	if n := float64(e.n); n > 1 && mean > 0 {
+		cv2 = max(cv2, (e.sumSq/n-mean*mean)/(mean*mean)*n/(n-1))
+	}
+	if n := float64(e.baseN); n > 1 && e.base > 0 {
+		cv2 = max(cv2, (e.baseSq-e.base*e.base)/(e.base*e.base)*n/(n-1))
+	}
+	v := mean * mean * cv2 / float64(max(e.n, 1))
+	if e.baseN > 0 {
+		v += e.base * e.base * cv2 / float64(e.baseN)
+	}
+	return mean > e.tol*e.base+2*math.Sqrt(v)
 }
 
 // rebase raises the baseline when the latency is not the queue's. A run
@@ -57,6 +147,7 @@ func (e *estimator) rebase(during, mean, se, g float64) float64 {
 			// cuts left small, takes many long windows), and folds its
 			// first requests into the new baseline.
 			e.base, e.epLimit, e.slow, e.baseN = mean, 0, true, e.n
+			e.baseSq = e.sumSq / float64(max(e.n, 1))
 			return 1
 		}
 		e.epLimit, e.epLatency = during, mean // the latency followed: judge from here

@@ -36,9 +36,6 @@ const (
 	// first baseline (see fold): a mean of 256 has a standard error of
 	// about 3 % for a log-normal spread of σ = 0.5.
 	foldFirst = 256
-	// warmWindows is the first window whose mean counts toward the
-	// baseline (see close).
-	warmWindows = 3
 	// capFactor caps a latency counted, as a multiple of the baseline
 	// (see add). The cap must sit far above what a service's latencies
 	// spread to without a queue, or it would cut their mean, and the
@@ -76,13 +73,17 @@ type estimator struct {
 	probeFrom float64 // the limit before the probe
 	slow      bool    // in the slow start (see close)
 	baseN     int     // requests the first baseline measured (see fold)
+	baseSq    float64 // the mean of their squared latencies
+	wasPast   bool    // the last window was past the knee (see close and coldStart)
+	warmed    bool    // the first slow start is over (see close)
 	calm      int     // windows in a row that refused nothing
 }
 
 // add counts one request that ended at now, admitted at start, and
 // reports whether the window is due to close: it has measured at least
-// minSamples requests and lasted twice the last mean latency, so that
-// most of what it measures was admitted under the limit it judges.
+// minSamples requests (fewer in a cold start, see coldStart) and lasted
+// twice the last mean latency, so that most of what it measures was
+// admitted under the limit it judges.
 //
 // A latency counts at most capFactor × the baseline, so that one stray
 // slow request (a GC pause, a cold cache) cannot halve the limit by
@@ -99,7 +100,7 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 		e.sumSq += lat * lat
 		e.n++
 	}
-	return e.n+e.drops >= minSamples && float64(now-e.winStart) >= 2*e.last
+	return e.n+e.drops >= e.need() && float64(now-e.winStart) >= 2*e.last
 }
 
 // close ends the window at now. busy reports that the requests in flight
@@ -137,7 +138,8 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // It ends at the first window whose latency is clearly past the band
 // (above target + 2 se: a window at a small limit measures few requests,
 // and one noisy window must not end it) or that drops requests, never at
-// a limit of 1 (one request in flight has no queue). Started from 1, the
+// a limit of 1 (one request in flight has no queue); a cold start has
+// rules of its own (see coldStart). Started from 1, the
 // baseline is measured with no queue, and the doublings find the knee,
 // where requests begin to wait (workers) or to share the cores
 // (processor sharing), in about log2(N) windows, each as short as two
@@ -180,21 +182,21 @@ func (e *estimator) close(now int64, busy, refused bool) {
 	case e.probing == 1:
 		e.endProbe((e.probeSum + mean) / 2)
 	case mean == 0 || e.warm < warmWindows-1:
-		// The first windows only let the first requests end: started
+		// The first window only lets the first requests end: started
 		// together, the fastest of them end first, so they would measure
 		// too low a latency.
 		if mean > 0 {
 			e.warm++
 		}
 	default:
-		if e.warm < warmWindows+2 {
-			// The next three are the first baseline, the mean of all
-			// they measured, whether they refused or not (one window is
-			// too noisy to stand alone). If one refused, the windows
+		if e.warm < warmWindows {
+			// The next is the first baseline, whether it refused or
+			// not; the slow start folds its windows into it (one window
+			// is too noisy to stand alone). If it refused, the windows
 			// after may all refuse, and leave the baseline to the
-			// probes: the first comes probeAgain windows later (not
-			// after a warm-up at a limit of 1, which had no queue to
-			// measure). The limit moves from the window after.
+			// probes: the first comes probeAgain windows after the slow
+			// start (not after a warm-up at a limit of 1, which had no
+			// queue to measure). The limit moves from the window after.
 			e.warm++
 			e.fold(mean, 0)
 			if refused && during > 1 {
@@ -205,6 +207,8 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		// In the slow start, the first foldFirst requests make the
 		// baseline (see fold).
 		folding := e.slow && e.baseN < foldFirst
+		cold := folding && !e.warmed // see coldStart
+		e.warmed = !cold
 		if e.calm++; refused {
 			e.calm = 0
 		} else if e.calm >= calmWindows {
@@ -230,17 +234,28 @@ func (e *estimator) close(now int64, busy, refused bool) {
 			break
 		}
 		g := e.gradient(mean, se)
+		past := e.slow && during > 1 && e.pastKnee(mean, se, cold)
 		switch {
 		case !e.slow:
-		case during > 1 && (mean > e.tol*e.base+2*se || e.drops > 0):
-			e.slow = false // past the knee: the gradient from here on
+			if e.wasPast { // the cut that ended a cold start: held once
+				g, e.wasPast = max(g, 1), false
+			}
+		case during > 1 && (e.drops > 0 || past && (e.wasPast || !cold)):
+			// Past the knee: the gradient from here on.
+			e.slow, e.wasPast = false, cold
+			if cold {
+				e.saturated = probeAfter - probeAgain
+			}
 		default:
 			// Not clearly past the knee (at a limit of 1, never).
-			if folding {
+			if folding && !past {
 				e.fold(mean, 0)
 			}
+			e.wasPast = past
 			switch {
-			case g > 1 && refused:
+			case past:
+				g = 1 // once, from a cold start: hold, and see
+			case refused && (g > 1 || cold):
 				g = gradMax
 			case g < 1:
 				g = 1 // in the band: hold, and see
@@ -251,7 +266,8 @@ func (e *estimator) close(now int64, busy, refused bool) {
 			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)
 		}
 		e.limit = min(max(e.limit*g, e.min), e.max)
-		if e.saturated >= probeAfter && e.limit > e.min {
+		// No probe while a slow start folds: the fold measures the baseline.
+		if e.saturated >= probeAfter && e.limit > e.min && !(e.slow && e.baseN < foldFirst) {
 			e.probing, e.probeFrom, e.saturated = 3, e.limit, 0
 			e.limit = max(e.limit/(e.tol*e.tol), e.min)
 		}

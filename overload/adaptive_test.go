@@ -60,13 +60,13 @@ func (f *fixture) batch(n int, lat time.Duration, how core.Ending, dropped int, 
 	}
 }
 
-// warm runs the five windows of 16 requests after which the baseline is
-// lat: the first two only let the first requests end, the next three
-// are averaged. The first probe is due probeAgain windows that refuse
-// later.
+// warm runs the two windows of the warm-up after which the baseline is
+// lat: the first only lets the first requests end, the second is the
+// first baseline. Each measures twice the limit, from slowSamples to
+// minSamples.
 func (f *fixture) warm(lat time.Duration) {
-	for range warmWindows + 2 {
-		f.batch(minSamples, lat, core.EndDone, 0, false)
+	for range warmWindows {
+		f.batch(f.a.est.slowNeed(), lat, core.EndDone, 0, false)
 	}
 	if got := f.a.Stats().Baseline; got != lat {
 		f.t.Fatalf("baseline after the warm-up = %v, want %v", got, lat)
@@ -125,7 +125,9 @@ func TestAdaptiveFalls(t *testing.T) {
 		limit int
 		base  time.Duration
 	}{
-		{1500 * time.Microsecond, 22, time.Millisecond},  // 30 × 1.1/1.5 = 22
+		{1500 * time.Microsecond, 30, time.Millisecond},  // once past the band: the slow start holds
+		{1500 * time.Microsecond, 22, time.Millisecond},  // twice: it ends, 30 × 1.1/1.5 = 22
+		{3 * time.Millisecond, 22, time.Millisecond},     // the cut that ended a cold start: held once
 		{3 * time.Millisecond, 16, time.Millisecond},     // × 0.5 (at most halved) = 11: the floor
 		{3 * time.Millisecond, 16, time.Millisecond},     // one window at the floor: it measures what came before
 		{3 * time.Millisecond, 16, 3 * time.Millisecond}, // two: the latency did not fall, rebased
@@ -343,24 +345,24 @@ func TestAdaptiveFrozenClock(t *testing.T) {
 
 // TestAdaptiveSlowStart: a floor of 1 starts at a limit of 1, so that
 // the first baseline is measured with no queue (the default floor, 2,
-// starts at 2). The warm-up's windows (two
-// ignored, three averaged) leave the limit alone; then each window that
-// refuses requests with the latency at the baseline doubles it, until
-// one whose latency is past the band ends the slow start and cuts by
-// the gradient. Eight windows in a row that refuse nothing turn it on
-// again, and the next flat window that refuses doubles the limit.
+// starts at 2). The warm-up's windows (one ignored, one the first
+// baseline), each of twice the limit (at least slowSamples), leave the
+// limit alone; then each window that refuses requests and is not past
+// the band doubles it; the first past the band holds it, and a second
+// in a row ends the slow start and cuts by the gradient. Eight windows
+// in a row that refuse nothing turn it on again, and the next flat
+// window that refuses doubles the limit.
 func TestAdaptiveSlowStart(t *testing.T) {
 	f := newFixture(t, AdaptiveConfig{MinLimit: 1})
 	if f.limit() != 1 || !f.a.est.slow {
 		t.Fatalf("limit %d, slow start %v; want 1, on", f.limit(), f.a.est.slow)
 	}
-	window := func(lat time.Duration, refuse bool) { // one window of minSamples requests, the limit's worth at a time
-		per := f.limit()
-		for range minSamples / per {
-			f.batch(per, lat, core.EndDone, 0, refuse)
+	window := func(lat time.Duration, refuse bool) { // one window of twice the limit (4 to 16), the limit's worth at a time
+		for left := f.a.est.slowNeed(); left > 0; left -= min(left, f.limit()) {
+			f.batch(min(left, f.limit()), lat, core.EndDone, 0, refuse)
 		}
 	}
-	for range warmWindows + 2 {
+	for range warmWindows {
 		window(time.Millisecond, true)
 	}
 	if st := f.a.Stats(); st.Limit != 1 || st.Baseline != time.Millisecond {
@@ -376,7 +378,11 @@ func TestAdaptiveSlowStart(t *testing.T) {
 	if got := f.limit(); got != 32 {
 		t.Fatalf("limit %d, want 32", got)
 	}
-	f.batch(minSamples, 2*time.Millisecond, core.EndDone, 0, true) // past the knee: 32 × 1.1/2 = 17.6
+	f.batch(minSamples, 2*time.Millisecond, core.EndDone, 0, true) // past the band once: held
+	if st := f.a.Stats(); st.Limit != 32 || !f.a.est.slow {
+		t.Fatalf("once past the band: %+v, slow start %v; want limit 32, on", st, f.a.est.slow)
+	}
+	f.batch(minSamples, 2*time.Millisecond, core.EndDone, 0, true) // twice: 32 × 1.1/2 = 17.6
 	if st := f.a.Stats(); st.Limit != 18 || st.Baseline != time.Millisecond || f.a.est.slow {
 		t.Fatalf("past the knee: %+v, slow start %v; want limit 18, baseline 1ms, off", st, f.a.est.slow)
 	}
