@@ -141,6 +141,12 @@ func (e *estimator) endProbe(mean, se float64) {
 	if math.Abs(mean-e.base) > 0.05*e.base {
 		e.saturated = probeAfter - probeAgain
 	}
+	// A probe at the knee that measured under the baseline by a standard
+	// error may have found it stale high (see probeDepth): the next, soon,
+	// runs deeper.
+	if e.probeLow = se > 0 && mean < e.base-se; e.probeLow {
+		e.saturated = probeAfter - probeAgain
+	}
 	if mean < e.base/e.tol-2*se {
 		e.base = mean
 		return

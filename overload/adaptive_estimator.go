@@ -77,6 +77,7 @@ type estimator struct {
 	baseN     int     // requests the first baseline measured (see fold)
 	calm      int     // windows in a row that refused nothing
 	calmLimit float64 // the limit while calm (see restore)
+	probeLow  bool    // the last probe measured under the baseline (see endProbe)
 
 	probe probeState
 	knee  kneeState
@@ -255,7 +256,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 				g = 1 // in the band: hold, and see
 			}
 		}
-		g = e.atKnee(during, mean, refused, g)
+		g = e.atKnee(during, mean, se, refused, g)
 		g = e.rebase(during, mean, se, g)
 		if e.drops > 0 {
 			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)

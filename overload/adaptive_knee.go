@@ -30,6 +30,12 @@ const (
 	// the limit below the capacity at 25 workers (goodput under 95 %
 	// for seconds); 0.6 took it past 1.15 × the capacity now and then.
 	kneeShare = 0.55
+	// kneeClimb is how much evidence (see atKnee), in standard errors of
+	// a window's mean, says the limit is below the knee: 13 and 20 gave
+	// false alarms, the gradient's noise for a few windows, and the limit
+	// past 1.15 × the capacity on some seeds; with 30, the limit follows
+	// a doubled capacity in 0.9 s at 2×.
+	kneeClimb = 30
 	// fastGap is how many windows must pass after a probe for a sudden
 	// fall of the latency (see atKnee) before the next one may probe.
 	fastGap = 16
@@ -46,6 +52,7 @@ type kneeState struct {
 	out  int     // the side (+1, -1) of the last window far from it
 	from float64 // the limit at the start of the run
 	gap  int     // windows since the last probe for a fall of latency
+	up   float64 // the evidence that the limit is below the knee
 }
 
 // atKnee returns the limit's gradient from the knee, or g where the knee
@@ -63,7 +70,11 @@ type kneeState struct {
 // kneeWindows windows in a row agree with it while the gradient moved the
 // limit by less than kneeSettled, the limit is 1 + kneeShare × (tol − 1)
 // times the knee. Below the knee x is the limit itself, so the knee, and
-// the limit with it, climb by kneeShare × (tol − 1) × kneeWeight a window.
+// the limit with it, would climb by only kneeShare × (tol − 1) ×
+// kneeWeight a window (4 s to follow a doubled capacity at 2×); so the
+// windows' log(x / knee), which averages 0 at the knee and log(ratio)
+// below it, is summed past half of log(ratio) (a CUSUM test), and once
+// the sum passes kneeClimb standard errors the gradient rules again.
 //
 // A window whose x is farther than kneeJump from the knee is noise until
 // the next says the same: then the knee starts again from x and the
@@ -78,13 +89,14 @@ type kneeState struct {
 // where no probe at the knee's depth could tell; so a probe runs first
 // (at most one per fastGap windows), and the knee follows only if x is
 // still high after it.
-func (e *estimator) atKnee(during, mean float64, refused bool, g float64) float64 {
+func (e *estimator) atKnee(during, mean, se float64, refused bool, g float64) float64 {
 	k := &e.knee
 	if e.slow || !refused || during < kneeMin || mean <= 0 {
-		k.at, k.run, k.out = 0, 0, 0
+		k.at, k.run, k.out, k.up = 0, 0, 0, 0
 		return g
 	}
-	held := min(max((1+kneeShare*(e.tol-1))*k.at/during, gradMin), gradMax)
+	ratio := 1 + kneeShare*(e.tol-1)
+	held := min(max(ratio*k.at/during, gradMin), gradMax)
 	if e.drops > 0 && k.run >= kneeWindows {
 		return held // the drops lower it (see close)
 	}
@@ -112,10 +124,21 @@ func (e *estimator) atKnee(during, mean float64, refused bool, g float64) float6
 		if !settled {
 			k.from = during // settled: judged from the limit before the change
 		}
-		k.at, k.run, k.out = x, 1, 0
+		k.at, k.run, k.out, k.up = x, 1, 0, 0
 		return g
 	}
 	k.out = 0
+	if k.run >= kneeWindows {
+		// Below the knee x is the limit, ratio × the knee: the log of
+		// x / knee averages log(ratio) there and 0 at the knee. Sum
+		// what lies past half-way (a CUSUM test), and start again when
+		// the sum passes kneeClimb standard errors.
+		k.up = max(0, k.up+math.Log(x/k.at)-math.Log(ratio)/2)
+		if se > 0 && k.up > kneeClimb*se/mean {
+			k.at, k.run, k.from, k.up = x, 1, during, 0
+			return g
+		}
+	}
 	k.run++
 	k.at *= math.Pow(x/k.at, max(kneeWeight, 1/float64(k.run)))
 	switch {
@@ -125,20 +148,33 @@ func (e *estimator) atKnee(during, mean float64, refused bool, g float64) float6
 		k.at, k.run, k.from = x, 1, during // still climbing
 		return g
 	}
-	return min(max((1+kneeShare*(e.tol-1))*k.at/during, gradMin), gradMax)
+	return min(max(ratio*k.at/during, gradMin), gradMax)
 }
 
 // probeDepth is what a probe divides the limit by. At the knee the limit
-// is at most 1 + kneeShare × (tol − 1) times the capacity, so a probe
-// below it by tol runs below the capacity and costs little (at 25
-// workers, a probe by tol² lost enough goodput to miss 95 %); elsewhere
-// the gradient holds the limit at up to tol × the capacity, and a probe
-// divides it by tol².
+// is 1 + kneeShare × (tol − 1) times the knee, so a probe below it by tol
+// runs below the capacity if the baseline is right, and costs little (at
+// 25 workers, probes by tol² lost enough goodput to miss 95 %). But if
+// the baseline is stale high by k, the knee and the limit are k times
+// too high, and a probe by tol still has a queue: its mean is the
+// baseline × (1 + kneeShare × (tol − 1)) / tol, 4 % under it by default,
+// too little to tell from noise at once. So a probe that measured under
+// the baseline by a standard error is followed soon by one deeper by the
+// knee's ratio (by tol × 1.055): below the capacity if the baseline is
+// stale by less than tol (its mean is then the service's latency), at
+// the baseline / tol if by more; either way a tenth or more under a
+// stale baseline, which moves toward it (see endProbe), and the next
+// probe follows soon again while they disagree.
+// Elsewhere the gradient holds the limit at up to tol × the capacity, and
+// a probe divides it by tol².
 func (e *estimator) probeDepth() float64 {
-	if e.knee.run >= kneeWindows {
-		return e.tol
+	switch {
+	case e.knee.run < kneeWindows:
+		return e.tol * e.tol
+	case e.probeLow:
+		return e.tol * (1 + kneeShare*(e.tol-1))
 	}
-	return e.tol * e.tol
+	return e.tol
 }
 
 // restore puts the limit back where it was before an overload once the

@@ -604,3 +604,66 @@ func TestAdaptiveKneeFaster(t *testing.T) {
 		t.Fatalf("after two: probing %d, limit %.4f; want 3, %.4f", f.a.est.probing, f.a.est.limit, held/1.1)
 	}
 }
+
+// TestAdaptiveKneeClimb: held at the knee, windows with no queue (the
+// capacity grew) each estimate the knee at the limit, 1.055 × the knee:
+// the CUSUM gains log(1.055) / 2 = 0.02677 a window, and with a standard
+// error of 1 % it passes kneeClimb × 0.01 = 0.3 at the twelfth window
+// (0.321; 0.294 at the eleventh), where the gradient takes over; until
+// then the knee climbs by 1.055^(its weight) a window. Windows
+// at the knee, 6 % either side of it by turns, never pass it.
+func TestAdaptiveKneeClimb(t *testing.T) {
+	ratio := 1 + kneeShare*0.1
+	atKnee := func(e *estimator, mean float64) float64 {
+		return e.atKnee(ratio*e.knee.at, mean, 0.01*mean, true, 1.5) // 1.5: the gradient's
+	}
+	e := &estimator{min: 2, max: 1000, tol: 1.1, base: 1e6, limit: ratio * 18}
+	e.knee = kneeState{at: 18, run: kneeWindows, from: ratio * 18}
+	for i := 1; i <= 12; i++ {
+		run := float64(e.knee.run + 1)
+		g := atKnee(e, 1e6)
+		// Held, the knee climbing: by ratio^(its weight).
+		if want := math.Pow(ratio, max(kneeWeight, 1/run)); i < 12 && math.Abs(g-want) > 1e-12 {
+			t.Fatalf("window %d: %v, want the knee held (%v)", i, g, want)
+		}
+		if i == 12 && (g != 1.5 || e.knee.run != 1) {
+			t.Fatalf("window 12: %v, run %d; want the gradient's 1.5, the knee started again", g, e.knee.run)
+		}
+	}
+	e.knee = kneeState{at: 18, run: kneeWindows, from: ratio * 18}
+	for i := range 1000 {
+		mean := 1e6 * ratio * (1 + 0.06*float64(1-2*(i%2)))
+		if g := atKnee(e, mean); g == 1.5 {
+			t.Fatalf("window %d at the knee: the gradient took over", i)
+		}
+	}
+}
+
+// TestAdaptiveProbeLow: a probe at the knee that measures under the
+// baseline by a standard error (0.95 ms over 144 requests against 1 ms,
+// standard error 0.95 / 24) moves it a quarter of the way (within two
+// standard errors), and the next probe comes probeAgain windows later,
+// deeper: by tol × 1.055 instead of tol.
+func TestAdaptiveProbeLow(t *testing.T) {
+	e := &estimator{min: 2, max: 1000, tol: 1.1, base: 1e6, cv2: 0.25, limit: 20 / 1.1,
+		probeFrom: 20, probing: 1, n: minSamples,
+		probe: probeState{first: 0.95e6, sum: 0.95e6 * minSamples, n: minSamples, windows: 1}}
+	e.knee = kneeState{at: 19, run: kneeWindows}
+	if d := e.probeDepth(); d != 1.1 {
+		t.Fatalf("probe depth at the knee %v, want 1.1", d)
+	}
+	for e.probing == 1 {
+		e.probeWindow(0.95e6)
+	}
+	want := 1e6 + (0.95e6-1e6)/4
+	if !e.probeLow || e.saturated != probeAfter-probeAgain || math.Abs(e.base-want) > 1e-3 {
+		t.Fatalf("low: %v, saturated %d, baseline %.1f; want true, %d, %.1f", e.probeLow, e.saturated, e.base, probeAfter-probeAgain, want)
+	}
+	if d := e.probeDepth(); math.Abs(d-1.1*1.055) > 1e-12 {
+		t.Fatalf("probe depth after a low probe %v, want 1.1 × 1.055", d)
+	}
+	e.knee.run = 0
+	if d := e.probeDepth(); math.Abs(d-1.21) > 1e-12 {
+		t.Fatalf("probe depth off the knee %v, want 1.21", d)
+	}
+}
