@@ -158,23 +158,63 @@ func (e *estimator) rebase(during, mean, se, g float64) float64 {
 	return g
 }
 
-// endProbe ends a probe. A baseline that windows which refuse cannot
+// probeState is what a probe measured so far (see probeWindow).
+type probeState struct {
+	first, sum float64 // the first window's mean; the latencies' sum
+	n, windows int     // the requests and windows measured
+}
+
+// probeWindow counts a window that a probe measures, and ends the probe
+// when it has measured enough. A probe from a limit below kneeMin
+// measures two windows and takes the mean of their means. One from
+// kneeMin up measures until probeFull requests (at most probeWindows
+// windows), and weighs each request alike: at 25 workers two windows
+// hold about 110 requests, whose mean has a standard error of 5 %, and
+// at the knee (see atKnee) the limit follows every error of the baseline
+// one for one.
+func (e *estimator) probeWindow(mean float64) {
+	p := &e.probe
+	wide := e.probeFrom >= kneeMin
+	more := wide && p.n+e.n < probeFull && p.windows < probeWindows
+	p.sum += mean * float64(e.n)
+	p.n += e.n
+	p.windows++
+	switch {
+	case more:
+	case !wide:
+		e.endProbe((p.first+mean)/2, 0)
+	case p.n > 0:
+		m := p.sum / float64(p.n)
+		e.endProbe(m, m*math.Sqrt(e.cv2/float64(p.n)))
+	default:
+		e.endProbe(mean, 0)
+	}
+}
+
+// endProbe ends a probe whose mean latency is mean, with standard error
+// se (0: not known).
+//
+// A baseline that windows which refuse cannot
 // move may go stale under a sustained overload: too high if the service
 // got faster (a shift in the mix of requests; the limit then settles
 // too high, with a queue), too low after a noisy measure. So after
 // probeAfter windows that refused requests with no window that did not,
-// three windows run at the limit divided by tol² (a sixth lower by
-// default): the first lets the requests admitted before end, the next
-// two measure. (Measuring only the requests admitted since would favour
-// the fast ones, which end first.)
+// the limit is divided by probeDepth for a few windows: the first lets
+// the requests admitted before end, the next measure. (Measuring only
+// the requests admitted since would favour the fast ones, which end
+// first.)
 //
 // If the baseline is right or low, the limit was at most tol × the
 // capacity, so the probe runs below the capacity, with no queue: its
 // mean is the latency without a queue, and the baseline moves half-way
-// to it, up or down (half-way, since two windows' mean is noisy). If the
-// baseline is too high by a factor k > tol, the probe still has a queue,
-// and its mean, about the baseline / tol, is lower than any noise would
-// make it: the baseline takes it whole. Either way the probe
+// to it, up or down (half-way, since the probe's mean is noisy; a
+// quarter of the way when they differ by less than two standard errors,
+// so that noise moves the baseline less). If the baseline is too high
+// by a factor k > tol, the probe still has a queue, and its mean, about
+// the baseline / tol, is lower than any noise would make it: the
+// baseline takes it whole (when it is lower by two standard errors more
+// than that: one noisy probe taken whole would pull the baseline down
+// by a tenth, and at the knee the limit with it). Either way the probe
 // cannot raise the baseline above the service's latency without a
 // queue, so probes cannot make it creep. A probe that moved it by more
 // than 5 % is followed by another probeAgain windows later.
@@ -184,7 +224,7 @@ func (e *estimator) rebase(during, mean, se, g float64) float64 {
 // capacity (nearly all the throughput), and a service within its
 // capacity sees none. The limit goes back to where it was after it, and
 // the next windows correct it.
-func (e *estimator) endProbe(mean float64) {
+func (e *estimator) endProbe(mean, se float64) {
 	e.probing, e.limit = 0, e.probeFrom
 	if mean <= 0 {
 		return
@@ -192,9 +232,19 @@ func (e *estimator) endProbe(mean float64) {
 	if math.Abs(mean-e.base) > 0.05*e.base {
 		e.saturated = probeAfter - probeAgain
 	}
-	if mean < e.base/e.tol {
+	// A probe at the knee that measured under the baseline by a standard
+	// error may have found it stale high (see probeDepth): the next, soon,
+	// runs deeper.
+	if e.probeLow = se > 0 && mean < e.base-se; e.probeLow {
+		e.saturated = probeAfter - probeAgain
+	}
+	if mean < e.base/e.tol-2*se {
 		e.base = mean
 		return
 	}
-	e.base += (mean - e.base) / 2
+	step := 0.5
+	if se > 0 && math.Abs(mean-e.base) <= 2*se {
+		step = 0.25
+	}
+	e.base += (mean - e.base) * step
 }

@@ -68,7 +68,6 @@ type estimator struct {
 
 	saturated int     // windows that refused since the baseline was refreshed
 	probing   int     // windows of the probe left: 3 flushes, 2 and 1 measure
-	probeSum  float64 // the probe's measures so far
 	warm      int     // windows of the warm-up so far (see close)
 	probeFrom float64 // the limit before the probe
 	slow      bool    // in the slow start (see close)
@@ -77,6 +76,11 @@ type estimator struct {
 	wasPast   bool    // the last window was past the knee (see close and coldStart)
 	warmed    bool    // the first slow start is over (see close)
 	calm      int     // windows in a row that refused nothing
+	calmLimit float64 // the limit while calm (see restore)
+	probeLow  bool    // the last probe measured under the baseline (see endProbe)
+
+	probe probeState
+	knee  kneeState
 }
 
 // add counts one request that ended at now, admitted at start, and
@@ -149,7 +153,12 @@ func (e *estimator) add(start, now int64, dropped bool) bool {
 // refused at half load in the queueing model.) The slow start runs again
 // after a rebase, and after calmWindows windows in a row that refused
 // nothing: a load that an overload cut comes back to a limit far below
-// the knee.
+// the knee (and that spell's first window restores the limit the calm
+// load had before the overload: see restore).
+//
+// Under a sustained overload at a limit of kneeMin or more, once the
+// windows agree on the knee, the limit is held at a fixed ratio of it
+// rather than moved by each window's gradient (see atKnee).
 //
 // The baseline is the mean latency without a queue. A window that
 // refused nothing, or ran at a limit of 1, measures the service as it
@@ -178,9 +187,9 @@ func (e *estimator) close(now int64, busy, refused bool) {
 	case e.probing == 3:
 		e.probing = 2 // what this window measured was admitted before the probe
 	case e.probing == 2:
-		e.probing, e.probeSum = 1, mean
+		e.probing, e.probe = 1, probeState{first: mean, sum: mean * float64(e.n), n: e.n, windows: 1}
 	case e.probing == 1:
-		e.endProbe((e.probeSum + mean) / 2)
+		e.probeWindow(mean)
 	case mean == 0 || e.warm < warmWindows-1:
 		// The first window only lets the first requests end: started
 		// together, the fastest of them end first, so they would measure
@@ -214,6 +223,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		} else if e.calm >= calmWindows {
 			e.slow = true
 		}
+		e.restore(refused)
 		switch {
 		case refused && during > 1:
 			e.saturated++
@@ -261,6 +271,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 				g = 1 // in the band: hold, and see
 			}
 		}
+		g = e.atKnee(during, mean, se, refused, g)
 		g = e.rebase(during, mean, se, g)
 		if e.drops > 0 {
 			g = min(g, 1-float64(e.drops)/float64(e.n+e.drops)/2)
@@ -269,7 +280,7 @@ func (e *estimator) close(now int64, busy, refused bool) {
 		// No probe while a slow start folds: the fold measures the baseline.
 		if e.saturated >= probeAfter && e.limit > e.min && !(e.slow && e.baseN < foldFirst) {
 			e.probing, e.probeFrom, e.saturated = 3, e.limit, 0
-			e.limit = max(e.limit/(e.tol*e.tol), e.min)
+			e.limit = max(e.limit/e.probeDepth(), e.min)
 		}
 	}
 	if mean > 0 {
