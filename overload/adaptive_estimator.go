@@ -290,18 +290,6 @@ func (e *estimator) close(now int64, busy, refused bool) {
 	e.sum, e.sumSq, e.n, e.drops, e.winStart = 0, 0, 0, 0, now
 }
 
-// gradient is close's g before drops.
-func (e *estimator) gradient(mean, se float64) float64 {
-	target := e.tol * e.base
-	switch {
-	case mean < target-se/2:
-		return min((target-se/2)/mean, gradMax)
-	case mean > target+se:
-		return max((target+se)/mean, gradMin)
-	}
-	return 1
-}
-
 // published is the limit as the admission path uses it: rounded, within
 // [min, max].
 func (e *estimator) published() int64 {

@@ -195,3 +195,15 @@ func (e *estimator) restore(refused bool) {
 		e.calmLimit = e.limit
 	}
 }
+
+// gradient is close's g before drops.
+func (e *estimator) gradient(mean, se float64) float64 {
+	target := e.tol * e.base
+	switch {
+	case mean < target-se/2:
+		return min((target-se/2)/mean, gradMax)
+	case mean > target+se:
+		return max((target+se)/mean, gradMin)
+	}
+	return 1
+}
