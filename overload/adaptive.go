@@ -37,9 +37,11 @@ const (
 	// the first latencies arrive.
 	defaultMaxLimit = 1000
 	// defaultTolerance is how much slower than the baseline the mean
-	// latency may be before the limit falls: 1.1, so the limit settles
-	// where about a tenth of the requests in flight wait (the service's
-	// capacity plus 10 %: every worker busy, a short queue). Lower
+	// latency may be before the limit falls: 1.1, so the gradient
+	// settles the limit where about a tenth of the requests in flight
+	// wait (the service's capacity plus 10 %: every worker busy, a short
+	// queue), and under a sustained overload the knee holds it at 1 +
+	// 0.55 × (tolerance − 1) times the knee (1.055: see atKnee). Lower
 	// tolerances, tried in the queueing model (adaptive_sim_test.go),
 	// let noise cut the limit below the capacity now and then (1.05
 	// lost up to 4.5 % of the goodput at 2×); higher ones hold a longer

@@ -39,12 +39,15 @@
 // standard error of that target), at most halving and doubling, within a
 // floor and a ceiling (2 and 1000 by default). In a queue the latency
 // grows as the limit does, so the limit settles at about 1.1 × the
-// capacity: every worker busy, a short queue. A dropped request (a
+// capacity: every worker busy, a short queue. Under a sustained
+// overload, at a limit of 16 or more, it is then held at 1.055 × a
+// running estimate of the knee (limit × baseline / mean, once 8 windows
+// agree), rather than following each window's noise. A dropped request (a
 // timeout, core.EndDropped) lowers it whatever its latency. It starts
 // at its floor, so that its first baseline is measured with hardly any
 // queue and hardly a core shared, and a slow start doubles it each
 // window that refuses with the latency flat, until the latency shows
-// the knee.
+// the knee: from a cold start, within 10 to 20 latencies.
 //
 // The baseline is what such limits get wrong: Netflix's Gradient2 lets it
 // creep up under a sustained overload, Envoy's filter pins the limit low
