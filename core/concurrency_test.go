@@ -312,7 +312,7 @@ func FuzzConcurrency(f *testing.F) {
 					t.Fatal(err)
 				}
 				want := held[key]+cost <= n
-				if d.Allowed != want || (!d.Lease.IsZero()) != want {
+				if d.Allowed != want || !d.Lease.IsZero() != want {
 					t.Fatalf("step %d: %s holds %d of %d, cost %d: %+v", i/2, name, held[key], n, cost, d)
 				}
 				if want {

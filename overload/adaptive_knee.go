@@ -15,7 +15,7 @@ const (
 	kneeWindows = 8
 	// kneeWeight is how far the knee moves toward one window's estimate:
 	// a window's estimate has a spread of about 6 % at 50 workers, the
-	// knee's (at 1/16) 2 %.
+	// knee's, weighing each window 1/32, under 1 %.
 	kneeWeight = 1.0 / 32
 	// kneeJump is how far (in log) a window's estimate may be from the
 	// knee before it is taken as a change rather than noise: 3 times

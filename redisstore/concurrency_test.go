@@ -76,7 +76,7 @@ func decide(t *testing.T, lim core.Limiter, key string, cost int, allowed bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Allowed != allowed || d.Remaining != remaining || (!d.Lease.IsZero()) != allowed {
+	if d.Allowed != allowed || d.Remaining != remaining || !d.Lease.IsZero() != allowed {
 		t.Fatalf("Allow(%q, %d) = %+v, want allowed=%v remaining=%d", key, cost, d, allowed, remaining)
 	}
 	return d

@@ -44,7 +44,7 @@ func Run(t *testing.T, tab Table, newLimiter Factory, late time.Duration) {
 		if err != nil {
 			t.Fatalf("%s step %d: %v", tab.Name, i, err)
 		}
-		if (!d.Lease.IsZero()) != (leases && d.Allowed) {
+		if !d.Lease.IsZero() != (leases && d.Allowed) {
 			t.Errorf("%s step %d: allowed=%v with lease %v; a lease comes with every admission under Concurrency, and with nothing else", tab.Name, i, d.Allowed, d.Lease)
 		}
 		if !d.Lease.IsZero() {

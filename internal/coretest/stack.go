@@ -219,7 +219,7 @@ func RunStack(t *testing.T, tab StackTable, newStack StackFactory, late time.Dur
 		if err != nil {
 			t.Fatalf("%s step %d: %v", tab.Name, i, err)
 		}
-		if (!d.Lease.IsZero()) != (d.Allowed && leases) {
+		if !d.Lease.IsZero() != (d.Allowed && leases) {
 			t.Errorf("%s step %d: allowed=%v with lease %v; a lease comes with every admission of a stack with a concurrency layer, and with nothing else", tab.Name, i, d.Allowed, d.Lease)
 		}
 		if !d.Lease.IsZero() {
