@@ -43,6 +43,8 @@ func BenchmarkUnary(b *testing.B) {
 		{"allowed-peerip", withPeer, grpcmw.MustNew(lots, grpcmw.MustKeyByPeerIP(), limitAll).UnaryServerInterceptor()},
 		{"exempt", base, grpcmw.MustNew(lots, grpcmw.Constant("k")).UnaryServerInterceptor()},
 		{"denied", base, grpcmw.MustNew(denying, grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()},
+		// A limit of requests in flight: each call takes a Lease and ends it.
+		{"inflight", base, grpcmw.MustNew(core.MustNew(core.InFlight(1000)), grpcmw.Constant("k"), limitAll).UnaryServerInterceptor()},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -65,6 +65,12 @@ func BenchmarkOverhead(b *testing.B) {
 	// A limiter that answers at once shows what this package adds on its
 	// own, apart from core's decision.
 	fixed := decide(core.Decision{Allowed: true, Limit: lim.Limit(), Remaining: 999_999, ResetAfter: time.Microsecond}, nil)
+	// A limit of requests in flight: every request takes a Lease and ends
+	// it when the handler returns.
+	inflight, err := core.New(core.InFlight(1000), core.WithCapacity(2*nKeys))
+	if err != nil {
+		b.Fatal(err)
+	}
 	handlers := []struct {
 		name string
 		h    http.Handler
@@ -75,6 +81,7 @@ func BenchmarkOverhead(b *testing.B) {
 		// keyfunc.ClientIP parses and formats the peer address: the full
 		// cost of a typical set-up.
 		{"limited-clientip", httpmw.MustNew(lim, keyfunc.MustClientIP()).Handler(bare)},
+		{"inflight", httpmw.MustNew(inflight, byAddr).Handler(bare)},
 	}
 	for _, hh := range handlers {
 		h := hh.h
