@@ -31,7 +31,10 @@ type Holder interface {
 	// request ended, if gen is still current, and makes it stale first,
 	// atomically: a second End of the same Lease, or a copy's, then finds
 	// gen stale and must do nothing and return nil, even once the record
-	// serves another admission under a later generation.
+	// serves another admission under a later generation. ctx is the
+	// request's, often done already (the request ended, or its client
+	// went away): a holder that gives slots back over I/O must not let
+	// that stop it (context.WithoutCancel).
 	EndLease(ctx context.Context, gen uint64, e Ending) error
 }
 
@@ -48,13 +51,13 @@ func (f *funcHolder) EndLease(ctx context.Context, _ uint64, e Ending) error {
 	if !f.done.CompareAndSwap(false, true) {
 		return nil
 	}
-	return f.end(ctx, e)
+	return f.end(context.WithoutCancel(ctx), e)
 }
 
 // NewLease returns a Lease whose first Release or End calls end with how
 // the request ended (EndDone for Release; limits that do not learn from
-// their requests ignore it). It allocates: a limiter that must not
-// implements [Holder].
+// their requests ignore it), under a context that is never cancelled. It
+// allocates: a limiter that must not implements [Holder].
 func NewLease(end func(ctx context.Context, e Ending) error) Lease {
 	return Lease{h: &funcHolder{end: end}}
 }

@@ -24,7 +24,9 @@ func Undo(ctx context.Context, lim core.Limiter, key string, cost int, lease cor
 }
 
 // End finishes an admitted request: it releases the lease of its decision,
-// if any, under a context that is not cancelled. Adapters defer it around
+// if any, with the request's context, done or not (a Lease's holder does
+// not let a cancelled context stop a release: see core.Holder; wrapping
+// it here cost an allocation a request). Adapters defer it around
 // the handler, so that it runs however the handler ends (a return, a
 // panic, which then goes on, or a client that went away). A zero lease
 // costs a comparison. How the request ended, for the limits that learn
@@ -43,9 +45,7 @@ func End(ctx context.Context, lease core.Lease) {
 // EndAs is End with the ending given: grpcmw reads it from the handler's
 // status as well (Ending).
 func EndAs(ctx context.Context, lease core.Lease, e core.Ending) {
-	if !lease.IsZero() {
-		_ = lease.End(context.WithoutCancel(ctx), e)
-	}
+	_ = lease.End(ctx, e)
 }
 
 // Ending is how a request whose context ended with err (nil: it has not)

@@ -326,3 +326,28 @@ func TestUndoEndsIgnored(t *testing.T) {
 		t.Fatalf("endings %v, want %v", got, want)
 	}
 }
+
+// TestEndFree: End hands the request's context to the lease as it is,
+// cancelled or not, with no allocation (the adapters call it once per
+// request a concurrency limit admits); the holders keep a release from
+// being stopped by it: NewLease's function runs under a context that is
+// never cancelled.
+func TestEndFree(t *testing.T) {
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	lim := core.MustNew(core.InFlight(1))
+	if n := testing.AllocsPerRun(1000, func() {
+		d, _ := lim.Allow(gone, "k", 1)
+		if !d.Allowed {
+			t.Fatal("refused: the last End did not release")
+		}
+		pipeline.End(gone, d.Lease)
+	}); n != 0 && !coretest.Race {
+		t.Errorf("admission and End: %v allocations, want 0", n)
+	}
+	live := false
+	pipeline.End(gone, core.NewLease(func(ctx context.Context, _ core.Ending) error { live = ctx.Err() == nil; return nil }))
+	if !live {
+		t.Error("NewLease's function ran under a cancelled context")
+	}
+}
